@@ -1,0 +1,198 @@
+"""Compiled scan kernels (numba). Private: use ``fastdiff.kernel.scan_bytes``.
+
+The kernels are pure functions over arrays and scalars, with no I/O, compiled
+ahead of their first call for explicit signatures and cached on disk
+(``cache=True``), so a later process loads them in milliseconds instead of
+compiling. They compare bit patterns through unsigned views and never use
+``fastmath`` (it changes NaN and infinity results). ``nogil`` lets several
+threads scan at once.
+
+Output slots (``out_i``): n_diff, n_within, first_diff, first_any,
+max_index, n_nan, n_inf; the maximum delta goes to ``out_max[0]``.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from ._values import float_values
+from .dtypes import DType
+from .kernel import ScanStats, Tolerance
+
+#: Every numba flag of the project, in one place.
+JIT_FLAGS = {
+    "nopython": True,
+    "nogil": True,
+    "cache": True,
+    "fastmath": False,
+    "error_model": "numpy",
+}
+
+_ro = nb.types.Array
+_I64_OUT = nb.types.Array(nb.int64, 1, "C")
+
+
+def _int_sig(t: nb.types.Integer) -> nb.core.typing.templates.Signature:
+    arr = _ro(t, 1, "C", readonly=True)
+    return nb.void(
+        arr, arr, nb.uint64, nb.float64, nb.float64, nb.boolean, nb.boolean,
+        _I64_OUT, nb.types.Array(nb.uint64, 1, "C"),
+    )  # fmt: skip
+
+
+def _float_sig(bits: nb.types.Integer, vals: nb.types.Float) -> nb.core.typing.templates.Signature:
+    ubits = _ro(bits, 1, "C", readonly=True)
+    fvals = _ro(vals, 1, "C", readonly=True)
+    return nb.void(
+        ubits, ubits, fvals, fvals, nb.uint64, nb.uint64, nb.float64, nb.float64,
+        nb.boolean, nb.boolean, nb.boolean, _I64_OUT, nb.types.Array(nb.float64, 1, "C"),
+    )  # fmt: skip
+
+
+_INT_TYPES = (nb.uint8, nb.int8, nb.uint16, nb.int16, nb.uint32, nb.int32, nb.uint64, nb.int64)
+
+
+@nb.jit([_int_sig(t) for t in _INT_TYPES], **JIT_FLAGS)
+def _scan_int(a, b, ulp, atol, rtol, use_ulp, use_close, out_i, out_max):  # type: ignore[no-untyped-def]
+    n_diff = 0
+    n_within = 0
+    first_diff = -1
+    first_any = -1
+    best = np.uint64(0)
+    best_i = -1
+    for i in range(a.shape[0]):
+        x = a[i]
+        y = b[i]
+        if x != y:
+            if first_any < 0:
+                first_any = i
+            # Two's complement makes the unsigned difference exact for any
+            # signed pair: the true |x-y| is below 2**64.
+            d = np.uint64(x) - np.uint64(y) if x > y else np.uint64(y) - np.uint64(x)
+            if best_i < 0 or d > best:
+                best = d
+                best_i = i
+            within = (use_ulp and d <= ulp) or (
+                use_close and np.float64(d) <= atol + rtol * abs(np.float64(y))
+            )
+            if within:
+                n_within += 1
+            else:
+                n_diff += 1
+                if first_diff < 0:
+                    first_diff = i
+    out_i[0] = n_diff
+    out_i[1] = n_within
+    out_i[2] = first_diff
+    out_i[3] = first_any
+    out_i[4] = best_i
+    out_i[5] = 0
+    out_i[6] = 0
+    out_max[0] = best
+
+
+@nb.jit(
+    [_float_sig(nb.uint16, nb.float32), _float_sig(nb.uint32, nb.float32),
+     _float_sig(nb.uint64, nb.float64)],
+    **JIT_FLAGS,
+)  # fmt: skip
+def _scan_float(  # type: ignore[no-untyped-def]
+    ua, ub, fa, fb, sign, ulp, atol, rtol, use_ulp, use_close, nan_equal, out_i, out_max
+):
+    n_diff = 0
+    n_within = 0
+    first_diff = -1
+    first_any = -1
+    n_nan = 0
+    n_inf = 0
+    best = 0.0
+    best_i = -1
+    mag_mask = sign - np.uint64(1)
+    for i in range(ua.shape[0]):
+        x = ua[i]
+        y = ub[i]
+        if x != y:
+            if first_any < 0:
+                first_any = i
+            va = np.float64(fa[i])
+            vb = np.float64(fb[i])
+            within = False
+            if np.isnan(va) or np.isnan(vb):
+                if nan_equal and np.isnan(va) and np.isnan(vb):
+                    within = True
+                else:
+                    n_nan += 1
+            elif np.isinf(va) or np.isinf(vb):
+                n_inf += 1
+            else:
+                d = abs(va - vb)
+                if best_i < 0 or d > best:
+                    best = d
+                    best_i = i
+                if use_close and d <= atol + rtol * abs(vb):
+                    within = True
+                elif use_ulp:
+                    ma = np.uint64(x) & mag_mask
+                    mb = np.uint64(y) & mag_mask
+                    if (np.uint64(x) & sign) == (np.uint64(y) & sign):
+                        dist = ma - mb if ma >= mb else mb - ma
+                    else:
+                        dist = ma + mb
+                    within = dist <= ulp
+            if within:
+                n_within += 1
+            else:
+                n_diff += 1
+                if first_diff < 0:
+                    first_diff = i
+    out_i[0] = n_diff
+    out_i[1] = n_within
+    out_i[2] = first_diff
+    out_i[3] = first_any
+    out_i[4] = best_i
+    out_i[5] = n_nan
+    out_i[6] = n_inf
+    out_max[0] = best
+
+
+def _readonly(arr: np.ndarray) -> np.ndarray:
+    arr.flags.writeable = False
+    return arr
+
+
+def _tol_args(tol: Tolerance) -> tuple[int, float, float, bool, bool]:
+    ulp = tol.ulp if tol.ulp is not None else 0
+    return ulp, tol.atol or 0.0, tol.rtol or 0.0, tol.ulp is not None, tol.uses_close
+
+
+def scan(a: object, b: object, dt: DType, tol: Tolerance) -> ScanStats:
+    ulp, atol, rtol, use_ulp, use_close = _tol_args(tol)
+    out_i = np.zeros(7, np.int64)
+    ua = _readonly(np.frombuffer(a, dt.bits))  # type: ignore[call-overload]
+    ub = _readonly(np.frombuffer(b, dt.bits))  # type: ignore[call-overload]
+    if dt.kind == "float":
+        fmax = np.zeros(1, np.float64)
+        sign = np.uint64(1) << np.uint64(8 * dt.itemsize - 1)
+        _scan_float(
+            ua, ub, _readonly(float_values(ua, dt)), _readonly(float_values(ub, dt)),
+            sign, np.uint64(ulp), atol, rtol, use_ulp, use_close, tol.nan_equal, out_i, fmax,
+        )  # fmt: skip
+        max_delta: float | int | None = float(fmax[0])
+    else:
+        umax = np.zeros(1, np.uint64)
+        va = _readonly(np.frombuffer(a, dt.numpy))  # type: ignore[call-overload]
+        vb = _readonly(np.frombuffer(b, dt.numpy))  # type: ignore[call-overload]
+        _scan_int(va, vb, np.uint64(ulp), atol, rtol, use_ulp, use_close, out_i, umax)
+        max_delta = int(umax[0])
+    n_diff, n_within, first_diff, first_any, max_index, n_nan, n_inf = (int(v) for v in out_i)
+    return ScanStats(
+        n_diff=n_diff,
+        n_within=n_within,
+        first_diff=first_diff,
+        first_any=first_any,
+        max_delta=max_delta if max_index >= 0 else None,
+        max_index=max_index,
+        n_nan=n_nan,
+        n_inf=n_inf,
+    )

@@ -1,0 +1,20 @@
+"""Reading element values out of unsigned bit views (numpy only)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .dtypes import DType
+
+
+def float_values(bits: np.ndarray, dt: DType) -> np.ndarray:
+    """The values of float elements as float32/float64, for deltas only.
+
+    f16 and bf16 are widened to float32 exactly (NaN stays NaN); equality is
+    never decided on these values, only on ``bits``.
+    """
+    if dt.name == "bf16":
+        return (bits.astype(np.uint32) << np.uint32(16)).view(np.float32)
+    if dt.name == "f16":
+        return bits.view(np.float16).astype(np.float32)
+    return bits.view(dt.numpy)
