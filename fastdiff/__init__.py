@@ -1,0 +1,66 @@
+"""fastdiff: compare the binary state dumps of two training runs, bitwise and fast.
+
+The library API (the CLI is a thin layer over it)::
+
+    from fastdiff import CompareOptions, compare_runs, render_text
+    report = compare_runs("runs/a", "runs/b")
+    print(render_text(report))
+
+Names are imported lazily so that ``import fastdiff`` stays cheap.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "compare_runs": "compare",
+    "CompareOptions": "compare",
+    "Tolerance": "kernel",
+    "scan_bytes": "kernel",
+    "Report": "results",
+    "BufferResult": "results",
+    "render_text": "render",
+    "render_json": "render",
+    "report_dict": "render",
+    "load_schema": "schema",
+    "resolve_schema": "schema",
+    "Schema": "schema",
+    "exit_code": "verdict",
+}
+
+if TYPE_CHECKING:
+    from .compare import CompareOptions, compare_runs
+    from .kernel import Tolerance, scan_bytes
+    from .render import render_json, render_text, report_dict
+    from .results import BufferResult, Report
+    from .schema import Schema, load_schema, resolve_schema
+    from .verdict import exit_code
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fastdiff' has no attribute {name!r}")
+    from importlib import import_module
+
+    return getattr(import_module(f".{module}", __name__), name)
+
+
+__all__ = [
+    "BufferResult",
+    "CompareOptions",
+    "Report",
+    "Schema",
+    "Tolerance",
+    "compare_runs",
+    "exit_code",
+    "load_schema",
+    "render_json",
+    "render_text",
+    "report_dict",
+    "resolve_schema",
+    "scan_bytes",
+]

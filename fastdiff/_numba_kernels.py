@@ -36,18 +36,36 @@ _I64_OUT = nb.types.Array(nb.int64, 1, "C")
 def _int_sig(t: nb.types.Integer) -> nb.core.typing.templates.Signature:
     arr = _ro(t, 1, "C", readonly=True)
     return nb.void(
-        arr, arr, nb.uint64, nb.float64, nb.float64, nb.boolean, nb.boolean,
-        _I64_OUT, nb.types.Array(nb.uint64, 1, "C"),
-    )  # fmt: skip
+        arr,
+        arr,
+        nb.uint64,
+        nb.float64,
+        nb.float64,
+        nb.boolean,
+        nb.boolean,
+        _I64_OUT,
+        nb.types.Array(nb.uint64, 1, "C"),
+    )
 
 
 def _float_sig(bits: nb.types.Integer, vals: nb.types.Float) -> nb.core.typing.templates.Signature:
     ubits = _ro(bits, 1, "C", readonly=True)
     fvals = _ro(vals, 1, "C", readonly=True)
     return nb.void(
-        ubits, ubits, fvals, fvals, nb.uint64, nb.uint64, nb.float64, nb.float64,
-        nb.boolean, nb.boolean, nb.boolean, _I64_OUT, nb.types.Array(nb.float64, 1, "C"),
-    )  # fmt: skip
+        ubits,
+        ubits,
+        fvals,
+        fvals,
+        nb.uint64,
+        nb.uint64,
+        nb.float64,
+        nb.float64,
+        nb.boolean,
+        nb.boolean,
+        nb.boolean,
+        _I64_OUT,
+        nb.types.Array(nb.float64, 1, "C"),
+    )
 
 
 _INT_TYPES = (nb.uint8, nb.int8, nb.uint16, nb.int16, nb.uint32, nb.int32, nb.uint64, nb.int64)
@@ -93,10 +111,13 @@ def _scan_int(a, b, ulp, atol, rtol, use_ulp, use_close, out_i, out_max):  # typ
 
 
 @nb.jit(
-    [_float_sig(nb.uint16, nb.float32), _float_sig(nb.uint32, nb.float32),
-     _float_sig(nb.uint64, nb.float64)],
+    [
+        _float_sig(nb.uint16, nb.float32),
+        _float_sig(nb.uint32, nb.float32),
+        _float_sig(nb.uint64, nb.float64),
+    ],
     **JIT_FLAGS,
-)  # fmt: skip
+)
 def _scan_float(  # type: ignore[no-untyped-def]
     ua, ub, fa, fb, sign, ulp, atol, rtol, use_ulp, use_close, nan_equal, out_i, out_max
 ):
@@ -175,9 +196,20 @@ def scan(a: object, b: object, dt: DType, tol: Tolerance) -> ScanStats:
         fmax = np.zeros(1, np.float64)
         sign = np.uint64(1) << np.uint64(8 * dt.itemsize - 1)
         _scan_float(
-            ua, ub, _readonly(float_values(ua, dt)), _readonly(float_values(ub, dt)),
-            sign, np.uint64(ulp), atol, rtol, use_ulp, use_close, tol.nan_equal, out_i, fmax,
-        )  # fmt: skip
+            ua,
+            ub,
+            _readonly(float_values(ua, dt)),
+            _readonly(float_values(ub, dt)),
+            sign,
+            np.uint64(ulp),
+            atol,
+            rtol,
+            use_ulp,
+            use_close,
+            tol.nan_equal,
+            out_i,
+            fmax,
+        )
         max_delta: float | int | None = float(fmax[0])
     else:
         umax = np.zeros(1, np.uint64)

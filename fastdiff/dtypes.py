@@ -58,3 +58,28 @@ def get_dtype(name: str) -> DType:
     except KeyError:
         valid = " ".join(DTYPES)
         raise ValueError(f"unknown dtype {name!r} (valid: {valid})") from None
+
+
+_STRUCT = {
+    "u8": "<B",
+    "i8": "<b",
+    "u16": "<H",
+    "i16": "<h",
+    "u32": "<I",
+    "i32": "<i",
+    "u64": "<Q",
+    "i64": "<q",
+    "f16": "<e",
+    "f32": "<f",
+    "f64": "<d",
+}
+
+
+def decode(dt: DType, raw: bytes) -> int | float:
+    """The value of one little-endian element (no numpy needed)."""
+    import struct
+
+    if dt.name == "bf16":
+        return float(struct.unpack("<f", b"\x00\x00" + raw)[0])
+    value = struct.unpack(_STRUCT[dt.name], raw)[0]
+    return float(value) if dt.kind == "float" else int(value)

@@ -1,0 +1,164 @@
+"""Stage 1: list a run folder and account for every entry in it.
+
+A regular file named ``step_<N>_<name>.bin`` (N >= 0) is buffer ``name`` at
+step N. Every other entry is reported as skipped, with the reason; entries
+named like dumps that cannot be compared (not a regular file, a broken
+link, an unreadable name) are errors. Nothing is opened here: one ``stat``
+per entry, and folders are never written to.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from dataclasses import dataclass
+
+from .results import Problem, Skipped
+
+DUMP_NAME = re.compile(r"^step_(\d+)_(.+)\.bin$", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class DumpFile:
+    """One dump file as ``stat`` saw it during discovery."""
+
+    path: str
+    step: int
+    name: str
+    size: int
+    dev: int
+    ino: int
+    mtime_ns: int
+    ctime_ns: int
+
+
+@dataclass(frozen=True)
+class RunListing:
+    root: str
+    files: tuple[DumpFile, ...]
+    skipped: tuple[Skipped, ...]
+    errors: tuple[Problem, ...]
+
+    def by_key(self) -> dict[tuple[int, str], DumpFile]:
+        return {(f.step, f.name): f for f in self.files}
+
+
+def parse_dump_name(filename: str) -> tuple[int, str] | None:
+    """(step, buffer name) for ``step_<N>_<name>.bin``, else None."""
+    m = DUMP_NAME.match(filename)
+    if m is None:
+        return None
+    return int(m.group(1)), m.group(2)
+
+
+def display_path(path: str) -> str:
+    """A path safe to print: undecodable bytes shown as \\xNN escapes."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def _kind(mode: int) -> str:
+    for test, word in (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
+        if test(mode):
+            return word
+    return "not a regular file"
+
+
+def dump_file_from_stat(path: str, step: int, name: str, st: os.stat_result) -> DumpFile:
+    return DumpFile(
+        path, step, name, st.st_size, st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns
+    )
+
+
+def discover(run: str | os.PathLike[str]) -> RunListing:
+    root = os.fspath(run)
+    shown = display_path(root)
+    try:
+        st = os.stat(root)
+    except FileNotFoundError:
+        return RunListing(root, (), (), (Problem(shown, "run folder not found; check the path"),))
+    except OSError as exc:
+        return RunListing(
+            root, (), (), (Problem(shown, f"cannot access run folder: {exc.strerror}"),)
+        )
+    if not stat.S_ISDIR(st.st_mode):
+        return RunListing(
+            root,
+            (),
+            (),
+            (Problem(shown, "not a folder; give the run folder that holds the dumps"),),
+        )
+    try:
+        with os.scandir(root) as it:
+            names = sorted(entry.name for entry in it)
+    except OSError as exc:
+        return RunListing(
+            root,
+            (),
+            (),
+            (Problem(shown, f"cannot list run folder: {exc.strerror}; check permissions"),),
+        )
+
+    files: list[DumpFile] = []
+    skipped: list[Skipped] = []
+    errors: list[Problem] = []
+    seen: dict[tuple[int, str], str] = {}
+    for entry_name in names:
+        path = os.path.join(root, entry_name)
+        shown_path = display_path(path)
+        parsed = parse_dump_name(entry_name)
+        try:
+            lst = os.lstat(path)
+        except OSError as exc:
+            errors.append(
+                Problem(shown_path, f"vanished or unreadable while listing: {exc.strerror}")
+            )
+            continue
+        is_link = stat.S_ISLNK(lst.st_mode)
+        try:
+            st = os.stat(path) if is_link else lst
+        except OSError as exc:
+            what = "symbolic link loop" if exc.errno == 40 else "broken symbolic link"
+            if parsed is None:
+                skipped.append(Skipped(shown_path, f"{what}, not a dump"))
+            else:
+                errors.append(Problem(shown_path, f"{what}; fix or remove the link"))
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            kind = _kind(st.st_mode)
+            if parsed is None or stat.S_ISDIR(st.st_mode):
+                skipped.append(Skipped(shown_path, f"{kind}; fastdiff compares regular files only"))
+            else:
+                errors.append(
+                    Problem(
+                        shown_path, f"named like a dump but is {kind}; only regular files are read"
+                    )
+                )
+            continue
+        if parsed is None:
+            skipped.append(Skipped(shown_path, "not a dump: name is not step_<N>_<name>.bin"))
+            continue
+        if shown_path != path:
+            errors.append(
+                Problem(shown_path, "file name is not valid UTF-8; rename it to compare it")
+            )
+            continue
+        step, name = parsed
+        if (step, name) in seen:
+            errors.append(
+                Problem(
+                    shown_path,
+                    f"same step and buffer as {seen[(step, name)]} (step numbers with leading "
+                    "zeros?); keep one of them",
+                )
+            )
+            continue
+        seen[(step, name)] = shown_path
+        files.append(dump_file_from_stat(path, step, name, st))
+    return RunListing(root, tuple(files), tuple(skipped), tuple(errors))

@@ -1,0 +1,53 @@
+"""Stage 2: match the dumps of two runs by (step, buffer name).
+
+Each pair carries the group and dtype the schema gives its buffer. Pairs are
+ordered by step, then by the group's place in the pipeline, then by name,
+so every report lists buffers in the same order however the folders were
+listed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .discover import DumpFile, RunListing
+from .results import BufferResult, Status
+from .schema import Schema
+
+
+@dataclass(frozen=True)
+class Pair:
+    step: int
+    name: str
+    group: str
+    dtype: str
+    a: DumpFile | None
+    b: DumpFile | None
+
+    def result(self, status: Status, **fields: Any) -> BufferResult:
+        """A BufferResult for this pair, with its identity filled in."""
+        return BufferResult(
+            step=self.step,
+            name=self.name,
+            group=self.group,
+            dtype=self.dtype,
+            status=status,
+            path_a=self.a.path if self.a else None,
+            path_b=self.b.path if self.b else None,
+            **fields,
+        )
+
+
+def pair_runs(run_a: RunListing, run_b: RunListing, schema: Schema) -> tuple[Pair, ...]:
+    files_a = run_a.by_key()
+    files_b = run_b.by_key()
+    order = schema.order
+    pairs = []
+    for step, name in files_a.keys() | files_b.keys():
+        group, dtype = schema.classify(name)
+        pairs.append(
+            Pair(step, name, group, dtype, files_a.get((step, name)), files_b.get((step, name)))
+        )
+    pairs.sort(key=lambda p: (p.step, order[p.group], p.name))
+    return tuple(pairs)

@@ -1,0 +1,111 @@
+"""Stage 5: run the kernel over the byte ranges whose digests differ.
+
+A scan job is one pair and the ranges of its common prefix to look at. The
+ranges are read piece by piece into this thread's two aligned buffers and
+scanned, and the pieces' stats are merged, so memory stays bounded whatever
+the file size. The values at the first differing index are read back from
+the files themselves.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .dtypes import DType, decode, get_dtype
+from .kernel import Engine, ScanStats, Tolerance, scan_bytes
+from .pair import Pair
+from .reader import (
+    CHANGED,
+    READ_SIZE,
+    FileChanged,
+    buffer,
+    describe_os_error,
+    open_dump,
+    read_at,
+    read_exact,
+)
+from .results import Number, Problem
+
+#: Below this many bytes to scan in total, the numpy engine wins: numba's
+#: import and kernel load cost about 0.6 s more than numpy's, which numba's
+#: faster loop only wins back over larger differing regions (see
+#: benchmarks/bench_engines.py for the measured crossover).
+NUMPY_MAX_BYTES = 64 << 20
+
+
+@dataclass(frozen=True)
+class ScanJob:
+    pair: Pair
+    ranges: tuple[tuple[int, int], ...]
+
+    @property
+    def n_bytes(self) -> int:
+        return sum(e - s for s, e in self.ranges)
+
+
+@dataclass(frozen=True)
+class ScanOutcome:
+    step: int
+    name: str
+    stats: ScanStats | None = None
+    a: Number | None = None
+    b: Number | None = None
+    a_bits: str | None = None
+    b_bits: str | None = None
+    problem: Problem | None = None
+
+
+def choose_engine(requested: str, total_bytes: int) -> Engine:
+    """``auto``: numpy for small differing regions unless numba is loaded already."""
+    if requested in ("numba", "numpy"):
+        return requested  # type: ignore[return-value]
+    if "numba" in sys.modules or total_bytes > NUMPY_MAX_BYTES:
+        return "numba"
+    return "numpy"
+
+
+def _bits_hex(raw: bytes) -> str:
+    return "0x" + raw[::-1].hex()
+
+
+def scan_job(job: ScanJob, tol: Tolerance, engine: Engine) -> ScanOutcome:
+    p = job.pair
+    assert p.a is not None and p.b is not None
+    dt: DType = get_dtype(p.dtype)
+    stats = ScanStats()
+    buf_a, buf_b = buffer(1), buffer(2)
+    try:
+        with open_dump(p.a) as fa, open_dump(p.b) as fb:
+            for start, end in job.ranges:
+                for off in range(start, end, READ_SIZE):
+                    n = min(READ_SIZE, end - off)
+                    va = read_exact(fa, buf_a[:n], off, p.a.path)
+                    vb = read_exact(fb, buf_b[:n], off, p.b.path)
+                    piece = scan_bytes(va, vb, dt, tol, engine)
+                    stats = stats.merged(piece.shifted(off // dt.itemsize))
+            first = stats.first_diff if stats.first_diff >= 0 else stats.first_any
+            if first < 0:
+                # The digests differed, yet the bytes now agree: the file moved
+                # under us between hashing and scanning.
+                raise FileChanged(CHANGED, p.a.path)
+            raw_a = read_at(fa, first * dt.itemsize, dt.itemsize, p.a.path)
+            raw_b = read_at(fb, first * dt.itemsize, dt.itemsize, p.b.path)
+    except OSError as exc:
+        path = getattr(exc, "filename", None) or p.a.path
+        return ScanOutcome(p.step, p.name, problem=Problem(path, describe_os_error(exc)))
+    return ScanOutcome(
+        p.step,
+        p.name,
+        stats=stats,
+        a=decode(dt, raw_a),
+        b=decode(dt, raw_b),
+        a_bits=_bits_hex(raw_a),
+        b_bits=_bits_hex(raw_b),
+    )
+
+
+def scan_batch(jobs: Sequence[ScanJob], tol: Tolerance, engine: Engine) -> list[ScanOutcome]:
+    """Scan several jobs (one pool task)."""
+    return [scan_job(j, tol, engine) for j in jobs]

@@ -1,0 +1,48 @@
+"""Stage 3: decide what the file sizes alone decide.
+
+A buffer present in one run only, a size that is not a whole number of
+elements, or two empty files need no reading. Everything else goes on to
+hashing: equal sizes, and unequal sizes, whose common prefix is still
+compared (a length mismatch is reported with both lengths).
+"""
+
+from __future__ import annotations
+
+from .dtypes import get_dtype
+from .pair import Pair
+from .results import BufferResult, Problem
+
+
+def malformed_message(size: int, itemsize: int, dtype: str) -> str:
+    return (
+        f"size {size} bytes is not a whole number of {itemsize}-byte {dtype} elements; "
+        "nothing was compared for this buffer (truncated dump, or wrong dtype in the schema?)"
+    )
+
+
+def size_stage(
+    pairs: tuple[Pair, ...],
+) -> tuple[list[BufferResult], list[Problem], list[Pair]]:
+    """(results decided by size, their errors, pairs that need hashing)."""
+    decided: list[BufferResult] = []
+    problems: list[Problem] = []
+    to_hash: list[Pair] = []
+    for p in pairs:
+        itemsize = get_dtype(p.dtype).itemsize
+        bad = [f for f in (p.a, p.b) if f is not None and f.size % itemsize]
+        if bad:
+            messages = [malformed_message(f.size, itemsize, p.dtype) for f in bad]
+            problems += [Problem(f.path, m) for f, m in zip(bad, messages, strict=True)]
+            decided.append(p.result("malformed", message=messages[0]))
+            continue
+        n_a = p.a.size // itemsize if p.a else None
+        n_b = p.b.size // itemsize if p.b else None
+        if p.a is None:
+            decided.append(p.result("only_in_b", n_elements_b=n_b))
+        elif p.b is None:
+            decided.append(p.result("only_in_a", n_elements_a=n_a))
+        elif p.a.size == 0 and p.b.size == 0:
+            decided.append(p.result("equal", n_elements_a=0, n_elements_b=0, n_diff=0))
+        else:
+            to_hash.append(p)
+    return decided, problems, to_hash
