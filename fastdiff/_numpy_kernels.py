@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._values import float_values
+from ._values import float64_values
 from .dtypes import DType
 from .kernel import ScanStats, Tolerance
 
@@ -45,8 +45,8 @@ def scan(a: object, b: object, dt: DType, tol: Tolerance) -> ScanStats:
     within = np.zeros(idx.size, dtype=bool)
     n_nan = n_inf = 0
     if dt.kind == "float":
-        va = float_values(xa, dt).astype(np.float64)
-        vb = float_values(xb, dt).astype(np.float64)
+        va = float64_values(xa, dt)
+        vb = float64_values(xb, dt)
         nan_a = np.isnan(va)
         nan_b = np.isnan(vb)
         any_nan = nan_a | nan_b

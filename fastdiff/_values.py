@@ -16,5 +16,12 @@ def float_values(bits: np.ndarray, dt: DType) -> np.ndarray:
     if dt.name == "bf16":
         return (bits.astype(np.uint32) << np.uint32(16)).view(np.float32)
     if dt.name == "f16":
-        return bits.view(np.float16).astype(np.float32)
+        with np.errstate(invalid="ignore"):  # signalling NaNs stay NaN, quietly
+            return bits.view(np.float16).astype(np.float32)
     return bits.view(dt.numpy)
+
+
+def float64_values(bits: np.ndarray, dt: DType) -> np.ndarray:
+    """The values widened to float64 (signalling NaNs become quiet NaNs)."""
+    with np.errstate(invalid="ignore"):
+        return float_values(bits, dt).astype(np.float64)

@@ -1,0 +1,163 @@
+"""A slow, obviously-correct twin of ``fastdiff.kernel.scan_bytes``.
+
+One Python loop over the elements, decoding each one with ``int.from_bytes``
+or ``struct``; every rule of the spec is written out literally. It is only
+meant for small arrays in tests. It deliberately imports nothing from
+fastdiff (the result is a plain dict with the ScanStats field names).
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+
+# name -> (itemsize in bytes, kind)
+DTYPES: dict[str, tuple[int, str]] = {
+    "u8": (1, "uint"),
+    "i8": (1, "int"),
+    "u16": (2, "uint"),
+    "i16": (2, "int"),
+    "u32": (4, "uint"),
+    "i32": (4, "int"),
+    "u64": (8, "uint"),
+    "i64": (8, "int"),
+    "f16": (2, "float"),
+    "bf16": (2, "float"),
+    "f32": (4, "float"),
+    "f64": (8, "float"),
+}
+
+FLOATS = ("f16", "bf16", "f32", "f64")
+INTS = ("u8", "i8", "u16", "i16", "u32", "i32", "u64", "i64")
+
+
+def itemsize(dtype: str) -> int:
+    return DTYPES[dtype][0]
+
+
+def kind(dtype: str) -> str:
+    return DTYPES[dtype][1]
+
+
+def decode(dtype: str, raw: bytes) -> int | float:
+    """The value of one little-endian element: an exact int or a float64."""
+    k = kind(dtype)
+    if k == "uint":
+        return int.from_bytes(raw, "little", signed=False)
+    if k == "int":
+        return int.from_bytes(raw, "little", signed=True)
+    if dtype == "f16":
+        return struct.unpack("<e", raw)[0]
+    if dtype == "bf16":
+        bits = int.from_bytes(raw, "little")
+        return struct.unpack("<f", (bits << 16).to_bytes(4, "little"))[0]
+    if dtype == "f32":
+        return struct.unpack("<f", raw)[0]
+    if dtype == "f64":
+        return struct.unpack("<d", raw)[0]
+    raise ValueError(dtype)
+
+
+def ulp_distance(dtype: str, a_bits: int, b_bits: int) -> int:
+    """Distance in units in the last place of two float bit patterns."""
+    signbit = 1 << (8 * itemsize(dtype) - 1)
+    mag_a = a_bits & (signbit - 1)
+    mag_b = b_bits & (signbit - 1)
+    if (a_bits & signbit) == (b_bits & signbit):
+        return abs(mag_a - mag_b)
+    return mag_a + mag_b
+
+
+def is_close(d: float, b: float, atol: float | None, rtol: float | None) -> bool:
+    """|a-b| <= atol + rtol*|b|, with an unset atol/rtol counting as 0."""
+    if atol is None and rtol is None:
+        return False
+    return d <= (atol or 0.0) + (rtol or 0.0) * abs(b)
+
+
+def naive_scan(
+    a: bytes,
+    b: bytes,
+    dtype: str,
+    atol: float | None = None,
+    rtol: float | None = None,
+    ulp: int | None = None,
+    nan_equal: bool = False,
+) -> dict[str, int | float | None]:
+    """Scan two equally long buffers of ``dtype`` elements, one element at a time."""
+    a = bytes(a)
+    b = bytes(b)
+    w = itemsize(dtype)
+    assert len(a) == len(b)
+    assert len(a) % w == 0
+
+    n_diff = 0
+    n_within = 0
+    first_diff = -1
+    first_any = -1
+    max_delta: int | float | None = None
+    max_index = -1
+    n_nan = 0
+    n_inf = 0
+
+    for i in range(len(a) // w):
+        raw_a = a[i * w : (i + 1) * w]
+        raw_b = b[i * w : (i + 1) * w]
+        a_bits = int.from_bytes(raw_a, "little")
+        b_bits = int.from_bytes(raw_b, "little")
+        if a_bits == b_bits:
+            continue
+
+        if first_any == -1:
+            first_any = i
+
+        va = decode(dtype, raw_a)
+        vb = decode(dtype, raw_b)
+        d: int | float | None = None  # set only for candidates of the max
+
+        if kind(dtype) == "float":
+            if math.isnan(va) or math.isnan(vb):
+                if nan_equal and math.isnan(va) and math.isnan(vb):
+                    within = True
+                else:
+                    n_nan += 1
+                    within = False
+            elif math.isinf(va) or math.isinf(vb):
+                n_inf += 1
+                within = False
+            else:
+                d = abs(va - vb)  # Python float: IEEE float64, may overflow to inf
+                within = False
+                if ulp is not None and ulp_distance(dtype, a_bits, b_bits) <= ulp:
+                    within = True
+                if is_close(d, vb, atol, rtol):
+                    within = True
+        else:
+            d = abs(va - vb)  # exact Python int
+            within = False
+            if ulp is not None and d <= ulp:
+                within = True
+            if is_close(float(d), float(vb), atol, rtol):
+                within = True
+
+        if d is not None and (max_delta is None or d > max_delta):
+            max_delta = d
+            max_index = i
+
+        if within:
+            n_within += 1
+        else:
+            n_diff += 1
+            if first_diff == -1:
+                first_diff = i
+
+    return {
+        "n_diff": n_diff,
+        "n_within": n_within,
+        "first_diff": first_diff,
+        "first_any": first_any,
+        "max_delta": max_delta,
+        "max_index": max_index,
+        "n_nan": n_nan,
+        "n_inf": n_inf,
+    }

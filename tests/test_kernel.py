@@ -1,0 +1,640 @@
+"""scan_bytes (both engines) against the naive twin in tests/naive.py.
+
+Property tests draw arrays of every dtype with special values and random
+differences, plus tolerance variants, and compare the whole ScanStats with
+the naive twin; anchor tests pin the tricky cases by hand; chunk tests check
+that scanning in pieces and combining with ``shifted``/``merged`` equals one
+whole scan.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from naive import DTYPES, FLOATS, INTS, itemsize, kind, naive_scan
+
+from fastdiff.kernel import ENGINES, EXACT, ScanStats, Tolerance, scan_bytes
+
+ALL_DTYPES = list(DTYPES)
+
+PROPERTY = settings(
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+# --------------------------------------------------------------------------
+# Bit patterns
+# --------------------------------------------------------------------------
+
+# (exponent bits, mantissa bits) of each float format
+FLOAT_LAYOUT = {"f16": (5, 10), "bf16": (8, 7), "f32": (8, 23), "f64": (11, 52)}
+
+
+def nbits(dtype: str) -> int:
+    return 8 * itemsize(dtype)
+
+
+def float_bits(dtype: str) -> dict[str, int]:
+    """Named special bit patterns of a float format (positive sign)."""
+    e, m = FLOAT_LAYOUT[dtype]
+    exp_mask = ((1 << e) - 1) << m
+    mant_mask = (1 << m) - 1
+    bias = (1 << (e - 1)) - 1
+    return {
+        "inf": exp_mask,
+        "qnan": exp_mask | (1 << (m - 1)),
+        "qnan_payload": exp_mask | (1 << (m - 1)) | 1,
+        "nan_all_ones": exp_mask | mant_mask,
+        "snan": exp_mask | 1,
+        "snan_payload": exp_mask | (1 << (m - 2)),
+        "zero": 0,
+        "min_denormal": 1,
+        "max_denormal": mant_mask,
+        "min_normal": 1 << m,
+        "max_finite": (exp_mask - (1 << m)) | mant_mask,
+        "one": bias << m,
+        "two": (bias + 1) << m,
+    }
+
+
+def specials(dtype: str) -> list[int]:
+    """Special element bit patterns of a dtype, both signs for floats."""
+    w = nbits(dtype)
+    if kind(dtype) == "float":
+        sign = 1 << (w - 1)
+        pos = list(float_bits(dtype).values())
+        return pos + [p | sign for p in pos]
+    top = (1 << w) - 1
+    half = 1 << (w - 1)
+    return [0, 1, 2, top, top - 1, half, half - 1, half + 1, half - 2, 0x7F, 0x80]
+
+
+def to_bits(dtype: str, values) -> np.ndarray:
+    """Float values (or ints) -> unsigned bit patterns of the dtype."""
+    values = np.asarray(values, dtype=np.float64)
+    if dtype == "f16":
+        return values.astype(np.float16).view(np.uint16)
+    if dtype == "bf16":
+        return (values.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    if dtype == "f32":
+        return values.astype(np.float32).view(np.uint32)
+    if dtype == "f64":
+        return values.view(np.uint64)
+    mask = (1 << nbits(dtype)) - 1
+    return np.array([int(v) & mask for v in values], dtype=f"<u{itemsize(dtype)}")
+
+
+def pack(dtype: str, bits) -> bytes:
+    """Unsigned bit patterns -> little-endian raw bytes."""
+    return np.array([int(x) for x in bits], dtype=f"<u{itemsize(dtype)}").tobytes()
+
+
+def enc(dtype: str, *values) -> bytes:
+    """Raw bytes of the given values (floats or ints) in ``dtype``."""
+    if kind(dtype) == "float":
+        return to_bits(dtype, list(values)).astype(f"<u{itemsize(dtype)}").tobytes()
+    return pack(dtype, [v & ((1 << nbits(dtype)) - 1) for v in values])
+
+
+def sp(dtype: str, name: str, negative: bool = False) -> int:
+    """One named float special as a bit pattern."""
+    bits = float_bits(dtype)[name]
+    return bits | (1 << (nbits(dtype) - 1)) if negative else bits
+
+
+# --------------------------------------------------------------------------
+# Comparing results
+# --------------------------------------------------------------------------
+
+
+def naive(a, b, dtype: str, tol: Tolerance = EXACT) -> dict:
+    return naive_scan(a, b, dtype, tol.atol, tol.rtol, tol.ulp, tol.nan_equal)
+
+
+def check_types(got: ScanStats, dtype: str) -> None:
+    for field in ("n_diff", "n_within", "first_diff", "first_any", "max_index", "n_nan", "n_inf"):
+        value = getattr(got, field)
+        assert isinstance(value, int) and not isinstance(value, bool), (field, type(value))
+    if got.max_delta is not None:
+        if kind(dtype) == "float":
+            assert isinstance(got.max_delta, float), type(got.max_delta)
+        else:
+            assert isinstance(got.max_delta, int), type(got.max_delta)
+            assert not isinstance(got.max_delta, bool)
+
+
+def assert_matches(got: ScanStats, want: dict, dtype: str) -> None:
+    """Whole-ScanStats equality (floats by exact value, inf == inf)."""
+    assert isinstance(got, ScanStats)
+    got_d = dataclasses.asdict(got)
+    assert got_d == want, f"\n engine: {got_d}\n  naive: {want}"
+    check_types(got, dtype)
+
+
+def scan_and_check(a, b, dtype: str, tol: Tolerance, engine: str) -> ScanStats:
+    got = scan_bytes(a, b, dtype, tol, engine=engine)
+    assert_matches(got, naive(a, b, dtype, tol), dtype)
+    return got
+
+
+# --------------------------------------------------------------------------
+# Strategies
+# --------------------------------------------------------------------------
+
+MUTATIONS = ("flip", "special", "random", "nudge", "ordinary")
+
+
+def base_array(dtype: str, n: int, mode: str, rng: np.random.Generator) -> np.ndarray:
+    """An array of n unsigned bit patterns."""
+    u = np.dtype(f"<u{itemsize(dtype)}")
+    if mode == "bits":
+        return rng.integers(0, np.iinfo(u).max, size=n, endpoint=True, dtype=u)
+    if mode == "zeros":
+        return np.zeros(n, dtype=u)
+    # "ordinary": modest values around zero
+    if kind(dtype) == "float":
+        scale = float(rng.choice([1.0, 10.0, 1000.0]))
+        return to_bits(dtype, rng.normal(0.0, scale, size=n)).astype(u)
+    return to_bits(dtype, rng.integers(-60, 60, size=n)).astype(u)
+
+
+def ordinary_value(dtype: str, param: int) -> int:
+    """A modest value chosen by param, as bits."""
+    value = (param % 4001 - 2000) / 8 if kind(dtype) == "float" else param % 241 - 120
+    return int(to_bits(dtype, [value])[0])
+
+
+def mutate(dtype: str, old: int, op: str, param: int) -> int:
+    w = nbits(dtype)
+    mask = (1 << w) - 1
+    if op == "flip":
+        return old ^ (1 << (param % w))
+    if op == "special":
+        table = specials(dtype)
+        return table[param % len(table)]
+    if op == "random":
+        return param & mask
+    if op == "nudge":  # a few ulp (or units) away, wrapping
+        return (old + param % 9 - 4) & mask
+    return ordinary_value(dtype, param)
+
+
+@st.composite
+def buffer_pairs(draw, dtype: str, max_len: int = 300):
+    """Two raw buffers of the same length: a, and a mutated copy b."""
+    n = draw(st.integers(0, max_len))
+    seed = draw(st.integers(0, 2**32 - 1))
+    mode = draw(st.sampled_from(["bits", "ordinary", "zeros"]))
+    rng = np.random.default_rng(seed)
+    a = [int(x) for x in base_array(dtype, n, mode, rng)]
+    if n:
+        table = specials(dtype)
+        for pos, which in draw(
+            st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, len(table) - 1)), max_size=12)
+        ):
+            a[pos] = table[which]
+    b = list(a)
+    if n:
+        # many differences at once (exercises the vectorised paths) ...
+        density = draw(st.sampled_from([0.0, 0.05, 0.5, 1.0]))
+        if density:
+            ops = rng.choice(MUTATIONS, size=n)
+            params = rng.integers(0, 2**63, size=n)
+            hits = rng.random(n) < density
+            for i in np.flatnonzero(hits):
+                b[i] = mutate(dtype, a[i], str(ops[i]), int(params[i]))
+        # ... and a few chosen ones that shrink well
+        for pos, op, param in draw(
+            st.lists(
+                st.tuples(
+                    st.integers(0, n - 1), st.sampled_from(MUTATIONS), st.integers(0, 2**64 - 1)
+                ),
+                max_size=12,
+            )
+        ):
+            b[pos] = mutate(dtype, b[pos], op, param)
+    if draw(st.booleans()):
+        a, b = b, a
+    return pack(dtype, a), pack(dtype, b)
+
+
+tolerances = st.builds(
+    Tolerance,
+    atol=st.sampled_from([None, 0.0, 1e-6, 0.125, 0.5, 1.0, 3.0, 1e3, 1e300]),
+    rtol=st.sampled_from([None, 0.0, 1e-6, 1e-3, 0.25, 1.0, 2.0]),
+    ulp=st.sampled_from([None, 0, 1, 2, 3, 16, 1000, 2**20, 2**40]),
+    nan_equal=st.booleans(),
+)
+
+
+# --------------------------------------------------------------------------
+# Property tests
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+@PROPERTY
+@given(data=st.data())
+def test_exact_matches_naive(dtype: str, engine: str, data) -> None:
+    a, b = data.draw(buffer_pairs(dtype), label="buffers")
+    scan_and_check(a, b, dtype, EXACT, engine)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+@PROPERTY
+@given(data=st.data())
+def test_tolerance_matches_naive(dtype: str, engine: str, data) -> None:
+    a, b = data.draw(buffer_pairs(dtype), label="buffers")
+    tol = data.draw(tolerances, label="tol")
+    scan_and_check(a, b, dtype, tol, engine)
+
+
+# --------------------------------------------------------------------------
+# Anchor tests
+# --------------------------------------------------------------------------
+
+engines = pytest.mark.parametrize("engine", ENGINES)
+floats = pytest.mark.parametrize("dtype", FLOATS)
+
+
+@engines
+@floats
+@pytest.mark.parametrize("nan_equal", [False, True])
+def test_identical_nans_are_equal(dtype, engine, nan_equal) -> None:
+    names = ["qnan", "qnan_payload", "nan_all_ones", "snan", "snan_payload"]
+    bits = [sp(dtype, n, neg) for n in names for neg in (False, True)]
+    buf = pack(dtype, bits)
+    got = scan_bytes(buf, bytes(buf), dtype, Tolerance(nan_equal=nan_equal), engine=engine)
+    assert got == ScanStats()
+
+
+@engines
+@floats
+def test_signed_zeros_differ_with_delta_zero(dtype, engine) -> None:
+    a = pack(dtype, [sp(dtype, "one"), sp(dtype, "zero")])
+    b = pack(dtype, [sp(dtype, "one"), sp(dtype, "zero", negative=True)])
+    got = scan_and_check(a, b, dtype, EXACT, engine)
+    assert got == ScanStats(n_diff=1, first_diff=1, first_any=1, max_delta=0.0, max_index=1)
+    # zero ulp apart, and within any close-tolerance
+    for tol in (Tolerance(ulp=0), Tolerance(atol=0.0), Tolerance(rtol=0.0)):
+        got = scan_and_check(a, b, dtype, tol, engine)
+        assert got == ScanStats(n_within=1, first_any=1, max_delta=0.0, max_index=1)
+
+
+@engines
+@floats
+def test_nan_against_number(dtype, engine) -> None:
+    a = pack(dtype, [sp(dtype, "qnan"), sp(dtype, "one")])
+    b = enc(dtype, 1.0, 3.0)
+    want = ScanStats(n_diff=2, first_diff=0, first_any=0, max_delta=2.0, max_index=1, n_nan=1)
+    assert scan_and_check(a, b, dtype, EXACT, engine) == want
+    # nan_equal only forgives NaN against NaN, and no tolerance forgives NaN vs number
+    tol = Tolerance(atol=1e300, rtol=2.0, ulp=2**40, nan_equal=True)
+    got = scan_and_check(a, b, dtype, tol, engine)
+    assert got == ScanStats(
+        n_diff=1, n_within=1, first_diff=0, first_any=0, max_delta=2.0, max_index=1, n_nan=1
+    )
+
+
+@engines
+@floats
+def test_nan_payloads_and_nan_equal(dtype, engine) -> None:
+    a = pack(dtype, [sp(dtype, "qnan"), sp(dtype, "snan", negative=True)])
+    b = pack(dtype, [sp(dtype, "qnan_payload"), sp(dtype, "qnan")])
+    assert scan_and_check(a, b, dtype, EXACT, engine) == ScanStats(
+        n_diff=2, first_diff=0, first_any=0, n_nan=2
+    )
+    assert scan_and_check(a, b, dtype, Tolerance(nan_equal=True), engine) == ScanStats(
+        n_within=2, first_any=0
+    )
+
+
+@engines
+@floats
+def test_infinities(dtype, engine) -> None:
+    inf, ninf = sp(dtype, "inf"), sp(dtype, "inf", negative=True)
+    big = sp(dtype, "max_finite")
+    a = pack(dtype, [inf, inf, big, sp(dtype, "one")])
+    b = pack(dtype, [ninf, big, inf, sp(dtype, "two")])
+    want = ScanStats(n_diff=4, first_diff=0, first_any=0, max_delta=1.0, max_index=3, n_inf=3)
+    assert scan_and_check(a, b, dtype, EXACT, engine) == want
+    # inf vs the largest finite value is 1 ulp apart, yet never within tolerance
+    tol = Tolerance(atol=1e300, rtol=2.0, ulp=2**40, nan_equal=True)
+    want = ScanStats(
+        n_diff=3, n_within=1, first_diff=0, first_any=0, max_delta=1.0, max_index=3, n_inf=3
+    )
+    assert scan_and_check(a, b, dtype, tol, engine) == want
+
+
+@engines
+@floats
+def test_inf_against_nan_counts_as_nan(dtype, engine) -> None:
+    a = pack(dtype, [sp(dtype, "inf")])
+    b = pack(dtype, [sp(dtype, "qnan")])
+    want = ScanStats(n_diff=1, first_diff=0, first_any=0, n_nan=1)
+    assert scan_and_check(a, b, dtype, Tolerance(nan_equal=True), engine) == want
+
+
+@engines
+def test_f64_delta_overflows_to_inf(engine) -> None:
+    big = sp("f64", "max_finite")
+    a = pack("f64", [sp("f64", "one"), big])
+    b = pack("f64", [sp("f64", "two"), big | (1 << 63)])
+    want = ScanStats(n_diff=2, first_diff=0, first_any=0, max_delta=math.inf, max_index=1)
+    assert scan_and_check(a, b, "f64", EXACT, engine) == want
+    # an infinite delta is beyond any finite bound (rtol=1 would make the bound inf too)
+    got = scan_and_check(a, b, "f64", Tolerance(atol=1e300, rtol=0.5), engine)
+    assert got == ScanStats(
+        n_diff=1, n_within=1, first_diff=1, first_any=0, max_delta=math.inf, max_index=1
+    )
+
+
+@engines
+@pytest.mark.parametrize(
+    "dtype, x, y, delta",
+    [
+        ("u64", 0, 2**64 - 1, 2**64 - 1),
+        ("i64", -(2**63), 2**63 - 1, 2**64 - 1),
+        ("i8", -128, 127, 255),
+        ("u8", 0, 255, 255),
+        ("i16", -(2**15), 2**15 - 1, 2**16 - 1),
+        ("u16", 2**16 - 1, 0, 2**16 - 1),
+        ("i32", 2**31 - 1, -(2**31), 2**32 - 1),
+        ("u32", 0, 2**32 - 1, 2**32 - 1),
+        # deltas that float64 cannot tell apart from neighbours
+        ("u64", 2**64 - 1, 2**64 - 2, 1),
+        ("i64", 2**63 - 1, 2**63 - 2, 1),
+        ("i64", -(2**63), 2**63 - 2, 2**64 - 2),
+    ],
+)
+def test_integer_extremes_exact(engine, dtype, x, y, delta) -> None:
+    got = scan_and_check(enc(dtype, x), enc(dtype, y), dtype, EXACT, engine)
+    assert got == ScanStats(n_diff=1, first_diff=0, first_any=0, max_delta=delta, max_index=0)
+    assert type(got.max_delta) is int
+    got = scan_and_check(enc(dtype, y), enc(dtype, x), dtype, EXACT, engine)
+    assert got.max_delta == delta and type(got.max_delta) is int
+
+
+@engines
+@pytest.mark.parametrize("dtype", ["u64", "i64"])
+def test_wide_int_max_is_exact(engine, dtype) -> None:
+    # 2**64-2 comes first, 2**64-1 later: as float64 they tie, exactly they do not
+    lo = 0 if dtype == "u64" else -(2**63)
+    a = enc(dtype, lo, lo, lo + 1, lo)
+    b = enc(dtype, lo + 2**64 - 2, lo + 5, lo + 2**64 - 1, lo + 2**64 - 1)
+    got = scan_and_check(a, b, dtype, EXACT, engine)
+    assert got.max_delta == 2**64 - 1 and got.max_index == 3
+
+
+@engines
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_difference_only_at_last_element(engine, dtype) -> None:
+    n = 1031
+    a = bytes(n * itemsize(dtype))
+    b = a[: -itemsize(dtype)] + enc(dtype, 1)
+    got = scan_and_check(a, b, dtype, EXACT, engine)
+    delta = 1.0 if kind(dtype) == "float" else 1
+    assert got == ScanStats(
+        n_diff=1, first_diff=n - 1, first_any=n - 1, max_delta=delta, max_index=n - 1
+    )
+
+
+@engines
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_max_found_beyond_first_five_differences(engine, dtype) -> None:
+    deltas = [1, 2, 3, 4, 5, 1, 0, 1, 64, 1, 64, 2]
+    n = 40
+    a = [0] * n
+    b = [0] * n
+    for i, d in enumerate(deltas):
+        b[3 * i + 1] = d
+    a_buf, b_buf = enc(dtype, *a), enc(dtype, *b)
+    got = scan_and_check(a_buf, b_buf, dtype, EXACT, engine)
+    assert got.max_index == 3 * 8 + 1
+    assert got.max_delta == 64
+    assert got.n_diff == len(deltas) - 1
+    assert got.first_diff == got.first_any == 1
+
+
+@engines
+@pytest.mark.parametrize(
+    "dtype, tol, a, b, within",
+    [
+        ("f32", Tolerance(atol=0.5), 1.0, 1.5, True),
+        ("f32", Tolerance(atol=0.25), 1.0, 1.5, False),
+        ("f32", Tolerance(rtol=0.25), 2.5, 2.0, True),
+        ("f32", Tolerance(rtol=0.25), 2.0, 2.5, True),
+        ("f32", Tolerance(rtol=0.2), 2.0, 2.5, True),
+        ("f32", Tolerance(rtol=0.2), 2.5, 2.0, False),
+        ("f64", Tolerance(atol=0.5, rtol=0.25), 1.0, 2.0, True),
+        ("f64", Tolerance(atol=0.5, rtol=0.25), 0.0, 2.0, False),
+        ("f16", Tolerance(atol=1.0), -1.0, 0.0, True),
+        ("bf16", Tolerance(atol=1.0), 3.0, 1.0, False),
+        ("i32", Tolerance(atol=0.5), 1, 2, False),
+        ("i32", Tolerance(atol=1.0), 1, 2, True),
+        ("i32", Tolerance(ulp=1), 1, 2, True),
+        ("i32", Tolerance(ulp=0), 1, 2, False),
+        ("i8", Tolerance(rtol=0.5), -100, 100, False),
+        ("i8", Tolerance(rtol=2.0), -100, 100, True),
+        ("u8", Tolerance(ulp=254), 0, 255, False),
+        ("u8", Tolerance(ulp=255), 0, 255, True),
+        ("i64", Tolerance(ulp=2**64 - 1), -(2**63), 2**63 - 1, True),
+        ("i64", Tolerance(ulp=2**64 - 2), -(2**63), 2**63 - 1, False),
+        ("u64", Tolerance(ulp=2**63), 0, 2**63, True),
+        ("u64", Tolerance(ulp=2**63 - 1), 0, 2**63, False),
+    ],
+)
+def test_tolerance_examples(engine, dtype, tol, a, b, within) -> None:
+    got = scan_and_check(enc(dtype, a), enc(dtype, b), dtype, tol, engine)
+    assert (got.n_within, got.n_diff) == ((1, 0) if within else (0, 1))
+
+
+@engines
+@floats
+def test_ulp_across_zero(engine, dtype) -> None:
+    # +min_denormal vs -min_denormal: 2 ulp; +0.0 vs -min_denormal: 1 ulp
+    a = pack(dtype, [sp(dtype, "min_denormal"), sp(dtype, "zero")])
+    b = pack(dtype, [sp(dtype, "min_denormal", True), sp(dtype, "min_denormal", True)])
+    got = scan_and_check(a, b, dtype, Tolerance(ulp=1), engine)
+    assert (got.n_within, got.n_diff, got.first_diff) == (1, 1, 0)
+    got = scan_and_check(a, b, dtype, Tolerance(ulp=2), engine)
+    assert (got.n_within, got.n_diff) == (2, 0)
+
+
+@engines
+def test_huge_ulp_on_f64(engine) -> None:
+    # -max_finite vs +max_finite: 2*(2**63 - 2**52 - 1) ulp, beyond int64
+    big = sp("f64", "max_finite")
+    a, b = pack("f64", [big | (1 << 63)]), pack("f64", [big])
+    dist = 2 * big
+    for ulp, within in [(dist, True), (dist - 1, False), (2**63 - 1, False), (2**64 - 1, True)]:
+        got = scan_and_check(a, b, "f64", Tolerance(ulp=ulp), engine)
+        assert got.n_within == int(within), ulp
+
+
+@engines
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_empty_buffers(engine, dtype) -> None:
+    assert scan_bytes(b"", b"", dtype, engine=engine) == ScanStats()
+    assert scan_bytes(b"", b"", dtype, Tolerance(atol=1.0), engine=engine) == ScanStats()
+
+
+@engines
+@pytest.mark.parametrize("dtype", ["u8", "i16", "f16", "bf16", "f32", "u64", "f64"])
+def test_buffer_kinds(engine, dtype) -> None:
+    """bytes, bytearray, memoryview and an unaligned memoryview slice agree."""
+    rng = np.random.default_rng(7)
+    n = 257
+    a_bits = base_array(dtype, n, "bits", rng)
+    b_bits = a_bits.copy()
+    b_bits[rng.random(n) < 0.3] ^= 1
+    a, b = a_bits.tobytes(), b_bits.tobytes()
+    want = naive(a, b, dtype)
+    pad_a, pad_b = bytearray(b"\x00" + a), bytearray(b"\x00" + b)
+    for x, y in [
+        (a, b),
+        (bytearray(a), bytearray(b)),
+        (memoryview(a), memoryview(b)),
+        (memoryview(pad_a)[1:], memoryview(pad_b)[1:]),
+    ]:
+        assert_matches(scan_bytes(x, y, dtype, engine=engine), want, dtype)
+
+
+# --------------------------------------------------------------------------
+# Chunk boundaries
+# --------------------------------------------------------------------------
+
+
+def scan_in_pieces(a, b, dtype, tol, engine, cuts) -> ScanStats:
+    """Scan [cuts[k], cuts[k+1]) element ranges and combine them."""
+    w = itemsize(dtype)
+    ma, mb = memoryview(a), memoryview(b)
+    total = ScanStats()
+    for start, end in itertools.pairwise(cuts):
+        part = scan_bytes(ma[start * w : end * w], mb[start * w : end * w], dtype, tol, engine)
+        total = total.merged(part.shifted(start))
+    return total
+
+
+@engines
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+@pytest.mark.parametrize("tol", [EXACT, Tolerance(atol=1.0, ulp=2, nan_equal=True)])
+def test_chunks_with_differences_at_piece_edges(engine, dtype, tol) -> None:
+    n = 3000
+    cuts = [0, 1, 2, 3, 64, 65, 1000, 1001, 1002, 2048, 2999, 3000]
+    rng = np.random.default_rng(11)
+    a_bits = [int(x) for x in base_array(dtype, n, "ordinary", rng)]
+    b_bits = list(a_bits)
+    for k, (start, end) in enumerate(itertools.pairwise(cuts)):
+        # first and last element of every piece differ, with growing deltas and
+        # ties between pieces (the first index of a tie must win)
+        for i in {start, end - 1}:
+            b_bits[i] = mutate(dtype, a_bits[i], "nudge", k % 3)
+            if a_bits[i] == b_bits[i]:
+                b_bits[i] = mutate(dtype, a_bits[i], "flip", k)
+    b_bits[5] = specials(dtype)[0]
+    b_bits[1500] = specials(dtype)[3]
+    a, b = pack(dtype, a_bits), pack(dtype, b_bits)
+    whole = scan_and_check(a, b, dtype, tol, engine)
+    assert whole.first_any == 0
+    assert scan_in_pieces(a, b, dtype, tol, engine, cuts) == whole
+    # one element per piece over a stretch
+    cuts = [0, *range(990, 1010), n]
+    assert scan_in_pieces(a, b, dtype, tol, engine, cuts) == whole
+
+
+@engines
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_chunks_differences_only_in_middle_piece(engine, dtype) -> None:
+    n = 300
+    a_bits = [0] * n
+    b_bits = [0] * n
+    b_bits[150] = 1
+    b_bits[160] = 1
+    a, b = pack(dtype, a_bits), pack(dtype, b_bits)
+    whole = scan_and_check(a, b, dtype, EXACT, engine)
+    assert whole.first_diff == whole.max_index == 150
+    assert scan_in_pieces(a, b, dtype, EXACT, engine, [0, 100, 150, 151, 155, 161, n]) == whole
+
+
+@engines
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+@settings(
+    max_examples=80,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(data=st.data())
+def test_chunked_equals_whole(engine, dtype, data) -> None:
+    a, b = data.draw(buffer_pairs(dtype, max_len=200), label="buffers")
+    tol = data.draw(st.one_of(st.just(EXACT), tolerances), label="tol")
+    n = len(a) // itemsize(dtype)
+    inner = data.draw(st.lists(st.integers(0, n), max_size=8), label="cuts")
+    cuts = sorted({0, n, *inner})
+    whole = scan_and_check(a, b, dtype, tol, engine)
+    assert scan_in_pieces(a, b, dtype, tol, engine, cuts) == whole
+
+
+# --------------------------------------------------------------------------
+# Argument errors
+# --------------------------------------------------------------------------
+
+
+@engines
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_length_errors(engine, dtype) -> None:
+    w = itemsize(dtype)
+    with pytest.raises(ValueError):
+        scan_bytes(bytes(2 * w), bytes(w), dtype, engine=engine)
+    with pytest.raises(ValueError):
+        scan_bytes(bytes(w), bytes(2 * w), dtype, engine=engine)
+    with pytest.raises(ValueError):
+        scan_bytes(b"", bytes(w), dtype, engine=engine)
+    if w > 1:
+        for length in (1, w + 1, 2 * w - 1):
+            with pytest.raises(ValueError):
+                scan_bytes(bytes(length), bytes(length), dtype, engine=engine)
+
+
+def test_unknown_engine() -> None:
+    with pytest.raises(ValueError):
+        scan_bytes(b"\x00\x01", b"\x00\x02", "u8", engine="cuda")  # type: ignore[arg-type]
+
+
+def test_unknown_dtype() -> None:
+    with pytest.raises(ValueError):
+        scan_bytes(b"\x00", b"\x01", "f8")
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"atol": -1},
+        {"atol": float("nan")},
+        {"atol": float("inf")},
+        {"rtol": -1e-9},
+        {"rtol": float("nan")},
+        {"rtol": float("inf")},
+        {"ulp": -1},
+    ],
+)
+def test_bad_tolerances(kwargs) -> None:
+    with pytest.raises(ValueError):
+        Tolerance(**kwargs)
+
+
+def test_naive_sanity() -> None:
+    """The twin itself, on hand-computed cases."""
+    assert naive(enc("f32", 1.0, 2.0), enc("f32", 1.0, 5.0), "f32")["max_delta"] == 3.0
+    got = naive(enc("i64", -(2**63)), enc("i64", 2**63 - 1), "i64")
+    assert got["max_delta"] == 2**64 - 1
+    assert set(INTS) | set(FLOATS) == set(ALL_DTYPES)
