@@ -73,6 +73,7 @@ def _outcome_result(p: Pair, out: ScanOutcome, itemsize: int) -> BufferResult:
         return p.result("error", n_elements_a=n_a, n_elements_b=n_b, message=out.problem.message)
     s = out.stats
     assert s is not None
+    first = s.first_diff if s.n_diff else s.first_any
     if n_a != n_b:
         status = "length_mismatch"
     elif s.n_diff:
@@ -85,7 +86,7 @@ def _outcome_result(p: Pair, out: ScanOutcome, itemsize: int) -> BufferResult:
         n_elements_b=n_b,
         n_diff=s.n_diff,
         n_within_tolerance=s.n_within,
-        first_index=s.first_diff if s.n_diff else s.first_any,
+        first_index=first if first >= 0 else None,
         a=out.a,
         b=out.b,
         a_bits=out.a_bits,
@@ -99,9 +100,9 @@ def _outcome_result(p: Pair, out: ScanOutcome, itemsize: int) -> BufferResult:
 
 def _by_digest(p: Pair, da: FileDigest, db: FileDigest, itemsize: int) -> BufferResult | ScanJob:
     assert p.a is not None and p.b is not None
-    ranges = differing_ranges(da, db)
+    ranges, mismatched = differing_ranges(da, db)
     if ranges:
-        return ScanJob(p, ranges)
+        return ScanJob(p, ranges, mismatched)
     n_a, n_b = p.a.size // itemsize, p.b.size // itemsize
     if n_a == n_b:
         return p.result("equal", n_elements_a=n_a, n_elements_b=n_b, n_diff=0)

@@ -84,23 +84,27 @@ def hash_batch(files: Sequence[DumpFile], chunk_size: int) -> list[FileDigest | 
     return out
 
 
-def differing_ranges(a: FileDigest, b: FileDigest) -> tuple[tuple[int, int], ...]:
-    """Byte ranges of the common prefix whose chunks may differ, merged.
+def differing_ranges(a: FileDigest, b: FileDigest) -> tuple[tuple[tuple[int, int], ...], bool]:
+    """Byte ranges of the common prefix to scan, merged, and whether any
+    chunk's digests disagreed.
 
     A chunk that is whole in both files is compared by digest; the chunk
     where the shorter file ends is always scanned (its digests cover
-    different lengths).
+    different lengths), which alone does not mean anything differs.
     """
     common = min(a.size, b.size)
     cs = a.chunk_size
     ranges: list[list[int]] = []
+    mismatched = False
     for k in range((common + cs - 1) // cs):
         start, end = k * cs, min((k + 1) * cs, common)
-        whole = end - start == cs or (a.size == b.size == common)
-        if whole and a.chunks[k] == b.chunks[k]:
-            continue
+        whole = end - start == cs or a.size == b.size
+        if whole:
+            if a.chunks[k] == b.chunks[k]:
+                continue
+            mismatched = True
         if ranges and ranges[-1][1] == start:
             ranges[-1][1] = end
         else:
             ranges.append([start, end])
-    return tuple((s, e) for s, e in ranges)
+    return tuple((s, e) for s, e in ranges), mismatched

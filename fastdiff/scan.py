@@ -39,6 +39,8 @@ NUMPY_MAX_BYTES = 64 << 20
 class ScanJob:
     pair: Pair
     ranges: tuple[tuple[int, int], ...]
+    #: Some chunk's digests disagreed, so the scan must find a difference.
+    must_differ: bool = True
 
     @property
     def n_bytes(self) -> int:
@@ -87,9 +89,11 @@ def scan_job(job: ScanJob, tol: Tolerance, engine: Engine) -> ScanOutcome:
                     stats = stats.merged(piece.shifted(off // dt.itemsize))
             first = stats.first_diff if stats.first_diff >= 0 else stats.first_any
             if first < 0:
-                # The digests differed, yet the bytes now agree: the file moved
-                # under us between hashing and scanning.
-                raise FileChanged(CHANGED, p.a.path)
+                if job.must_differ:
+                    # The digests differed, yet the bytes now agree: the file
+                    # moved under us between hashing and scanning.
+                    raise FileChanged(CHANGED, p.a.path)
+                return ScanOutcome(p.step, p.name, stats=stats)
             raw_a = read_at(fa, first * dt.itemsize, dt.itemsize, p.a.path)
             raw_b = read_at(fb, first * dt.itemsize, dt.itemsize, p.b.path)
     except OSError as exc:
