@@ -159,7 +159,7 @@ def _run_compare(args: argparse.Namespace) -> int:
         options = CompareOptions(
             schema=resolve_schema(args.schema, args.default_dtype),
             tolerance=Tolerance(args.atol, args.rtol, args.ulp, args.nan_equal),
-            chunk_size=args.chunk_size or DEFAULT_CHUNK_SIZE,
+            chunk_size=DEFAULT_CHUNK_SIZE if args.chunk_size is None else args.chunk_size,
             engine=args.engine,
             executor=args.executor,
             jobs=args.jobs,

@@ -49,6 +49,9 @@ class BufferResult:
     max_abs_delta_index: int | None = None
     n_nan_mismatch: int | None = None
     n_inf_mismatch: int | None = None
+    #: Byte range of the first chunk whose digests differ, when only digests
+    #: were compared (a manifest on one side).
+    first_divergent_chunk: tuple[int, int] | None = None
     path_a: str | None = None
     path_b: str | None = None
     message: str | None = None

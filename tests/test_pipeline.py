@@ -91,7 +91,7 @@ def test_missing_and_non_folder_runs(tmp_path: Path) -> None:
     assert report.verdict == "error"
     assert exit_code(report) == 2
     messages = " | ".join(e.message for e in report.errors)
-    assert "run folder not found" in messages and "not a folder" in messages
+    assert "run folder not found" in messages and "not a run folder" in messages
 
 
 def test_nothing_to_compare_is_an_error(tmp_path: Path) -> None:

@@ -1,0 +1,141 @@
+"""A per-user cache of chunk digests, so repeated sweeps rehash only what changed.
+
+An entry is keyed by the file's identity as ``stat`` sees it (device, inode,
+size, mtime_ns, ctime_ns) and the chunk size; any change to the file moves
+its ctime, so a stale entry is never found, let alone used. The cache lives
+in ``$XDG_CACHE_HOME/fastdiff`` (else ``~/.cache/fastdiff``), never in a run
+folder. It is SQLite in WAL mode, safe with several fastdiff processes at
+once. A cache file that is corrupt or not ours is set aside and rebuilt,
+with one warning, and is never trusted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import sys
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from .discover import DumpFile
+from .hash import FileDigest
+
+#: Bumped whenever the table layout or the digest definition changes.
+CACHE_VERSION = 1
+_APP_ID = 0x66646966  # "fdif": marks the file as fastdiff's
+_DIGEST = 16
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "fastdiff"
+
+
+def _key(f: DumpFile, chunk_size: int) -> tuple[int, int, int, int, int, int]:
+    return (f.dev, f.ino, f.size, f.mtime_ns, f.ctime_ns, chunk_size)
+
+
+class DigestCache:
+    """Look up and store chunk digests; every failure degrades to 'not cached'."""
+
+    def __init__(self, folder: str | os.PathLike[str] | None = None) -> None:
+        self.folder = Path(folder) if folder is not None else default_cache_dir()
+        self.path = self.folder / "digests.sqlite3"
+        self.warnings: list[str] = []
+        self._db: sqlite3.Connection | None = None
+        try:
+            self._db = self._open()
+        except (sqlite3.Error, OSError) as exc:
+            self._discard(f"cannot use digest cache {self.path} ({exc}); rebuilding it")
+            try:
+                self._db = self._open()
+            except (sqlite3.Error, OSError) as exc2:
+                self._warn(f"digest cache disabled: {self.path}: {exc2}")
+                self._db = None
+
+    def _warn(self, message: str) -> None:
+        self.warnings.append(message)
+        print(f"fastdiff: warning: {message}", file=sys.stderr)
+
+    def _discard(self, message: str) -> None:
+        self._warn(message)
+        tag = f"bad-{os.getpid()}-{time.time_ns()}"
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(OSError):
+                os.replace(f"{self.path}{suffix}", f"{self.path}{suffix}.{tag}")
+
+    def _open(self) -> sqlite3.Connection:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        try:
+            app_id = db.execute("PRAGMA application_id").fetchone()[0]
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+            if tables and (app_id != _APP_ID or version != CACHE_VERSION):
+                raise sqlite3.DatabaseError(
+                    f"not a fastdiff digest cache of version {CACHE_VERSION}"
+                )
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            if not tables:
+                db.execute(f"PRAGMA application_id={_APP_ID}")
+                db.execute(f"PRAGMA user_version={CACHE_VERSION}")
+                db.execute(
+                    "CREATE TABLE IF NOT EXISTS digests ("
+                    " dev INTEGER, ino INTEGER, size INTEGER, mtime_ns INTEGER,"
+                    " ctime_ns INTEGER, chunk_size INTEGER, chunks BLOB NOT NULL,"
+                    " PRIMARY KEY (dev, ino, size, mtime_ns, ctime_ns, chunk_size))"
+                )
+            db.execute("PRAGMA quick_check").fetchone()
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def get(self, f: DumpFile, chunk_size: int) -> FileDigest | None:
+        if self._db is None:
+            return None
+        try:
+            row = self._db.execute(
+                "SELECT chunks FROM digests WHERE dev=? AND ino=? AND size=? AND mtime_ns=?"
+                " AND ctime_ns=? AND chunk_size=?",
+                _key(f, chunk_size),
+            ).fetchone()
+        except sqlite3.Error as exc:
+            self._broken(exc)
+            return None
+        if row is None:
+            return None
+        blob = row[0]
+        n_chunks = (f.size + chunk_size - 1) // chunk_size
+        if not isinstance(blob, bytes) or len(blob) != n_chunks * _DIGEST:
+            return None  # damaged entry: ignore it, the fresh hash replaces it
+        chunks = tuple(blob[i : i + _DIGEST] for i in range(0, len(blob), _DIGEST))
+        return FileDigest(f.path, f.size, chunk_size, chunks)
+
+    def put_many(self, entries: Iterable[tuple[DumpFile, FileDigest]]) -> None:
+        if self._db is None:
+            return
+        rows = [(*_key(f, d.chunk_size), b"".join(d.chunks)) for f, d in entries]
+        if not rows:
+            return
+        try:
+            self._db.execute("BEGIN")
+            self._db.executemany("INSERT OR REPLACE INTO digests VALUES (?,?,?,?,?,?,?)", rows)
+            self._db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            self._broken(exc)
+
+    def _broken(self, exc: sqlite3.Error) -> None:
+        if self._db is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._db.close()
+            self._db = None
+        self._discard(f"digest cache {self.path} is damaged ({exc}); set aside, to be rebuilt")
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None

@@ -1,0 +1,203 @@
+"""Manifests: a run's file list and chunk digests, to compare without the data.
+
+``fastdiff hash RUN -o run.manifest.json`` writes one; ``compare`` and
+``sweep`` accept it wherever they accept a run folder. Two manifests give
+the per-buffer verdict and, for each diverged buffer, the first chunk whose
+digests differ (a byte range), without reading any dump. A manifest against
+a local run tells which local files still match what was hashed.
+
+The format is versioned (``fastdiff_manifest``); a loader refuses versions
+it does not know, and any malformed content, with a one-line error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .discover import DumpFile, RunListing, discover, parse_dump_name
+from .errors import FastdiffError
+from .hash import FileDigest, check_chunk_size
+from .results import Problem, Skipped
+
+MANIFEST_VERSION = 1
+_HEX32 = re.compile(r"^[0-9a-f]{32}$")
+
+
+class ManifestError(FastdiffError, ValueError):
+    """A manifest that cannot be used."""
+
+
+class NotAManifest(ManifestError):
+    """The file is not a fastdiff manifest at all."""
+
+
+@dataclass(frozen=True)
+class Manifest:
+    path: str
+    run: str
+    chunk_size: int
+    listing: RunListing
+    digests: dict[str, FileDigest]  # by DumpFile.path
+
+
+def entry_path(manifest_path: str, filename: str) -> str:
+    """How a manifest's file is named in reports: ``run.manifest.json:step_0_x.bin``."""
+    return f"{manifest_path}:{filename}"
+
+
+def manifest_dict(
+    listing: RunListing, digests: dict[str, FileDigest], chunk_size: int, dtypes: dict[str, str]
+) -> dict[str, Any]:
+    files = []
+    for f in listing.files:
+        d = digests[f.path]
+        files.append(
+            {
+                "name": os.path.basename(f.path),
+                "step": f.step,
+                "buffer": f.name,
+                "size": f.size,
+                "dtype": dtypes.get(f.name),
+                "digest": d.digest.hex(),
+                "chunks": [c.hex() for c in d.chunks],
+            }
+        )
+    return {
+        "fastdiff_manifest": MANIFEST_VERSION,
+        "run": os.path.abspath(listing.root),
+        "created_utc": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "chunk_size": chunk_size,
+        "files": files,
+        "skipped": [{"path": s.path, "reason": s.reason} for s in listing.skipped],
+    }
+
+
+def _fail(path: str, what: str) -> ManifestError:
+    return ManifestError(f"{path}: {what}; re-create it with 'fastdiff hash RUN -o FILE'")
+
+
+def _expect(path: str, obj: dict[str, Any], key: str, kind: type, where: str = "") -> Any:
+    if key not in obj:
+        raise _fail(path, f"{where}missing key {key!r}")
+    value = obj[key]
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise _fail(path, f"{where}key {key!r} must be {kind.__name__}, got {type(value).__name__}")
+    return value
+
+
+def parse_manifest(doc: object, path: str) -> Manifest:
+    if not isinstance(doc, dict) or "fastdiff_manifest" not in doc:
+        raise NotAManifest(f"{path}: JSON without a 'fastdiff_manifest' version key")
+    version = doc["fastdiff_manifest"]
+    if version != MANIFEST_VERSION:
+        raise ManifestError(
+            f"{path}: manifest format version {version!r} is not supported by this fastdiff "
+            f"(it reads version {MANIFEST_VERSION}); re-create it with this version's "
+            "'fastdiff hash', or upgrade fastdiff"
+        )
+    chunk_size = _expect(path, doc, "chunk_size", int)
+    try:
+        check_chunk_size(chunk_size)
+    except ValueError as exc:
+        raise _fail(path, str(exc)) from None
+    run = _expect(path, doc, "run", str)
+    raw_files = _expect(path, doc, "files", list)
+    files: list[DumpFile] = []
+    digests: dict[str, FileDigest] = {}
+    seen: set[tuple[int, str]] = set()
+    for i, entry in enumerate(raw_files):
+        where = f"files[{i}]: "
+        if not isinstance(entry, dict):
+            raise _fail(path, f"{where}must be an object")
+        name = _expect(path, entry, "name", str, where)
+        size = _expect(path, entry, "size", int, where)
+        chunks = _expect(path, entry, "chunks", list, where)
+        digest = _expect(path, entry, "digest", str, where)
+        parsed = parse_dump_name(name)
+        if parsed is None or "/" in name or "\0" in name:
+            raise _fail(path, f"{where}{name!r} is not a dump name step_<N>_<name>.bin")
+        if parsed in seen:
+            raise _fail(path, f"{where}{name!r} is listed twice")
+        seen.add(parsed)
+        if size < 0:
+            raise _fail(path, f"{where}negative size {size}")
+        if len(chunks) != (size + chunk_size - 1) // chunk_size:
+            raise _fail(
+                path, f"{where}{len(chunks)} chunk digests do not fit size {size} "
+                f"and chunk size {chunk_size}"
+            )  # fmt: skip
+        if not all(isinstance(c, str) and _HEX32.match(c) for c in chunks):
+            raise _fail(path, f"{where}chunk digests must be 32 lowercase hex digits")
+        d = FileDigest(
+            entry_path(path, name), size, chunk_size, tuple(bytes.fromhex(c) for c in chunks)
+        )
+        if not _HEX32.match(digest) or d.digest.hex() != digest:
+            raise _fail(path, f"{where}file digest does not match its chunk digests (damaged?)")
+        step, buffer = parsed
+        f = DumpFile(entry_path(path, name), step, buffer, size, 0, 0, 0, 0)
+        files.append(f)
+        digests[f.path] = d
+    skipped = []
+    for s in doc.get("skipped", []):
+        if isinstance(s, dict) and isinstance(s.get("path"), str):
+            skipped.append(Skipped(str(s["path"]), str(s.get("reason", ""))))
+    listing = RunListing(path, tuple(files), tuple(skipped), ())
+    return Manifest(path, run, chunk_size, listing, digests)
+
+
+def load_manifest(path: str | os.PathLike[str]) -> Manifest:
+    p = os.fspath(path)
+    try:
+        with open(p, "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        raise ManifestError(f"{p}: cannot read manifest: {exc.strerror}") from exc
+    try:
+        doc = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise NotAManifest(f"{p}: not JSON ({exc})") from None
+    return parse_manifest(doc, p)
+
+
+def is_manifest_path(path: str | os.PathLike[str]) -> bool:
+    """A run argument that is a regular file is read as a manifest."""
+    return Path(path).is_file()
+
+
+@dataclass(frozen=True)
+class RunSource:
+    """A run as the pipeline sees it: a listing, and digests known in advance."""
+
+    spec: str
+    listing: RunListing
+    digests: dict[str, FileDigest]
+    chunk_size: int | None  # set for manifests: local files must be hashed alike
+
+    @property
+    def is_manifest(self) -> bool:
+        return self.chunk_size is not None
+
+
+def open_run(spec: str | os.PathLike[str]) -> RunSource:
+    """A run folder, or a manifest file; errors become listing errors, never exceptions."""
+    s = os.fspath(spec)
+    if is_manifest_path(s):
+        try:
+            m = load_manifest(s)
+        except ManifestError as exc:
+            msg = str(exc).removeprefix(f"{s}: ")
+            if isinstance(exc, NotAManifest):
+                msg = (
+                    f"not a run folder, nor a fastdiff manifest ({msg}); give the folder that "
+                    "holds the step_<N>_<name>.bin dumps, or a file written by 'fastdiff hash'"
+                )
+            problem = Problem(s, msg)
+            return RunSource(s, RunListing(s, (), (), (problem,)), {}, None)
+        return RunSource(s, m.listing, m.digests, m.chunk_size)
+    return RunSource(s, discover(s), {}, None)
