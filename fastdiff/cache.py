@@ -44,6 +44,7 @@ class DigestCache:
         self.folder = Path(folder) if folder is not None else default_cache_dir()
         self.path = self.folder / "digests.sqlite3"
         self.warnings: list[str] = []
+        self.hits = 0
         self._db: sqlite3.Connection | None = None
         try:
             self._db = self._open()
@@ -113,6 +114,7 @@ class DigestCache:
         if not isinstance(blob, bytes) or len(blob) != n_chunks * _DIGEST:
             return None  # damaged entry: ignore it, the fresh hash replaces it
         chunks = tuple(blob[i : i + _DIGEST] for i in range(0, len(blob), _DIGEST))
+        self.hits += 1
         return FileDigest(f.path, f.size, chunk_size, chunks)
 
     def put_many(self, entries: Iterable[tuple[DumpFile, FileDigest]]) -> None:

@@ -11,11 +11,19 @@ import argparse
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Executor
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from . import __version__
 from .errors import EXIT_INTERRUPTED, EXIT_TROUBLE, FastdiffError
 from .pool import EXECUTORS
+
+if TYPE_CHECKING:
+    from .cache import DigestCache
+    from .pipeline import CompareOptions
+    from .results import Report
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([kKmMgG]?)(i?[bB])?\s*$")
 
@@ -55,24 +63,9 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="fastdiff",
-        description="Compare the binary state dumps of two training runs, bitwise and fast.",
-    )
-    parser.add_argument("--version", action="version", version=f"fastdiff {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    cmp = sub.add_parser(
-        "compare",
-        help="compare two run folders (exit 0 identical, 1 diverged, 2 trouble)",
-        description="Compare the step_<N>_<name>.bin dumps of two runs. Exit status: "
-        "0 identical, 1 diverged, 2 trouble (missing folder, malformed or unreadable file, "
-        "nothing to compare).",
-    )
-    cmp.add_argument("run_a", metavar="RUN_A", help="folder of the first run")
-    cmp.add_argument("run_b", metavar="RUN_B", help="folder of the second run")
-    schema = cmp.add_argument_group("schema")
+def _add_common(p: argparse.ArgumentParser, executors: Sequence[str]) -> None:
+    """Options shared by compare, sweep and hash."""
+    schema = p.add_argument_group("schema")
     schema.add_argument(
         "--schema",
         default="rl-state",
@@ -85,52 +78,128 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DTYPE",
         help="element type of buffers in no group (default: the schema's, u8)",
     )
-    tol = cmp.add_argument_group("tolerance (default: exact, every bit counts)")
-    tol.add_argument(
-        "--atol",
-        type=_non_negative_float,
-        metavar="X",
-        help="absolute tolerance: |a-b| <= atol + rtol*|b| is within",
+    perf = p.add_argument_group("performance")
+    perf.add_argument(
+        "--executor",
+        choices=executors,
+        default="auto",
+        help="auto (default): in-process for small totals, else threads"
+        + ("; dask: a Dask cluster, see --scheduler" if "dask" in executors else ""),
     )
+    if "dask" in executors:
+        perf.add_argument(
+            "--scheduler", metavar="tcp://HOST:PORT", help="Dask scheduler for --executor dask"
+        )
+    perf.add_argument(
+        "--jobs", type=_positive_int, metavar="N",
+        help="workers (default: the cores this process may use)",
+    )  # fmt: skip
+    perf.add_argument(
+        "--chunk-size", type=parse_size, default=None, metavar="BYTES",
+        help="hash chunk size, a multiple of 8 (default: 4M)",
+    )  # fmt: skip
+
+
+def _add_compare_options(p: argparse.ArgumentParser, default_cache: bool) -> None:
+    tol = p.add_argument_group("tolerance (default: exact, every bit counts)")
+    tol.add_argument(
+        "--atol", type=_non_negative_float, metavar="X",
+        help="absolute tolerance: |a-b| <= atol + rtol*|b| is within",
+    )  # fmt: skip
     tol.add_argument("--rtol", type=_non_negative_float, metavar="X", help="relative tolerance")
     tol.add_argument(
-        "--ulp",
-        type=_non_negative_int,
-        metavar="N",
+        "--ulp", type=_non_negative_int, metavar="N",
         help="within N units in the last place (integers: |a-b| <= N)",
-    )
+    )  # fmt: skip
     tol.add_argument(
         "--nan-equal", action="store_true", help="any NaN equals any NaN, whatever the payload"
     )
-    out = cmp.add_argument_group("output")
-    out.add_argument("--format", choices=("text", "json"), default="text")
-    out.add_argument("-v", "--verbose", action="store_true", help="list every buffer")
-    perf = cmp.add_argument_group("performance")
-    perf.add_argument(
-        "--executor",
-        choices=EXECUTORS,
-        default="auto",
-        help="auto (default): in-process for small totals, else threads",
-    )
-    perf.add_argument(
-        "--jobs",
-        type=_positive_int,
-        metavar="N",
-        help="workers (default: the cores this process may use)",
-    )
-    perf.add_argument(
-        "--chunk-size",
-        type=parse_size,
-        default=None,
-        metavar="BYTES",
-        help="hash chunk size, a multiple of 8 (default: 4M)",
-    )
-    perf.add_argument(
+    p.add_argument(
         "--engine",
         choices=("auto", "numba", "numpy"),
         default="auto",
         help="kernel for differing chunks (auto: numpy for small differences, else numba)",
     )
+    _add_cache_options(p, default_cache)
+
+
+def _add_cache_options(p: argparse.ArgumentParser, default_cache: bool) -> None:
+    cache = p.add_argument_group("digest cache ($XDG_CACHE_HOME/fastdiff, else ~/.cache/fastdiff)")
+    cache.add_argument(
+        "--cache",
+        dest="cache",
+        action="store_true",
+        default=default_cache,
+        help="look digests up in the cache and store new ones"
+        + (" (default)" if default_cache else ""),
+    )
+    cache.add_argument(
+        "--no-cache",
+        dest="cache",
+        action="store_false",
+        help="neither read nor write the cache" + ("" if default_cache else " (default)"),
+    )
+    cache.add_argument("--cache-dir", metavar="DIR", help="use this folder for the cache")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="fastdiff",
+        description="Compare the binary state dumps of two training runs, bitwise and fast.",
+    )
+    parser.add_argument("--version", action="version", version=f"fastdiff {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    cmp = sub.add_parser(
+        "compare",
+        help="compare two runs (exit 0 identical, 1 diverged, 2 trouble)",
+        description="Compare the step_<N>_<name>.bin dumps of two runs (folders, or manifests "
+        "from 'fastdiff hash'). Exit status: 0 identical, 1 diverged, 2 trouble (missing "
+        "folder, malformed or unreadable file, nothing to compare).",
+    )
+    cmp.add_argument("run_a", metavar="RUN_A", help="folder (or manifest) of the first run")
+    cmp.add_argument("run_b", metavar="RUN_B", help="folder (or manifest) of the second run")
+    cmp.add_argument("--format", choices=("text", "json"), default="text")
+    cmp.add_argument("-v", "--verbose", action="store_true", help="list every buffer")
+    _add_common(cmp, EXECUTORS)
+    _add_compare_options(cmp, default_cache=False)
+
+    swp = sub.add_parser(
+        "sweep",
+        help="compare many run pairs, hashing each file once (JSON Lines)",
+        description="Compare many run pairs: one baseline against candidates (--baseline), "
+        "every pair of a set (--all), or pairs listed in a file (--pairs). Each file is hashed "
+        "once. Exit status: 2 if any pair had trouble, else 1 if any pair differs, else 0.",
+    )
+    mode = swp.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--baseline", metavar="RUN", help="compare RUN against every run given")
+    mode.add_argument("--all", action="store_true", help="compare every pair of the runs given")
+    mode.add_argument("--pairs", metavar="FILE", help="two run paths per line; # comments")
+    swp.add_argument("runs", nargs="*", metavar="RUN", help="runs (folders or manifests)")
+    swp.add_argument(
+        "--format",
+        choices=("jsonl", "text"),
+        default=None,
+        help="jsonl: a record per pair as it finishes, then a summary "
+        "(default when stdout is not a terminal); text: a row per pair",
+    )
+    prog = swp.add_mutually_exclusive_group()
+    prog.add_argument("--progress", dest="progress", action="store_true", default=None,
+                      help="progress on stderr (default: when stderr is a terminal)")  # fmt: skip
+    prog.add_argument("--no-progress", dest="progress", action="store_false")
+    _add_common(swp, (*EXECUTORS, "dask"))
+    _add_compare_options(swp, default_cache=True)
+
+    hsh = sub.add_parser(
+        "hash",
+        help="write a run's manifest (file list and chunk digests)",
+        description="Hash every dump of a run and write a manifest that compare and sweep "
+        "accept in place of the run folder.",
+    )
+    hsh.add_argument("run", metavar="RUN", help="run folder")
+    hsh.add_argument("-o", "--output", metavar="FILE", help="manifest to write (default: stdout)")
+    _add_common(hsh, EXECUTORS)
+    _add_cache_options(hsh, default_cache=True)
 
     sch = sub.add_parser("schema", help="print a schema as TOML (a start for your own)")
     sch.add_argument("name", nargs="?", default="rl-state", metavar="NAME|FILE.toml")
@@ -147,31 +216,153 @@ def write_stdout(text: str) -> None:
         os.dup2(devnull, sys.stdout.fileno())
 
 
-def _run_compare(args: argparse.Namespace) -> int:
-    from .compare import CompareOptions, compare_runs
+def _options(args: argparse.Namespace) -> CompareOptions:
     from .hash import DEFAULT_CHUNK_SIZE
     from .kernel import Tolerance
-    from .render import render_json, render_text
+    from .pipeline import CompareOptions
     from .schema import resolve_schema
-    from .verdict import exit_code
 
+    executor = "auto" if args.executor == "dask" else args.executor
     try:
-        options = CompareOptions(
+        return CompareOptions(
             schema=resolve_schema(args.schema, args.default_dtype),
-            tolerance=Tolerance(args.atol, args.rtol, args.ulp, args.nan_equal),
+            tolerance=Tolerance(
+                getattr(args, "atol", None),
+                getattr(args, "rtol", None),
+                getattr(args, "ulp", None),
+                getattr(args, "nan_equal", False),
+            ),
             chunk_size=DEFAULT_CHUNK_SIZE if args.chunk_size is None else args.chunk_size,
-            engine=args.engine,
-            executor=args.executor,
+            engine=getattr(args, "engine", "auto"),
+            executor=executor,
             jobs=args.jobs,
         )
     except ValueError as exc:
         raise FastdiffError(str(exc)) from exc
-    report = compare_runs(args.run_a, args.run_b, options)
+
+
+def _cache(args: argparse.Namespace) -> DigestCache | None:
+    if not args.cache:
+        return None
+    from .cache import DigestCache
+
+    return DigestCache(args.cache_dir)
+
+
+@contextmanager
+def _dask_executor(args: argparse.Namespace) -> Iterator[Executor | None]:
+    if args.executor != "dask":
+        yield None
+        return
+    if not args.scheduler:
+        raise FastdiffError("--executor dask needs --scheduler tcp://HOST:PORT")
+    try:
+        from distributed import Client
+    except ImportError:
+        raise FastdiffError(
+            "--executor dask needs the optional extra: pip install 'fastdiff[dask]'"
+        ) from None
+    try:
+        client = Client(args.scheduler, timeout="10s")
+    except (OSError, TimeoutError) as exc:
+        raise FastdiffError(f"--scheduler {args.scheduler}: cannot connect ({exc})") from exc
+    try:
+        yield client.get_executor(pure=False)
+    finally:
+        client.close()
+
+
+def _print_errors(report: Report) -> None:
     for e in report.errors:
         print(f"fastdiff: error: {e.path}: {e.message}", file=sys.stderr)
+
+
+def _run_compare(args: argparse.Namespace) -> int:
+    from .compare import compare_runs
+    from .render import render_json, render_text
+    from .verdict import exit_code
+
+    options = _options(args)
+    cache = _cache(args)
+    try:
+        report = compare_runs(args.run_a, args.run_b, options, cache=cache)
+    finally:
+        if cache is not None:
+            cache.close()
+    _print_errors(report)
     text = render_json(report) if args.format == "json" else render_text(report, args.verbose)
     write_stdout(text)
     return exit_code(report)
+
+
+def _run_sweep(args: argparse.Namespace) -> int:
+    from .progress import Progress
+    from .render import (
+        format_sweep_row,
+        render_sweep_record,
+        render_sweep_summary_record,
+        render_sweep_summary_text,
+    )
+    from .sweep import all_pairs, baseline_pairs, read_pairs_file, sweep
+
+    if args.pairs:
+        if args.runs:
+            raise FastdiffError("--pairs FILE takes no run arguments; list the pairs in FILE")
+        pairs = read_pairs_file(args.pairs)
+    elif args.all:
+        pairs = all_pairs(args.runs)
+    else:
+        pairs = baseline_pairs(args.baseline, args.runs)
+    fmt = args.format or ("text" if sys.stdout.isatty() else "jsonl")
+    show_progress = sys.stderr.isatty() if args.progress is None else args.progress
+    options = _options(args)
+
+    def emit(index: int, report: Report) -> None:
+        _print_errors(report)
+        write_stdout(render_sweep_record(index, report) if fmt == "jsonl" else
+                     format_sweep_row(report) + "\n")  # fmt: skip
+
+    cache = _cache(args)
+    try:
+        with _dask_executor(args) as executor:
+            _, summary = sweep(
+                pairs,
+                options,
+                executor=executor,
+                cache=cache,
+                on_report=emit,
+                progress=Progress() if show_progress else None,
+                classes_of=list(dict.fromkeys(args.runs)) if args.all else None,
+            )
+    finally:
+        if cache is not None:
+            cache.close()
+    write_stdout(
+        render_sweep_summary_record(summary)
+        if fmt == "jsonl"
+        else render_sweep_summary_text(summary)
+    )
+    return summary.exit_code
+
+
+def _run_hash(args: argparse.Namespace) -> int:
+    from .manifest import write_manifest
+
+    options = _options(args)
+    cache = _cache(args)
+    try:
+        text, problems = write_manifest(args.run, options, cache=cache, output=args.output)
+    finally:
+        if cache is not None:
+            cache.close()
+    for pr in problems:
+        print(f"fastdiff: error: {pr.path}: {pr.message}", file=sys.stderr)
+    if problems:
+        print("fastdiff: error: no manifest written: fix the errors above", file=sys.stderr)
+        return EXIT_TROUBLE
+    if args.output is None:
+        write_stdout(text)
+    return 0
 
 
 def _run_schema(args: argparse.Namespace) -> int:
@@ -181,12 +372,13 @@ def _run_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+_COMMANDS = {"compare": _run_compare, "sweep": _run_sweep, "hash": _run_hash, "schema": _run_schema}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        if args.command == "compare":
-            return _run_compare(args)
-        return _run_schema(args)
+        return _COMMANDS[args.command](args)
     except FastdiffError as exc:
         print(f"fastdiff: error: {exc}", file=sys.stderr)
         return EXIT_TROUBLE

@@ -12,18 +12,24 @@ it does not know, and any malformed content, with a one-line error.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .discover import DumpFile, RunListing, discover, parse_dump_name
 from .errors import FastdiffError
-from .hash import FileDigest, check_chunk_size
+from .hash import FileDigest, check_chunk_size, hash_batch
+from .pool import batches, default_jobs, fan_out, open_executor, resolve_executor_kind
 from .results import Problem, Skipped
+
+if TYPE_CHECKING:
+    from .cache import DigestCache
+    from .pipeline import CompareOptions
 
 MANIFEST_VERSION = 1
 _HEX32 = re.compile(r"^[0-9a-f]{32}$")
@@ -201,3 +207,79 @@ def open_run(spec: str | os.PathLike[str]) -> RunSource:
             return RunSource(s, RunListing(s, (), (), (problem,)), {}, None)
         return RunSource(s, m.listing, m.digests, m.chunk_size)
     return RunSource(s, discover(s), {}, None)
+
+
+def _inside(path: str, folder: str) -> bool:
+    try:
+        Path(path).resolve().relative_to(Path(folder).resolve())
+    except ValueError:
+        return False
+    return True
+
+
+def write_manifest(
+    run: str | os.PathLike[str],
+    options: CompareOptions,
+    cache: DigestCache | None = None,
+    output: str | os.PathLike[str] | None = None,
+) -> tuple[str, list[Problem]]:
+    """Hash every dump of ``run``; return the manifest text and any problems.
+
+    With ``output``, the manifest is written there (atomically, by rename)
+    only when there were no problems: a manifest is complete or absent.
+    """
+    root = os.fspath(run)
+    if output is not None and _inside(os.fspath(output), root):
+        raise FastdiffError(
+            f"-o {output}: refusing to write into the run folder {root} "
+            "(fastdiff never changes a run folder); write the manifest elsewhere"
+        )
+    listing = discover(root)
+    problems = list(listing.errors)
+    if not listing.files and not problems:
+        problems.append(Problem(root, "no step_<N>_<name>.bin files to hash"))
+    files = list(listing.files)
+    digests: dict[str, FileDigest] = {}
+    todo = []
+    for f in files:
+        hit = cache.get(f, options.chunk_size) if cache is not None else None
+        if hit is not None:
+            digests[f.path] = hit
+        else:
+            todo.append(f)
+    jobs = options.jobs or default_jobs()
+    kind = resolve_executor_kind(options.executor, sum(f.size for f in todo))
+    with open_executor(kind, jobs) as ex:
+        hashed = fan_out(
+            ex,
+            hash_batch,
+            batches(todo, lambda f: f.size, jobs),
+            options.chunk_size,
+            on_failure=lambda fs, exc: [Problem(f.path, f"worker failed: {exc!r}") for f in fs],
+        )
+    by_path = {f.path: f for f in files}
+    fresh = []
+    for item in hashed:
+        if isinstance(item, FileDigest):
+            digests[item.path] = item
+            fresh.append((by_path[item.path], item))
+        else:
+            problems.append(item)
+    if cache is not None:
+        cache.put_many(fresh)
+    if problems:
+        return "", problems
+    dtypes = {f.name: options.schema.classify(f.name)[1] for f in files}
+    text = json.dumps(manifest_dict(listing, digests, options.chunk_size, dtypes), indent=1) + "\n"
+    if output is not None:
+        out = os.fspath(output)
+        tmp = f"{out}.tmp-{os.getpid()}"
+        try:
+            with open(tmp, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            os.replace(tmp, out)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise FastdiffError(f"-o {out}: cannot write manifest ({exc.strerror})") from exc
+    return text, []

@@ -12,9 +12,12 @@ import json
 import math
 import textwrap
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .results import BufferResult, Report
+
+if TYPE_CHECKING:
+    from .sweep import SweepSummary
 
 JSON_SCHEMA_VERSION = 1
 
@@ -108,6 +111,9 @@ def format_buffer(b: BufferResult) -> str:
     label = "DIVERGED" if b.status == "diverged" else "within tolerance"
     if b.status != "length_mismatch":
         parts.append(label)
+    if b.first_divergent_chunk is not None:
+        lo, hi = b.first_divergent_chunk
+        parts.append(f"first differing chunk: bytes {lo}..{hi} (compared by digests only)")
     if b.n_diff or b.n_within_tolerance:
         total = min(b.n_elements_a or 0, b.n_elements_b or 0)
         count = f"{b.n_diff} of {total} elements differ"
@@ -177,3 +183,54 @@ def _verdict_lines(report: Report) -> list[str]:
             out.append("")
             out += textwrap.wrap(f"next, {g.key}: {g.hint}", width=88, subsequent_indent="  ")
     return out
+
+
+# --- sweeps ----------------------------------------------------------------------
+
+
+def render_sweep_record(index: int, report: Report) -> str:
+    """One JSON Lines record for a finished pair: the compare JSON plus its index."""
+    record = {"record": "pair", "index": index, **report_dict(report)}
+    return json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n"
+
+
+def sweep_summary_dict(summary: SweepSummary) -> dict[str, Any]:
+    return {
+        "record": "summary",
+        "schema_version": JSON_SCHEMA_VERSION,
+        "pairs": summary.pairs,
+        "identical": summary.identical,
+        "diverged": summary.diverged,
+        "error": summary.error,
+        "classes": [list(c) for c in summary.classes] if summary.classes is not None else None,
+        "cache_hits": summary.cache_hits,
+        "elapsed_s": summary.elapsed_s,
+    }
+
+
+def render_sweep_summary_record(summary: SweepSummary) -> str:
+    return json.dumps(sweep_summary_dict(summary), separators=(",", ":"), allow_nan=False) + "\n"
+
+
+def format_sweep_row(report: Report) -> str:
+    """identical / diverged at step N [groups] / error (k problems), then the two runs."""
+    if report.verdict == "error":
+        what = f"error ({len(report.errors)} problems: {report.errors[0].message})"
+    elif report.verdict == "diverged":
+        groups = " ".join(report.first_divergent_groups)
+        what = f"diverged at step {report.first_divergent_step} [{groups}]"
+    else:
+        what = "identical"
+    return f"{report.run_a}  {report.run_b}  {what}"
+
+
+def render_sweep_summary_text(summary: SweepSummary) -> str:
+    lines = [
+        f"{summary.pairs} pairs: {summary.identical} identical, {summary.diverged} diverged, "
+        f"{summary.error} with errors ({summary.elapsed_s:.2f} s, "
+        f"{summary.cache_hits} digests from the cache)"
+    ]
+    if summary.classes is not None:
+        lines.append("classes of bit-identical runs:")
+        lines += [f"  {i}: {' '.join(c)}" for i, c in enumerate(summary.classes, 1)]
+    return "\n".join(lines) + "\n"
