@@ -26,6 +26,14 @@ READ_SIZE = 1 << 20
 _local = threading.local()
 
 
+def _forget_buffers() -> None:
+    _local.bufs = {}
+
+
+# A forked worker must not reuse the parent's buffers: it gets its own.
+os.register_at_fork(after_in_child=_forget_buffers)
+
+
 class FileChanged(OSError):
     """The file is not what discovery saw, or changed while it was read."""
 
@@ -44,7 +52,10 @@ def buffer(slot: int) -> memoryview:
         bufs = _local.bufs = {}
     mv = bufs.get(slot)
     if mv is None:
-        mv = bufs[slot] = memoryview(mmap.mmap(-1, READ_SIZE))
+        # MAP_PRIVATE: Python's default for anonymous maps is MAP_SHARED, which
+        # a forked worker would share with its parent and siblings.
+        buf = mmap.mmap(-1, READ_SIZE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        mv = bufs[slot] = memoryview(buf)
     return mv
 
 

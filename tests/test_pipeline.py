@@ -136,10 +136,19 @@ def test_length_mismatch_compares_the_common_prefix(tmp_path: Path) -> None:
     got = by_name(compare_runs(a, b, opts))
     same, diff, empty = got[(0, "same")], got[(0, "diff")], got[(0, "empty")]
     assert (same.status, same.n_elements_a, same.n_elements_b, same.n_diff) == (
-        "length_mismatch", 3, 5, 0)  # fmt: skip
+        "length_mismatch",
+        3,
+        5,
+        0,
+    )
     assert (same.first_index, same.a, same.max_abs_delta) == (None, None, None)
     assert (diff.status, diff.n_diff, diff.first_index, diff.a, diff.b) == (
-        "length_mismatch", 1, 1, 2.0, 7.0)  # fmt: skip
+        "length_mismatch",
+        1,
+        1,
+        2.0,
+        7.0,
+    )
     assert (empty.status, empty.n_elements_a, empty.n_elements_b) == ("length_mismatch", 0, 1)
 
 
@@ -152,7 +161,11 @@ def test_tolerance_statuses(tmp_path: Path) -> None:
     assert close.verdict == "identical"
     buf = close.buffers[0]
     assert (buf.status, buf.n_diff, buf.n_within_tolerance, buf.first_index) == (
-        "within_tolerance", 0, 1, 1)  # fmt: skip
+        "within_tolerance",
+        0,
+        1,
+        1,
+    )
 
 
 def _payload(report: object) -> str:
@@ -169,8 +182,10 @@ def test_every_executor_gives_the_same_report(tmp_path: Path) -> None:
     files["step_2_only_a.bin"] = (f32(1.0), None)
     a, b = make_runs(tmp_path, files)
     base = CompareOptions(schema=replace(RAW, default_dtype="f32"), chunk_size=256)
-    reports = [compare_runs(a, b, replace(base, executor=k, jobs=2))
-               for k in ("serial", "thread", "process")]  # fmt: skip
+    reports = [
+        compare_runs(a, b, replace(base, executor=k, jobs=2))
+        for k in ("serial", "thread", "process")
+    ]
     with ThreadPoolExecutor(3) as ex:
         reports.append(compare_runs(a, b, base, executor=ex))
     texts = {_payload(r) for r in reports}
@@ -191,3 +206,27 @@ def test_hash_file_is_independent_of_read_and_chunk_alignment(tmp_path: Path) ->
         d = hash_file(f, chunk)
         expect = [xxhash.xxh3_128_digest(data[i : i + chunk]) for i in range(0, len(data), chunk)]
         assert list(d.chunks) == expect
+
+
+def _scribble_on_buffer() -> bytes:
+    from fastdiff.reader import buffer
+
+    mv = buffer(0)
+    mv[:4] = b"kid!"
+    return bytes(mv[:4])
+
+
+def test_forked_workers_do_not_share_read_buffers() -> None:
+    """Regression: anonymous mmaps are MAP_SHARED by default, so forked pool
+    workers wrote into each other's (and the parent's) read buffers and gave
+    wrong verdicts."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from fastdiff.reader import buffer
+
+    mine = buffer(0)
+    mine[:4] = b"mom!"
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as ex:
+        assert ex.submit(_scribble_on_buffer).result() == b"kid!"
+    assert bytes(mine[:4]) == b"mom!"
