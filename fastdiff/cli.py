@@ -14,7 +14,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from . import __version__
 from .errors import EXIT_INTERRUPTED, EXIT_TROUBLE, FastdiffError
@@ -61,6 +61,13 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {text!r}")
     return value
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with usage errors as one ``fastdiff: error:`` line and exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_TROUBLE, f"fastdiff: error: {message} (see '{self.prog} --help')\n")
 
 
 def _add_common(p: argparse.ArgumentParser, executors: Sequence[str]) -> None:
@@ -143,7 +150,7 @@ def _add_cache_options(p: argparse.ArgumentParser, default_cache: bool) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="fastdiff",
         description="Compare the binary state dumps of two training runs, bitwise and fast.",
     )

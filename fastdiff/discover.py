@@ -39,6 +39,9 @@ class RunListing:
     files: tuple[DumpFile, ...]
     skipped: tuple[Skipped, ...]
     errors: tuple[Problem, ...]
+    #: False when the run itself could not be read (missing, not a folder):
+    #: its buffers are unknown, not absent, so nothing is paired against it.
+    readable: bool = True
 
     def by_key(self) -> dict[tuple[int, str], DumpFile]:
         return {(f.step, f.name): f for f in self.files}
@@ -76,33 +79,29 @@ def dump_file_from_stat(path: str, step: int, name: str, st: os.stat_result) -> 
     )
 
 
+def _unreadable(root: str, problem: Problem) -> RunListing:
+    return RunListing(root, (), (), (problem,), readable=False)
+
+
 def discover(run: str | os.PathLike[str]) -> RunListing:
     root = os.fspath(run)
     shown = display_path(root)
     try:
         st = os.stat(root)
     except FileNotFoundError:
-        return RunListing(root, (), (), (Problem(shown, "run folder not found; check the path"),))
+        return _unreadable(root, Problem(shown, "run folder not found; check the path"))
     except OSError as exc:
-        return RunListing(
-            root, (), (), (Problem(shown, f"cannot access run folder: {exc.strerror}"),)
-        )
+        return _unreadable(root, Problem(shown, f"cannot access run folder: {exc.strerror}"))
     if not stat.S_ISDIR(st.st_mode):
-        return RunListing(
-            root,
-            (),
-            (),
-            (Problem(shown, "not a folder; give the run folder that holds the dumps"),),
+        return _unreadable(
+            root, Problem(shown, "not a folder; give the run folder that holds the dumps")
         )
     try:
         with os.scandir(root) as it:
             names = sorted(entry.name for entry in it)
     except OSError as exc:
-        return RunListing(
-            root,
-            (),
-            (),
-            (Problem(shown, f"cannot list run folder: {exc.strerror}; check permissions"),),
+        return _unreadable(
+            root, Problem(shown, f"cannot list run folder: {exc.strerror}; check permissions")
         )
 
     files: list[DumpFile] = []

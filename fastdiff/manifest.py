@@ -204,7 +204,7 @@ def open_run(spec: str | os.PathLike[str]) -> RunSource:
                     "holds the step_<N>_<name>.bin dumps, or a file written by 'fastdiff hash'"
                 )
             problem = Problem(s, msg)
-            return RunSource(s, RunListing(s, (), (), (problem,)), {}, None)
+            return RunSource(s, RunListing(s, (), (), (problem,), readable=False), {}, None)
         return RunSource(s, m.listing, m.digests, m.chunk_size)
     return RunSource(s, discover(s), {}, None)
 

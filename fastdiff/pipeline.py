@@ -191,8 +191,9 @@ def compare_pairs(
     plans: list[_Plan] = []
     for i, (ra, rb) in enumerate(pairs):
         sa, sb = sources[os.fspath(ra)], sources[os.fspath(rb)]
-        paired = pair_runs(sa.listing, sb.listing, opts.schema)
         errors = [*sa.listing.errors, *sb.listing.errors]
+        both = sa.listing.readable and sb.listing.readable
+        paired = pair_runs(sa.listing, sb.listing, opts.schema) if both else ()
         if not paired and not errors:
             errors.append(Problem(f"{sa.spec} and {sb.spec}", NOTHING_TO_COMPARE))
         decided, size_problems, to_hash = size_stage(paired)

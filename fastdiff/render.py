@@ -22,6 +22,10 @@ if TYPE_CHECKING:
 JSON_SCHEMA_VERSION = 1
 
 
+def plural(n: int, word: str, many: str | None = None) -> str:
+    return f"{n} {word if n == 1 else many or word + 's'}"
+
+
 def json_number(value: Any) -> Any:
     """A value JSON can hold: non-finite floats as strings."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -143,10 +147,10 @@ def render_text(report: Report, verbose: bool = False) -> str:
             if b.step == s.step and (verbose or b.status != "equal"):
                 lines.append(format_buffer(b))
     if report.skipped:
-        lines.append(f"skipped {len(report.skipped)} entries:")
+        lines.append(f"skipped {plural(len(report.skipped), 'entry', 'entries')}:")
         lines += [f"  {s.path}: {s.reason}" for s in report.skipped]
     if report.errors:
-        lines.append(f"{len(report.errors)} errors:")
+        lines.append(f"{plural(len(report.errors), 'error')}:")
         lines += [f"  {e.path}: {e.message}" for e in report.errors]
     lines.append("")
     lines += _verdict_lines(report)
@@ -166,7 +170,7 @@ def _verdict_lines(report: Report) -> list[str]:
                 ]
             return [f"VERDICT: identical: {n} buffers over {n_steps} steps are bit-for-bit equal"]
         return [
-            f"VERDICT: error: {len(report.errors)} problems (above); "
+            f"VERDICT: error: {plural(len(report.errors), 'problem')} (above); "
             "no divergence among the buffers that could be compared"
         ]
     head = "VERDICT: diverged" if report.verdict == "diverged" else "VERDICT: error, and diverged"
@@ -215,7 +219,7 @@ def render_sweep_summary_record(summary: SweepSummary) -> str:
 def format_sweep_row(report: Report) -> str:
     """identical / diverged at step N [groups] / error (k problems), then the two runs."""
     if report.verdict == "error":
-        what = f"error ({len(report.errors)} problems: {report.errors[0].message})"
+        what = f"error ({plural(len(report.errors), 'problem')}: {report.errors[0].message})"
     elif report.verdict == "diverged":
         groups = " ".join(report.first_divergent_groups)
         what = f"diverged at step {report.first_divergent_step} [{groups}]"

@@ -214,7 +214,9 @@ def load_schema(path: str | Path) -> Schema:
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise SchemaError(f"{p}: not valid TOML: {exc}") from exc
+        # tomllib names the line of most errors, but not of one at the very end.
+        at_end = f"{max(1, len(text.splitlines()))}:" if "end of document" in str(exc) else ""
+        raise SchemaError(f"{p}:{at_end} not valid TOML: {exc}") from exc
     return parse_schema(doc, text, str(p))
 
 
