@@ -1,0 +1,300 @@
+"""Synthetic dumps: deterministic run folders to benchmark and test against.
+
+A run folder holds one raw little-endian file per buffer and step,
+``step_<N>_<name>.bin``. This module writes such folders with pseudo-random
+but reproducible content: the same seed gives the same bytes, so two runs
+written with one seed are bit-identical except where a difference is injected
+on purpose. Injected differences flip the lowest bit of one element: a float
+stays finite (its last mantissa bit changes), an integer changes by one, a
+0/1 flag swaps.
+
+Two shapes are offered:
+
+- :func:`write_rl_run`: the RL-loop state layout that users compare today
+  (:data:`RL_STATE_MEMBERS`, 34 buffers per step);
+- :func:`write_pair`: one large buffer per run, written in blocks from a
+  repeated random block, so memory stays bounded whatever the size.
+
+numpy is imported only inside the functions that generate content.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    import numpy as np
+
+#: The RL-loop state dump: (buffer name, element dtype), grouped as the
+#: reference verdict groups them: C action RNG, D LOB simulator, E ISV
+#: controllers, F reward shaping. Each file holds ``batch`` elements, except
+#: ``isv_full`` which holds :data:`RL_ISV_ELEMENTS`.
+RL_STATE_MEMBERS: list[tuple[str, str]] = [
+    # C: action sampling RNG
+    ("action_prng_state", "u32"),
+    ("iqn_prng_state", "u32"),
+    # D: LOB simulator and unit state
+    ("pyramid_units_count", "i32"),
+    ("unit_entry_step", "i32"),
+    ("unit_entry_price", "f32"),
+    ("unit_lots", "i32"),
+    ("unit_active", "u8"),
+    ("unit_initial_r", "f32"),
+    ("unit_trail_distance", "f32"),
+    ("unit_prev_pos_lots", "i32"),
+    ("close_unit_index", "i32"),
+    ("prev_realized_pnl", "f32"),
+    ("prev_position_lots", "i32"),
+    ("steps_since_done", "i32"),
+    ("trade_duration_emit", "f32"),
+    # E: the full ISV array
+    ("isv_full", "f32"),
+    # F: reward shaping, RL outputs, CMDP and edge-decay state
+    ("rewards", "f32"),
+    ("raw_rewards", "f32"),
+    ("outcome_ema", "f32"),
+    ("reward_abs", "f32"),
+    ("dones", "f32"),
+    ("actions", "i32"),
+    ("next_actions", "i32"),
+    ("log_pi_old", "f32"),
+    ("advantages", "f32"),
+    ("returns", "f32"),
+    ("session_pnl", "f32"),
+    ("consec_loss", "f32"),
+    ("cooldown_remaining", "f32"),
+    ("ph_mu", "f32"),
+    ("ph_count", "f32"),
+    ("ph_m", "f32"),
+    ("ph_mmin", "f32"),
+    ("ph_stat", "f32"),
+]
+
+#: Elements in ``isv_full``, whatever the batch size.
+RL_ISV_ELEMENTS = 757
+
+#: Width in bytes of each dtype name this module writes.
+ITEMSIZE: dict[str, int] = {
+    "u8": 1,
+    "i8": 1,
+    "u16": 2,
+    "i16": 2,
+    "u32": 4,
+    "i32": 4,
+    "u64": 8,
+    "i64": 8,
+    "f16": 2,
+    "bf16": 2,
+    "f32": 4,
+    "f64": 8,
+}
+
+#: Size of the random block that :func:`write_pair` repeats (a multiple of
+#: every element width and of the page size).
+DEFAULT_BLOCK_BYTES = 8 << 20
+
+
+class Divergence(NamedTuple):
+    """One element to perturb in a run written by :func:`write_rl_run`."""
+
+    step: int
+    name: str
+    index: int
+
+
+def dump_name(step: int, name: str) -> str:
+    """File name of buffer ``name`` at ``step``: ``step_<N>_<name>.bin``."""
+    return f"step_{step}_{name}.bin"
+
+
+def rl_elements(name: str, batch: int) -> int:
+    """Elements in one file of RL buffer ``name`` for a given batch size."""
+    return RL_ISV_ELEMENTS if name == "isv_full" else batch
+
+
+def rl_run_bytes(batch: int = 4096, steps: int = 4) -> int:
+    """Bytes in one run folder written by :func:`write_rl_run`."""
+    per_step = sum(rl_elements(n, batch) * ITEMSIZE[d] for n, d in RL_STATE_MEMBERS)
+    return per_step * steps
+
+
+def folder_bytes(folder: str | os.PathLike[str]) -> int:
+    """Total size of the ``step_*_*.bin`` files directly in ``folder``."""
+    return sum(p.stat().st_size for p in Path(folder).glob("step_*_*.bin") if p.is_file())
+
+
+def _itemsize(dtype: str) -> int:
+    try:
+        return ITEMSIZE[dtype]
+    except KeyError:
+        valid = " ".join(ITEMSIZE)
+        raise ValueError(f"unknown dtype {dtype!r} (valid: {valid})") from None
+
+
+def _rng(seed: int, *keys: int | str) -> np.random.Generator:
+    """A generator seeded from ``seed`` and stable keys (names hash by crc32)."""
+    import numpy as np
+
+    entropy = [seed] + [k if isinstance(k, int) else zlib.crc32(k.encode()) for k in keys]
+    return np.random.default_rng(np.random.SeedSequence(entropy))
+
+
+def random_values(dtype: str, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` ordinary values of ``dtype`` as a little-endian numpy array.
+
+    Floats are finite and of moderate magnitude (normal, scale 100); integers
+    use the whole range of their width; bf16 is returned as its raw uint16
+    bits (the upper half of a float32).
+    """
+    import numpy as np
+
+    itemsize = _itemsize(dtype)
+    if dtype in ("f16", "f32", "f64"):
+        values = rng.standard_normal(n, dtype=np.float64 if dtype == "f64" else np.float32)
+        values *= 100
+        return values.astype(f"<f{itemsize}", copy=False)
+    if dtype == "bf16":
+        f32 = rng.standard_normal(n, dtype=np.float32) * np.float32(100)
+        return (f32.view("<u4") >> 16).astype("<u2")
+    # Integers: random bits reinterpreted at the right signedness.
+    bits = rng.integers(0, 256, size=n * itemsize, dtype=np.uint8)
+    kind = "u" if dtype.startswith("u") else "i"
+    return bits.view(f"<{kind}{itemsize}")
+
+
+def _rl_values(name: str, dtype: str, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Plausible content for one RL buffer (flags 0/1, small counters)."""
+    import numpy as np
+
+    if dtype == "u8":  # unit_active: 0/1 flags
+        return rng.integers(0, 2, size=n, dtype=np.uint8)
+    if dtype == "i32":  # counters, lots, indices, actions: small integers
+        return rng.integers(-8, 1024, size=n, dtype=np.int32).astype("<i4", copy=False)
+    if name == "dones":
+        return (rng.random(n) < 0.05).astype("<f4")
+    return random_values(dtype, n, rng)
+
+
+def _flip_low_bit(buf: bytearray | memoryview, byte_offset: int) -> None:
+    """Flip the lowest bit of the little-endian element starting at offset."""
+    buf[byte_offset] ^= 0x01
+
+
+def write_rl_run(
+    folder: str | os.PathLike[str],
+    batch: int = 4096,
+    steps: int = 4,
+    seed: int = 0,
+    diverge: Iterable[tuple[int, str, int]] | None = None,
+) -> list[Path]:
+    """Write a run in the RL-state layout: ``len(RL_STATE_MEMBERS) * steps`` files.
+
+    Content depends only on (seed, step, name, batch). ``diverge`` lists
+    (step, name, element index) triples whose element gets its lowest bit
+    flipped, so two runs written with the same seed differ exactly there.
+    Returns the paths written, in step order then member order.
+    """
+    if batch < 1 or steps < 1:
+        raise ValueError(f"batch and steps must be >= 1, got batch={batch}, steps={steps}")
+    dtypes = dict(RL_STATE_MEMBERS)
+    flips: dict[tuple[int, str], list[int]] = {}
+    for item in diverge or ():
+        step, name, index = Divergence(*item)
+        if name not in dtypes:
+            raise ValueError(f"diverge: unknown buffer {name!r}; use a name of RL_STATE_MEMBERS")
+        if not 0 <= step < steps:
+            raise ValueError(f"diverge: step {step} outside 0..{steps - 1} for {name!r}")
+        n = rl_elements(name, batch)
+        if not 0 <= index < n:
+            raise ValueError(f"diverge: index {index} outside 0..{n - 1} for {name!r}")
+        flips.setdefault((step, name), []).append(index)
+
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    for step in range(steps):
+        for name, dtype in RL_STATE_MEMBERS:
+            n = rl_elements(name, batch)
+            data = bytearray(_rl_values(name, dtype, n, _rng(seed, step, name)).tobytes())
+            for index in flips.get((step, name), ()):
+                _flip_low_bit(data, index * ITEMSIZE[dtype])
+            path = out / dump_name(step, name)
+            path.write_bytes(data)
+            written.append(path)
+    return written
+
+
+def write_buffer(
+    path: str | os.PathLike[str],
+    dtype: str,
+    n_bytes: int,
+    seed: int = 0,
+    flip_at: Sequence[int] = (),
+    block_bytes: int = DEFAULT_BLOCK_BYTES,
+) -> Path:
+    """Write one buffer file of ``n_bytes`` by repeating a random block.
+
+    The block depends only on (seed, dtype, block_bytes), so equal arguments
+    give equal files. ``flip_at`` lists byte offsets; the element holding
+    each one gets its lowest bit flipped (a negative offset counts from the
+    end). Memory use is about two blocks, whatever ``n_bytes`` is.
+    """
+    itemsize = _itemsize(dtype)
+    if n_bytes < 0 or n_bytes % itemsize:
+        raise ValueError(f"n_bytes={n_bytes} must be >= 0 and a multiple of {itemsize} ({dtype})")
+    if block_bytes < itemsize or block_bytes % itemsize:
+        raise ValueError(f"block_bytes={block_bytes} must be a multiple of {itemsize}")
+    # Element start offset of each flip, grouped by block.
+    by_block: dict[int, list[int]] = {}
+    for offset in flip_at:
+        pos = offset + n_bytes if offset < 0 else offset
+        if not 0 <= pos < n_bytes:
+            raise ValueError(f"flip offset {offset} outside a file of {n_bytes} bytes")
+        start = pos - pos % itemsize
+        by_block.setdefault(start // block_bytes, []).append(start % block_bytes)
+
+    n_block = min(block_bytes, n_bytes)
+    block = random_values(dtype, n_block // itemsize, _rng(seed, dtype, block_bytes)).tobytes()
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "wb") as f:
+        done = 0
+        index = 0
+        while done < n_bytes:
+            size = min(n_block, n_bytes - done)
+            chunk: bytes | bytearray = block[:size] if size < n_block else block
+            if index in by_block:
+                chunk = bytearray(chunk)
+                for start in by_block[index]:
+                    _flip_low_bit(chunk, start)
+            f.write(chunk)
+            done += size
+            index += 1
+    return out
+
+
+def write_pair(
+    folder_a: str | os.PathLike[str],
+    folder_b: str | os.PathLike[str],
+    name: str,
+    dtype: str,
+    n_bytes: int,
+    diff_at: int | None = None,
+    seed: int = 0,
+    step: int = 0,
+) -> tuple[Path, Path]:
+    """Write ``step_<step>_<name>.bin`` into both folders, identical or not.
+
+    With ``diff_at`` (a byte offset; negative counts from the end) the
+    element holding that byte differs in the B file by its lowest bit.
+    Returns the paths of the A and B files.
+    """
+    file_name = dump_name(step, name)
+    path_a = write_buffer(Path(folder_a) / file_name, dtype, n_bytes, seed=seed)
+    flips = () if diff_at is None else (diff_at,)
+    path_b = write_buffer(Path(folder_b) / file_name, dtype, n_bytes, seed=seed, flip_at=flips)
+    return path_a, path_b

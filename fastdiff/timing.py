@@ -1,0 +1,251 @@
+"""Wall-clock timing of whole commands, run side by side.
+
+Each command runs as a fresh subprocess with its output discarded. After the
+warm-up runs, repetitions are interleaved: round ``r`` runs every command
+once, so slow patches of machine noise hit all commands alike (the starting
+command rotates from round to round, so none is always first).
+
+Every run's exit code is checked against the codes the caller accepts (a
+comparison tool exits 1 on a difference, which may be the expected answer).
+A run that exits otherwise raises :class:`CommandFailed`, whose message
+names the command, the code and the end of its stderr. An exit code can
+mislead (Python exits 1 on an uncaught exception, the code a comparison
+tool uses for "different"): :func:`run_captured` runs a command once with
+its output kept, for the caller to check before timing.
+
+Page cache: this kind of VM evicts files left idle for about a minute, so
+call :func:`read_once` on a workload's inputs right before timing it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+import shlex
+import signal
+import statistics
+import subprocess
+import threading
+import time
+from collections.abc import Collection, Iterable, Mapping
+from pathlib import Path
+
+#: A command: an argument list (no shell), or a string run by ``/bin/sh``
+#: (for redirections and globs, such as ``cat A/* B/* > /dev/null``).
+Command = list[str] | str
+
+#: Exit codes accepted for one command, or per command name.
+OkCodes = Collection[int] | Mapping[str, Collection[int]]
+
+_READ_CHUNK = 1 << 20
+
+
+class CommandFailed(RuntimeError):
+    """A command exited with a code the caller did not accept, timed out, or did not start."""
+
+    def __init__(
+        self,
+        name: str,
+        command: Command,
+        returncode: int | None,
+        detail: str,
+        status: str = "",
+    ) -> None:
+        self.name = name
+        self.command = command
+        self.returncode = returncode  # None: it timed out or did not start
+        self.detail = detail
+        self.status = status or f"exited {returncode}"
+        shown = command if isinstance(command, str) else shlex.join(command)
+        message = f"{name}: {self.status}: {shown}"
+        if detail:
+            message += f"\n{detail}"
+        super().__init__(message)
+
+
+def median(values: Iterable[float]) -> float:
+    """Median of the timings (ValueError when there are none)."""
+    return statistics.median(values)
+
+
+def _accepted(ok_codes: OkCodes, name: str) -> Collection[int]:
+    if isinstance(ok_codes, Mapping):
+        return ok_codes.get(name, (0,))
+    return ok_codes
+
+
+def tail(output: bytes, lines: int = 5) -> str:
+    """The last lines of a command's output, indented, for an error message."""
+    text = output.decode(errors="replace").strip().splitlines()
+    return "\n".join("  " + line for line in text[-lines:])
+
+
+def _stderr_tail(command: Command, timeout: float | None) -> str:
+    """Run the command again to show why it failed (the timed runs discard stderr)."""
+    try:
+        proc = subprocess.run(
+            command,
+            shell=isinstance(command, str),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            timeout=timeout,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"  {exc}"
+    return tail(proc.stderr)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """Kill the command and whatever it started (its process group)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def run_once(
+    name: str,
+    command: Command,
+    ok_codes: Collection[int] = (0,),
+    timeout: float | None = None,
+) -> float:
+    """Run a command once; return its wall time in seconds.
+
+    Raises :class:`CommandFailed` when it exits with a code outside
+    ``ok_codes``, cannot start, or outlives ``timeout``.
+
+    The wait is a blocking one, with the timeout enforced by a timer thread:
+    ``subprocess.run(timeout=...)`` polls with sleeps of up to 50 ms, which
+    would round every measurement up to that grain.
+    """
+    timed_out = threading.Event()
+    start = time.perf_counter()
+    try:
+        proc = subprocess.Popen(
+            command,
+            shell=isinstance(command, str),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # its own process group, so a kill reaches a shell's children
+        )
+    except OSError as exc:
+        raise CommandFailed(
+            name, command, None, f"  could not start: {exc}", "did not start"
+        ) from None
+
+    def kill() -> None:
+        timed_out.set()
+        _kill_group(proc)
+
+    timer = threading.Timer(timeout, kill) if timeout is not None else None
+    if timer is not None:
+        timer.daemon = True
+        timer.start()
+    try:
+        returncode = proc.wait()
+    except BaseException:  # Ctrl-C: do not leave the command running
+        _kill_group(proc)
+        proc.wait()
+        raise
+    finally:
+        if timer is not None:
+            timer.cancel()
+    elapsed = time.perf_counter() - start
+    if timed_out.is_set():
+        raise CommandFailed(name, command, None, f"  no result after {timeout} s", "timed out")
+    if returncode not in ok_codes:
+        detail = _stderr_tail(command, timeout)
+        raise CommandFailed(name, command, returncode, detail)
+    return elapsed
+
+
+def run_captured(
+    name: str,
+    command: Command,
+    ok_codes: Collection[int] = (0,),
+    timeout: float | None = None,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run a command once with its stdout and stderr captured (not timed).
+
+    For a check run before timing: the caller can verify what the command
+    printed, since an exit code alone can mislead (Python exits 1 on an
+    uncaught exception, which a comparison tool also uses for "different").
+    Raises :class:`CommandFailed` like :func:`run_once`.
+    """
+    try:
+        proc = subprocess.run(
+            command,
+            shell=isinstance(command, str),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise CommandFailed(
+            name, command, None, f"  no result after {timeout} s", "timed out"
+        ) from None
+    except OSError as exc:
+        raise CommandFailed(
+            name, command, None, f"  could not start: {exc}", "did not start"
+        ) from None
+    if proc.returncode not in ok_codes:
+        raise CommandFailed(name, command, proc.returncode, tail(proc.stderr))
+    return proc
+
+
+def time_commands(
+    commands: Mapping[str, Command],
+    repeat: int = 5,
+    warmup: int = 1,
+    ok_codes: OkCodes = (0,),
+    timeout: float | None = None,
+) -> dict[str, list[float]]:
+    """Time each command ``repeat`` times, interleaved; return wall times in seconds.
+
+    ``warmup`` untimed runs of every command come first. ``ok_codes`` is a
+    collection of accepted exit codes for all commands, or a mapping from
+    command name to its accepted codes (names missing from it accept 0).
+    Raises :class:`CommandFailed` on the first run that exits otherwise.
+    """
+    if repeat < 1 or warmup < 0:
+        raise ValueError(f"repeat must be >= 1 and warmup >= 0, got {repeat}, {warmup}")
+    names = list(commands)
+    for _ in range(warmup):
+        for name in names:
+            run_once(name, commands[name], _accepted(ok_codes, name), timeout)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for round_index in range(repeat):
+        shift = round_index % len(names) if names else 0
+        for name in names[shift:] + names[:shift]:
+            elapsed = run_once(name, commands[name], _accepted(ok_codes, name), timeout)
+            times[name].append(elapsed)
+    return times
+
+
+def _files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    files: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            files.extend(sorted(c for c in p.iterdir() if c.is_file()))
+        else:
+            files.append(p)
+    return files
+
+
+def read_once(paths: Iterable[str | os.PathLike[str]]) -> int:
+    """Read files in full once so they sit in the page cache; return bytes read.
+
+    A directory stands for the regular files directly in it. Reads go into
+    one reused page-aligned buffer (an unaligned one reads several times
+    slower on this machine).
+    """
+    total = 0
+    with mmap.mmap(-1, _READ_CHUNK) as buf, memoryview(buf) as view:
+        for path in _files(paths):
+            with open(path, "rb", buffering=0) as f:
+                while n := f.readinto(view):
+                    total += n
+    return total

@@ -1,0 +1,303 @@
+"""Sweeps, manifests and the digest cache, through the CLI and the library."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+import fastdiff.hash
+from fastdiff import render_json
+from fastdiff.cache import DigestCache
+from fastdiff.pipeline import CompareOptions
+from fastdiff.sweep import all_pairs, baseline_pairs, read_pairs_file, sweep
+from fastdiff.synth import write_rl_run
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def strict_json(text: str) -> object:
+    def no_constants(name: str) -> object:
+        raise ValueError(f"non-standard JSON constant {name}")
+
+    return json.loads(text, parse_constant=no_constants)
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "fastdiff", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, **(env or {})},
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A baseline, two identical copies, and candidates diverging in F and in D."""
+    root = tmp_path_factory.mktemp("runs")
+    out = {}
+    for name, diverge in [
+        ("base", None),
+        ("same1", None),
+        ("same2", None),
+        ("divF", [(2, "rewards", 3)]),
+        ("divD", [(1, "unit_lots", 0), (3, "rewards", 1)]),
+    ]:
+        out[name] = root / name
+        write_rl_run(out[name], batch=64, steps=4, seed=1, diverge=diverge)
+    return out
+
+
+@pytest.fixture
+def cache_env(tmp_path: Path) -> dict[str, str]:
+    return {"XDG_CACHE_HOME": str(tmp_path / "xdg")}
+
+
+def test_baseline_sweep_jsonl(runs: dict[str, Path], cache_env: dict[str, str]) -> None:
+    cands = [str(runs[k]) for k in ("same1", "divF", "divD")]
+    r = cli("sweep", "--baseline", str(runs["base"]), *cands, env=cache_env)
+    assert r.returncode == 1, r.stderr
+    assert r.stderr == ""
+    records = [strict_json(line) for line in r.stdout.splitlines()]
+    assert [rec["record"] for rec in records] == ["pair", "pair", "pair", "summary"]
+    pairs = records[:3]
+    assert [p["index"] for p in pairs] == [0, 1, 2]
+    assert [(p["run_a"], p["run_b"]) for p in pairs] == [(str(runs["base"]), c) for c in cands]
+    assert [p["verdict"] for p in pairs] == ["identical", "diverged", "diverged"]
+    assert [p["first_divergent_step"] for p in pairs] == [None, 2, 1]
+    assert [p["first_divergent_groups"] for p in pairs] == [[], ["F"], ["D"]]
+    # The same fields as compare --format json.
+    one = cli("compare", str(runs["base"]), cands[1], "--format", "json")
+    want = strict_json(one.stdout)
+    assert set(want) <= set(pairs[1])
+    for key in ("verdict", "first_divergent_step", "first_divergent_groups", "buffers", "errors"):
+        assert pairs[1][key] == want[key]
+    summary = records[3]
+    assert (summary["pairs"], summary["identical"], summary["diverged"], summary["error"]) == (
+        3,
+        1,
+        2,
+        0,
+    )
+
+
+def test_all_sweep_text_classes(runs: dict[str, Path], cache_env: dict[str, str]) -> None:
+    names = ["base", "divF", "same1", "same2"]
+    r = cli("sweep", "--all", *[str(runs[k]) for k in names], "--format", "text", env=cache_env)
+    assert r.returncode == 1, r.stderr
+    rows = r.stdout.splitlines()
+    assert len([x for x in rows if x.endswith("identical")]) == 3
+    assert len([x for x in rows if "diverged at step 2 [F]" in x]) == 3
+    assert "6 pairs: 3 identical, 3 diverged, 0 with errors" in r.stdout
+    classes = rows[rows.index("classes of bit-identical runs:") + 1 :]
+    assert classes == [
+        f"  1: {runs['base']} {runs['same1']} {runs['same2']}",
+        f"  2: {runs['divF']}",
+    ]
+
+
+def test_pairs_file(runs: dict[str, Path], tmp_path: Path, cache_env: dict[str, str]) -> None:
+    f = tmp_path / "pairs.txt"
+    f.write_text(
+        f"# nightly\n{runs['base']} {runs['same1']}\n\n"
+        f"'{runs['base']}' {runs['divD']}  # with a comment\n"
+    )
+    r = cli("sweep", "--pairs", str(f), "--format", "jsonl", env=cache_env)
+    assert r.returncode == 1
+    verdicts = [strict_json(x).get("verdict") for x in r.stdout.splitlines()]
+    assert verdicts == ["identical", "diverged", None]
+    f.write_text(f"{runs['base']}\n")
+    bad = cli("sweep", "--pairs", str(f), env=cache_env)
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == (
+        f"fastdiff: error: {f}:1: expected two run paths, found 1 (quote paths that contain spaces)"
+    )
+
+
+def test_sweep_errors_give_exit_2_and_keep_other_pairs(
+    runs: dict[str, Path], tmp_path: Path, cache_env: dict[str, str]
+) -> None:
+    missing = tmp_path / "nope"
+    r = cli(
+        "sweep", "--baseline", str(runs["base"]), str(runs["divF"]), str(missing), env=cache_env
+    )
+    assert r.returncode == 2
+    records = [strict_json(x) for x in r.stdout.splitlines()]
+    assert [rec.get("verdict") for rec in records] == ["diverged", "error", None]
+    assert r.stderr == f"fastdiff: error: {missing}: run folder not found; check the path\n"
+
+
+def test_pair_list_builders(tmp_path: Path) -> None:
+    assert baseline_pairs("a", ["b", "c"]) == [("a", "b"), ("a", "c")]
+    assert all_pairs(["a", "b", "c", "a"]) == [("a", "b"), ("a", "c"), ("b", "c")]
+    f = tmp_path / "p"
+    f.write_text("x y\n")
+    assert read_pairs_file(str(f)) == [("x", "y")]
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    calls: Counter[str] = Counter()
+    real = fastdiff.hash.hash_file
+
+    def counting(f, chunk_size=fastdiff.hash.DEFAULT_CHUNK_SIZE):  # type: ignore[no-untyped-def]
+        calls[f.path] += 1
+        return real(f, chunk_size)
+
+    monkeypatch.setattr(fastdiff.hash, "hash_file", counting)
+    return calls
+
+
+def test_each_file_is_hashed_once_per_sweep(
+    runs: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = _counting(monkeypatch)
+    names = ["base", "same1", "same2", "divF", "divD"]
+    _, summary = sweep(
+        all_pairs([str(runs[k]) for k in names]), CompareOptions(executor="thread", jobs=2)
+    )
+    assert summary.pairs == 10
+    assert len(calls) == 5 * 34 * 4
+    assert set(calls.values()) == {1}
+
+
+def _without_work(report: object) -> str:
+    return render_json(replace(report, work=type(report.work)()))  # type: ignore[attr-defined]
+
+
+def test_warm_cache_rehashes_only_what_changed(
+    runs: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache_dir = tmp_path / "cache"
+    pairs = baseline_pairs(str(runs["base"]), [str(runs["same1"]), str(runs["divF"])])
+    cold_cache = DigestCache(cache_dir)
+    cold, s1 = sweep(pairs, cache=cold_cache)
+    cold_cache.close()
+    assert s1.cache_hits == 0
+    calls = _counting(monkeypatch)
+    warm_cache = DigestCache(cache_dir)
+    warm, s2 = sweep(pairs, cache=warm_cache)
+    warm_cache.close()
+    assert s2.cache_hits == 3 * 136
+    assert calls == Counter()
+    assert [_without_work(r) for r in warm] == [_without_work(r) for r in cold]
+    # Rewriting a file with the same bytes still moves its ctime: rehashed, not trusted.
+    target = runs["same1"] / "step_0_rewards.bin"
+    target.write_bytes(target.read_bytes())
+    third = DigestCache(cache_dir)
+    _, s3 = sweep(pairs, cache=third)
+    third.close()
+    assert list(calls) == [str(target)]
+    assert s3.cache_hits == 3 * 136 - 1
+
+
+def test_corrupt_or_foreign_cache_is_set_aside(
+    runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cache_dir = tmp_path / "cache"
+    cache_dir.mkdir()
+    db = cache_dir / "digests.sqlite3"
+    db.write_bytes(b"this is not a database" * 100)
+    pairs = [(str(runs["base"]), str(runs["same1"]))]
+    c = DigestCache(cache_dir)
+    reports, _ = sweep(pairs, cache=c)
+    c.close()
+    assert reports[0].verdict == "identical"
+    assert "set aside" in capsys.readouterr().err or c.warnings
+    assert any(p.name.startswith("digests.sqlite3.bad-") for p in cache_dir.iterdir())
+    # A SQLite file of some other program is not trusted either.
+    db.unlink()
+    other = sqlite3.connect(db)
+    other.execute("CREATE TABLE digests (x)")
+    other.commit()
+    other.close()
+    c2 = DigestCache(cache_dir)
+    assert c2.warnings and "not a fastdiff digest cache" in c2.warnings[0]
+    reports2, s = sweep(pairs, cache=c2)
+    c2.close()
+    assert reports2[0].verdict == "identical" and s.cache_hits == 0
+
+
+def test_concurrent_sweeps_share_the_cache(
+    runs: dict[str, Path], cache_env: dict[str, str]
+) -> None:
+    args = [sys.executable, "-m", "fastdiff", "sweep", "--all"]
+    args += [str(runs[k]) for k in ("base", "same1", "divF")]
+    procs = [
+        subprocess.Popen(
+            args,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+            env={**os.environ, **cache_env},
+        )
+        for _ in range(3)
+    ]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [1, 1, 1]
+    assert all(err == "" for _, err in outs)
+    summaries = [strict_json(out.splitlines()[-1]) for out, _ in outs]
+    assert all(s["diverged"] == 2 and s["identical"] == 1 for s in summaries)
+
+
+# --- manifests --------------------------------------------------------------------
+
+
+def test_manifests_in_place_of_runs(runs: dict[str, Path], tmp_path: Path) -> None:
+    ma, mb = tmp_path / "base.manifest.json", tmp_path / "divD.manifest.json"
+    assert cli("hash", str(runs["base"]), "-o", str(ma), "--no-cache").returncode == 0
+    assert cli("hash", str(runs["divD"]), "-o", str(mb), "--no-cache").returncode == 0
+    doc = strict_json(ma.read_text())
+    assert doc["fastdiff_manifest"] == 1 and len(doc["files"]) == 136
+    entry = next(f for f in doc["files"] if f["name"] == "step_0_rewards.bin")
+    assert (entry["buffer"], entry["step"], entry["dtype"], entry["size"]) == (
+        "rewards",
+        0,
+        "f32",
+        256,
+    )
+    folders = strict_json(
+        cli("compare", str(runs["base"]), str(runs["divD"]), "--format", "json").stdout
+    )
+    for a, b in [(ma, mb), (ma, runs["divD"]), (runs["base"], mb)]:
+        r = cli("compare", str(a), str(b), "--format", "json")
+        assert r.returncode == 1, r.stderr
+        got = strict_json(r.stdout)
+        assert got["first_divergent_step"] == folders["first_divergent_step"] == 1
+        assert got["first_divergent_groups"] == folders["first_divergent_groups"] == ["D"]
+        statuses = {(x["step"], x["name"]): x["status"] for x in got["buffers"]}
+        assert statuses == {(x["step"], x["name"]): x["status"] for x in folders["buffers"]}
+        lots = next(x for x in got["buffers"] if (x["step"], x["name"]) == (1, "unit_lots"))
+        assert lots["first_divergent_chunk"] == [0, 256]
+    same = cli("compare", str(ma), str(runs["base"]))
+    assert same.returncode == 0, same.stdout
+
+
+def test_bad_manifests(runs: dict[str, Path], tmp_path: Path) -> None:
+    m = tmp_path / "m.json"
+    assert cli("hash", str(runs["base"]), "-o", str(m), "--no-cache").returncode == 0
+    doc = strict_json(m.read_text())
+    doc["fastdiff_manifest"] = 99
+    m.write_text(json.dumps(doc))
+    r = cli("compare", str(m), str(runs["base"]))
+    assert r.returncode == 2
+    assert r.stderr.splitlines()[0].startswith(f"fastdiff: error: {m}: manifest format version 99")
+    doc["fastdiff_manifest"] = 1
+    doc["files"][0]["chunks"] = ["00" * 16]
+    m.write_text(json.dumps(doc))
+    r = cli("compare", str(m), str(runs["base"]))
+    assert r.returncode == 2 and "file digest does not match" in r.stderr
+    inside = cli("hash", str(runs["base"]), "-o", str(runs["base"] / "m.json"))
+    assert inside.returncode == 2 and "refusing to write into the run folder" in inside.stderr
+    assert not (runs["base"] / "m.json").exists()
