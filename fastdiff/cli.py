@@ -12,7 +12,6 @@ import os
 import re
 import sys
 from collections.abc import Iterator, Sequence
-from concurrent.futures import Executor
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, NoReturn
 
@@ -21,6 +20,8 @@ from .errors import EXIT_INTERRUPTED, EXIT_TROUBLE, FastdiffError
 from .pool import EXECUTORS
 
 if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
     from .cache import DigestCache
     from .pipeline import CompareOptions
     from .results import Report
@@ -123,9 +124,10 @@ def _add_compare_options(p: argparse.ArgumentParser, default_cache: bool) -> Non
     )
     p.add_argument(
         "--engine",
-        choices=("auto", "numba", "numpy"),
+        choices=("auto", "numba", "numpy", "python"),
         default="auto",
-        help="kernel for differing chunks (auto: numpy for small differences, else numba)",
+        help="kernel for differing chunks (auto: python for a few differing 4 KiB blocks, "
+        "numpy up to 64 MiB, else numba)",
     )
     _add_cache_options(p, default_cache)
 

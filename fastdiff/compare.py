@@ -9,11 +9,15 @@ differing chunks reach the kernel.
 from __future__ import annotations
 
 import os
-from concurrent.futures import Executor
+from typing import TYPE_CHECKING
 
-from .cache import DigestCache
 from .pipeline import CompareOptions, compare_pairs, tolerance_dict
-from .results import Report
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
+    from .cache import DigestCache
+    from .results import Report
 
 __all__ = ["CompareOptions", "compare_runs", "tolerance_dict"]
 

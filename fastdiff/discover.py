@@ -13,8 +13,12 @@ import os
 import re
 import stat
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .results import Problem, Skipped
+
+if TYPE_CHECKING:
+    from .hash import FileDigest
 
 DUMP_NAME = re.compile(r"^step_(\d+)_(.+)\.bin$", re.DOTALL)
 
@@ -161,3 +165,38 @@ def discover(run: str | os.PathLike[str]) -> RunListing:
         seen[(step, name)] = shown_path
         files.append(dump_file_from_stat(path, step, name, st))
     return RunListing(root, tuple(files), tuple(skipped), tuple(errors))
+
+
+@dataclass(frozen=True)
+class RunSource:
+    """A run as the pipeline sees it: a listing, and digests known in advance."""
+
+    spec: str
+    listing: RunListing
+    digests: dict[str, FileDigest]  # by DumpFile.path
+    chunk_size: int | None  # set for manifests: local files must be hashed alike
+
+    @property
+    def is_manifest(self) -> bool:
+        return self.chunk_size is not None
+
+
+def open_run(spec: str | os.PathLike[str]) -> RunSource:
+    """A run folder, or a manifest file; errors become listing errors, never exceptions."""
+    s = os.fspath(spec)
+    if os.path.isfile(s):  # a regular file given as a run is read as a manifest
+        from .manifest import ManifestError, NotAManifest, load_manifest
+
+        try:
+            m = load_manifest(s)
+        except ManifestError as exc:
+            msg = str(exc).removeprefix(f"{s}: ")
+            if isinstance(exc, NotAManifest):
+                msg = (
+                    f"not a run folder, nor a fastdiff manifest ({msg}); give the folder that "
+                    "holds the step_<N>_<name>.bin dumps, or a file written by 'fastdiff hash'"
+                )
+            problem = Problem(s, msg)
+            return RunSource(s, RunListing(s, (), (), (problem,), readable=False), {}, None)
+        return RunSource(s, m.listing, m.digests, m.chunk_size)
+    return RunSource(s, discover(s), {}, None)

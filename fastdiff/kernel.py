@@ -12,7 +12,9 @@ Equality is decided on bit patterns: identical NaNs are equal, -0.0 and
 - ``numba``: compiled kernels (``_numba_kernels``), the fast path for large
   differing regions; importing numba costs about 0.5 s, so it loads lazily;
 - ``numpy``: a vectorised twin (``_numpy_kernels``), cheaper to start, which
-  serves small differing regions.
+  serves mid-sized differing regions;
+- ``python``: a plain-Python twin (``_python_kernels``) that needs neither,
+  for a few small differing blocks.
 
 Neither numpy nor numba is imported by this module itself.
 """
@@ -25,8 +27,8 @@ from typing import Literal
 
 from .dtypes import DType, get_dtype
 
-Engine = Literal["numba", "numpy"]
-ENGINES: tuple[Engine, ...] = ("numba", "numpy")
+Engine = Literal["numba", "numpy", "python"]
+ENGINES: tuple[Engine, ...] = ("numba", "numpy", "python")
 
 
 @dataclass(frozen=True)
@@ -149,6 +151,8 @@ def scan_bytes(
         from . import _numba_kernels as impl
     elif engine == "numpy":
         from . import _numpy_kernels as impl  # type: ignore[no-redef]
+    elif engine == "python":
+        from . import _python_kernels as impl  # type: ignore[no-redef]
     else:
-        raise ValueError(f"unknown engine {engine!r} (valid: numba numpy)")
+        raise ValueError(f"unknown engine {engine!r} (valid: numba numpy python)")
     return impl.scan(a, b, dt, tol)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from .discover import DumpFile, RunListing, discover, parse_dump_name
 from .errors import FastdiffError
 from .hash import FileDigest, check_chunk_size, hash_batch
-from .pool import batches, default_jobs, fan_out, open_executor, resolve_executor_kind
+from .pool import batches, default_jobs, open_runner, resolve_executor_kind
 from .results import Problem, Skipped
 
 if TYPE_CHECKING:
@@ -171,44 +171,6 @@ def load_manifest(path: str | os.PathLike[str]) -> Manifest:
     return parse_manifest(doc, p)
 
 
-def is_manifest_path(path: str | os.PathLike[str]) -> bool:
-    """A run argument that is a regular file is read as a manifest."""
-    return Path(path).is_file()
-
-
-@dataclass(frozen=True)
-class RunSource:
-    """A run as the pipeline sees it: a listing, and digests known in advance."""
-
-    spec: str
-    listing: RunListing
-    digests: dict[str, FileDigest]
-    chunk_size: int | None  # set for manifests: local files must be hashed alike
-
-    @property
-    def is_manifest(self) -> bool:
-        return self.chunk_size is not None
-
-
-def open_run(spec: str | os.PathLike[str]) -> RunSource:
-    """A run folder, or a manifest file; errors become listing errors, never exceptions."""
-    s = os.fspath(spec)
-    if is_manifest_path(s):
-        try:
-            m = load_manifest(s)
-        except ManifestError as exc:
-            msg = str(exc).removeprefix(f"{s}: ")
-            if isinstance(exc, NotAManifest):
-                msg = (
-                    f"not a run folder, nor a fastdiff manifest ({msg}); give the folder that "
-                    "holds the step_<N>_<name>.bin dumps, or a file written by 'fastdiff hash'"
-                )
-            problem = Problem(s, msg)
-            return RunSource(s, RunListing(s, (), (), (problem,), readable=False), {}, None)
-        return RunSource(s, m.listing, m.digests, m.chunk_size)
-    return RunSource(s, discover(s), {}, None)
-
-
 def _inside(path: str, folder: str) -> bool:
     try:
         Path(path).resolve().relative_to(Path(folder).resolve())
@@ -249,14 +211,14 @@ def write_manifest(
             todo.append(f)
     jobs = options.jobs or default_jobs()
     kind = resolve_executor_kind(options.executor, sum(f.size for f in todo))
-    with open_executor(kind, jobs) as ex:
-        hashed = fan_out(
-            ex,
-            hash_batch,
-            batches(todo, lambda f: f.size, jobs),
-            options.chunk_size,
-            on_failure=lambda fs, exc: [Problem(f.path, f"worker failed: {exc!r}") for f in fs],
-        )
+    hashed: list[FileDigest | Problem] = []
+    with open_runner(kind, jobs) as runner:
+        for group in batches(todo, lambda f: f.size, jobs):
+            runner.submit(group, hash_batch, group, options.chunk_size)
+        for group, result, exc in runner.results():
+            if exc is not None:
+                result = [Problem(f.path, f"worker failed while hashing: {exc!r}") for f in group]
+            hashed += result
     by_path = {f.path: f for f in files}
     fresh = []
     for item in hashed:

@@ -18,24 +18,26 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
-from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
-from .cache import DigestCache
-from .discover import DumpFile
+from .discover import DumpFile, RunSource, open_run
 from .dtypes import get_dtype
 from .hash import DEFAULT_CHUNK_SIZE, FileDigest, check_chunk_size, differing_ranges, hash_batch
 from .kernel import EXACT, Tolerance
-from .manifest import RunSource, open_run
 from .pair import Pair, pair_runs
-from .pool import batches, default_jobs, open_executor, resolve_executor_kind
+from .pool import Runner, batches, default_jobs, open_runner, resolve_executor_kind
 from .progress import Progress
 from .results import BufferResult, Problem, Report, Work
-from .scan import ScanJob, ScanOutcome, choose_engine, scan_batch
+from .scan import ScanJob, ScanOutcome, scan_batch
 from .schema import RL_STATE, Schema
 from .size import size_stage
 from .verdict import build_report
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
+    from .cache import DigestCache
 
 NOTHING_TO_COMPARE = (
     "nothing to compare: neither run holds step_<N>_<name>.bin files; "
@@ -48,14 +50,14 @@ class CompareOptions:
     schema: Schema = field(default=RL_STATE)
     tolerance: Tolerance = EXACT
     chunk_size: int = DEFAULT_CHUNK_SIZE
-    engine: str = "auto"  # auto | numba | numpy
+    engine: str = "auto"  # auto | numba | numpy | python
     executor: str = "auto"  # auto | serial | thread | process
     jobs: int | None = None
 
     def __post_init__(self) -> None:
         check_chunk_size(self.chunk_size)
-        if self.engine not in ("auto", "numba", "numpy"):
-            raise ValueError(f"unknown engine {self.engine!r} (valid: auto numba numpy)")
+        if self.engine not in ("auto", "numba", "numpy", "python"):
+            raise ValueError(f"unknown engine {self.engine!r} (valid: auto numba numpy python)")
         if self.jobs is not None and self.jobs < 1:
             raise ValueError(f"--jobs must be at least 1, got {self.jobs}")
 
@@ -142,30 +144,196 @@ def by_digest(p: Pair, da: FileDigest, db: FileDigest, data: bool) -> BufferResu
 
 @dataclass
 class _Plan:
+    """One run pair on its way through the stages."""
+
     index: int
     src_a: RunSource
     src_b: RunSource
     results: list[BufferResult]
     errors: list[Problem]
     to_hash: list[Pair]
-    waiting: set[str]  # paths whose digests this plan still needs
+    waiting: set[str] = field(default_factory=set)  # paths whose digests it still needs
     scans_left: int = 0
-    scan_jobs: list[ScanJob] = field(default_factory=list)
     work: Work = field(default_factory=Work)
-    t0: float = 0.0
 
 
-def _hash_failed(files: Sequence[DumpFile], exc: BaseException) -> list[FileDigest | Problem]:
-    return [Problem(f.path, f"worker failed while hashing: {exc!r}") for f in files]
+class _Scheduler:
+    """Feeds hash and scan tasks to a runner and finishes plans as they complete."""
 
+    def __init__(
+        self,
+        plans: list[_Plan],
+        opts: CompareOptions,
+        chunk_size: int,
+        jobs: int,
+        cache: DigestCache | None,
+        on_report: Callable[[int, Report], None] | None,
+        progress: Progress | None,
+    ) -> None:
+        self.plans = plans
+        self.opts = opts
+        self.chunk_size = chunk_size
+        self.jobs = jobs
+        self.cache = cache
+        self.on_report = on_report
+        self.progress = progress
+        self.digests: dict[str, FileDigest] = {}
+        self.failed: dict[str, Problem] = {}
+        self.needed: dict[str, tuple[DumpFile, str]] = {}  # path -> (file, run spec)
+        self.waiters: dict[str, list[_Plan]] = {}
+        self.reports: dict[int, Report] = {}
+        self.next_emit = 0
+        self.kind = "serial"
+        self.t0 = time.perf_counter()
+        self._collect_needed()
 
-def _scan_failed(jobs: Sequence[ScanJob], exc: BaseException) -> list[ScanOutcome]:
-    out = []
-    for j in jobs:
-        path = j.pair.a.path if j.pair.a else "?"
-        problem = Problem(path, f"worker failed while scanning: {exc!r}")
-        out.append(ScanOutcome(j.pair.step, j.pair.name, problem=problem))
-    return out
+    def _collect_needed(self) -> None:
+        """Which files need a digest; manifests and the cache supply the rest."""
+        for plan in self.plans:
+            for p in plan.to_hash:
+                for f, src in ((p.a, plan.src_a), (p.b, plan.src_b)):
+                    assert f is not None
+                    if f.path in src.digests:
+                        self.digests[f.path] = src.digests[f.path]
+                    elif f.path not in self.needed:
+                        self.needed[f.path] = (f, src.spec)
+                    plan.waiting.add(f.path)
+        if self.cache is not None:
+            for path, (f, _) in list(self.needed.items()):
+                hit = self.cache.get(f, self.chunk_size)
+                if hit is not None:
+                    self.digests[path] = hit
+                    del self.needed[path]
+        for plan in self.plans:
+            plan.waiting -= self.digests.keys()
+            for path in plan.waiting:
+                self.waiters.setdefault(path, []).append(plan)
+
+    @property
+    def bytes_to_hash(self) -> int:
+        return sum(f.size for f, _ in self.needed.values())
+
+    def run(self, runner: Runner, kind: str) -> list[Report]:
+        self.kind = kind
+        if self.progress is not None:
+            self.progress.start(len(self.needed), self.bytes_to_hash, len(self.plans))
+        for plan in self.plans:
+            if not plan.waiting:
+                self._decide(plan, runner)
+        by_run: dict[str, list[DumpFile]] = {}
+        for f, spec in self.needed.values():
+            by_run.setdefault(spec, []).append(f)
+        # Run by run, so that the first pairs are ready first.
+        for files in by_run.values():
+            for group in batches(files, lambda f: f.size, self.jobs):
+                runner.submit(("hash", group), hash_batch, group, self.chunk_size)
+        for (what, *payload), result, exc in runner.results():
+            if what == "hash":
+                self._hashed(payload[0], result, exc, runner)
+            else:
+                self._scanned(payload[0], payload[1], result, exc)
+        if self.progress is not None:
+            self.progress.close()
+        return [self.reports[i] for i in range(len(self.plans))]
+
+    def _hashed(
+        self, group: list[DumpFile], result: list[FileDigest | Problem] | None,
+        exc: BaseException | None, runner: Runner,
+    ) -> None:  # fmt: skip
+        if exc is not None or result is None:
+            result = [Problem(f.path, f"worker failed while hashing: {exc!r}") for f in group]
+        fresh = []
+        for item in result:
+            if isinstance(item, FileDigest):
+                self.digests[item.path] = item
+                fresh.append((self.needed[item.path][0], item))
+            else:
+                self.failed[item.path] = item
+        if self.cache is not None:
+            self.cache.put_many(fresh)
+        if self.progress is not None:
+            self.progress.files_done(len(group), sum(f.size for f in group))
+        for f in group:
+            for plan in self.waiters.pop(f.path, []):
+                plan.waiting.discard(f.path)
+                if not plan.waiting:
+                    self._decide(plan, runner)
+
+    def _decide(self, plan: _Plan, runner: Runner) -> None:
+        """All digests are in: decide by digest, and scan what still differs."""
+        data = not (plan.src_a.is_manifest or plan.src_b.is_manifest)
+        scan_jobs: list[ScanJob] = []
+        for p in plan.to_hash:
+            assert p.a is not None and p.b is not None
+            bad = [self.failed[f.path] for f in (p.a, p.b) if f.path in self.failed]
+            if bad:
+                plan.errors += bad
+                plan.results.append(p.result("error", message=bad[0].message))
+                continue
+            decided = by_digest(p, self.digests[p.a.path], self.digests[p.b.path], data)
+            if isinstance(decided, ScanJob):
+                scan_jobs.append(decided)
+            else:
+                if decided.status == "error" and decided.message:
+                    plan.errors.append(Problem(p.a.path, decided.message))
+                plan.results.append(decided)
+        hashed = [f for p in plan.to_hash for f in (p.a, p.b) if f is not None]
+        plan.work = Work(files_hashed=len(hashed), bytes_hashed=sum(f.size for f in hashed))
+        if not scan_jobs:
+            self._finish(plan)
+            return
+        total = sum(j.n_bytes for j in scan_jobs)
+        plan.work = replace(plan.work, pairs_scanned=len(scan_jobs), bytes_scanned=total)
+        groups = batches(scan_jobs, lambda j: j.n_bytes, self.jobs)
+        plan.scans_left = len(groups)
+        for group in groups:
+            runner.submit(
+                ("scan", plan, group), scan_batch, group, self.opts.tolerance, self.opts.engine
+            )
+
+    def _scanned(
+        self, plan: _Plan, group: list[ScanJob], result: list[ScanOutcome] | None,
+        exc: BaseException | None,
+    ) -> None:  # fmt: skip
+        if exc is not None or result is None:
+            result = []
+            for j in group:
+                path = j.pair.a.path if j.pair.a else "?"
+                problem = Problem(path, f"worker failed while scanning: {exc!r}")
+                result.append(ScanOutcome(j.pair.step, j.pair.name, problem=problem))
+        by_key = {(o.step, o.name): o for o in result}
+        engines = {e for e in (plan.work.engine or "").split(",") if e}
+        for j in group:
+            out = by_key[(j.pair.step, j.pair.name)]
+            if out.problem is not None:
+                plan.errors.append(out.problem)
+            if out.engine:
+                engines.add(out.engine)
+            plan.results.append(outcome_result(j.pair, out))
+        plan.work = replace(plan.work, engine=",".join(sorted(engines)) or None)
+        plan.scans_left -= 1
+        if plan.scans_left == 0:
+            self._finish(plan)
+
+    def _finish(self, plan: _Plan) -> None:
+        work = replace(plan.work, executor=self.kind, jobs=self.jobs,
+                       elapsed_s=time.perf_counter() - self.t0)  # fmt: skip
+        self.reports[plan.index] = build_report(
+            plan.src_a.spec,
+            plan.src_b.spec,
+            self.opts.schema,
+            plan.results,
+            [*plan.src_a.listing.skipped, *plan.src_b.listing.skipped],
+            plan.errors,
+            tolerance=tolerance_dict(self.opts.tolerance),
+            work=work,
+        )
+        if self.progress is not None:
+            self.progress.pair_done()
+        while self.next_emit in self.reports:
+            if self.on_report is not None:
+                self.on_report(self.next_emit, self.reports[self.next_emit])
+            self.next_emit += 1
 
 
 def compare_pairs(
@@ -179,14 +347,14 @@ def compare_pairs(
     """Compare run pairs (folders or manifests), hashing every file once.
 
     Reports come back in input order; ``on_report(i, report)`` is called for
-    each as soon as it and all before it are done.
+    each as soon as it and all before it are done. ``executor``: any
+    concurrent.futures executor the caller owns (only ``submit`` is called).
     """
     opts = options or CompareOptions()
     specs = [os.fspath(s) for pair in pairs for s in pair]
     sources = {s: open_run(s) for s in dict.fromkeys(specs)}
     manifest_sizes = {src.chunk_size for src in sources.values() if src.chunk_size}
     chunk_size = min(manifest_sizes) if manifest_sizes else opts.chunk_size
-    jobs = opts.jobs or default_jobs()
 
     plans: list[_Plan] = []
     for i, (ra, rb) in enumerate(pairs):
@@ -197,156 +365,12 @@ def compare_pairs(
         if not paired and not errors:
             errors.append(Problem(f"{sa.spec} and {sb.spec}", NOTHING_TO_COMPARE))
         decided, size_problems, to_hash = size_stage(paired)
-        plans.append(_Plan(i, sa, sb, decided, errors + size_problems, to_hash, set()))
+        plans.append(_Plan(i, sa, sb, decided, errors + size_problems, to_hash))
 
-    # Which files need a digest, and which are known already.
-    digests: dict[str, FileDigest] = {}
-    failed: dict[str, Problem] = {}
-    needed: dict[str, tuple[DumpFile, str]] = {}  # path -> (file, run spec)
-    for plan in plans:
-        for p in plan.to_hash:
-            for f, src in ((p.a, plan.src_a), (p.b, plan.src_b)):
-                assert f is not None
-                plan.waiting.add(f.path)
-                if f.path in src.digests:
-                    digests[f.path] = src.digests[f.path]
-                elif f.path not in needed:
-                    needed[f.path] = (f, src.spec)
-    if cache is not None:
-        for path, (f, _) in list(needed.items()):
-            hit = cache.get(f, chunk_size)
-            if hit is not None:
-                digests[path] = hit
-                del needed[path]
-    total_bytes = sum(f.size for f, _ in needed.values())
-    kind = "external" if executor is not None else resolve_executor_kind(opts.executor, total_bytes)
-    if progress is not None:
-        progress.start(len(needed), total_bytes, len(plans))
-
-    reports: dict[int, Report] = {}
-    next_emit = 0
-
-    def finish(plan: _Plan) -> None:
-        nonlocal next_emit
-        work = replace(plan.work, executor=kind, jobs=jobs,
-                       elapsed_s=time.perf_counter() - t_start)  # fmt: skip
-        reports[plan.index] = build_report(
-            plan.src_a.spec,
-            plan.src_b.spec,
-            opts.schema,
-            plan.results,
-            [*plan.src_a.listing.skipped, *plan.src_b.listing.skipped],
-            plan.errors,
-            tolerance=tolerance_dict(opts.tolerance),
-            work=work,
-        )
-        if progress is not None:
-            progress.pair_done()
-        while next_emit in reports:
-            if on_report is not None:
-                on_report(next_emit, reports[next_emit])
-            next_emit += 1
-
-    t_start = time.perf_counter()
-    ctx = nullcontext(executor) if executor is not None else open_executor(kind, jobs)
-    with ctx as ex:
-        assert ex is not None
-        pending: dict[Future[list[object]], tuple[str, object]] = {}
-
-        def submit_scans(plan: _Plan) -> None:
-            data = not (plan.src_a.is_manifest or plan.src_b.is_manifest)
-            for p in plan.to_hash:
-                assert p.a is not None and p.b is not None
-                bad = [failed[f.path] for f in (p.a, p.b) if f.path in failed]
-                if bad:
-                    plan.errors += bad
-                    plan.results.append(p.result("error", message=bad[0].message))
-                    continue
-                decided = by_digest(p, digests[p.a.path], digests[p.b.path], data)
-                if isinstance(decided, ScanJob):
-                    plan.scan_jobs.append(decided)
-                else:
-                    if decided.status == "error" and decided.message:
-                        plan.errors.append(Problem(p.a.path, decided.message))
-                    plan.results.append(decided)
-            hashed = [f for p in plan.to_hash for f in (p.a, p.b) if f is not None]
-            plan.work = Work(files_hashed=len(hashed), bytes_hashed=sum(f.size for f in hashed))
-            if not plan.scan_jobs:
-                finish(plan)
-                return
-            total = sum(j.n_bytes for j in plan.scan_jobs)
-            engine = choose_engine(opts.engine, total)
-            plan.work = replace(plan.work, pairs_scanned=len(plan.scan_jobs),
-                                bytes_scanned=total, engine=engine)  # fmt: skip
-            groups = batches(plan.scan_jobs, lambda j: j.n_bytes, jobs)
-            plan.scans_left = len(groups)
-            for g in groups:
-                fut = ex.submit(scan_batch, g, opts.tolerance, engine)
-                pending[fut] = ("scan", (plan, g))
-
-        waiters: dict[str, list[_Plan]] = {}
-        for plan in plans:
-            plan.waiting = {p for p in plan.waiting if p not in digests}
-            for path in plan.waiting:
-                waiters.setdefault(path, []).append(plan)
-
-        def file_done(path: str) -> None:
-            for plan in waiters.pop(path, []):
-                plan.waiting.discard(path)
-                if not plan.waiting:
-                    submit_scans(plan)
-
-        # Plans needing no hashing at all are decided straight away.
-        for plan in plans:
-            if not plan.waiting:
-                submit_scans(plan)
-        by_run: dict[str, list[DumpFile]] = {}
-        for f, spec in needed.values():
-            by_run.setdefault(spec, []).append(f)
-        for spec in sources:
-            for g in batches(by_run.get(spec, []), lambda f: f.size, jobs):
-                fut = ex.submit(hash_batch, g, chunk_size)
-                pending[fut] = ("hash", g)
-
-        while pending:
-            done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
-            for fut in done:
-                what, payload = pending.pop(fut)
-                if what == "hash":
-                    group: list[DumpFile] = payload  # type: ignore[assignment]
-                    try:
-                        hashed = fut.result()
-                    except Exception as exc:
-                        hashed = _hash_failed(group, exc)  # type: ignore[assignment]
-                    fresh = []
-                    for item in hashed:
-                        if isinstance(item, FileDigest):
-                            digests[item.path] = item
-                            fresh.append((needed[item.path][0], item))
-                        else:
-                            assert isinstance(item, Problem)
-                            failed[item.path] = item
-                    if cache is not None:
-                        cache.put_many(fresh)
-                    if progress is not None:
-                        progress.files_done(len(group), sum(f.size for f in group))
-                    for f in group:
-                        file_done(f.path)
-                else:
-                    plan, jobs_done = payload  # type: ignore[misc]
-                    try:
-                        outcomes = fut.result()
-                    except Exception as exc:
-                        outcomes = _scan_failed(jobs_done, exc)  # type: ignore[assignment]
-                    by_key = {(o.step, o.name): o for o in outcomes}  # type: ignore[attr-defined]
-                    for j in jobs_done:
-                        out = by_key[(j.pair.step, j.pair.name)]
-                        if out.problem is not None:
-                            plan.errors.append(out.problem)
-                        plan.results.append(outcome_result(j.pair, out))
-                    plan.scans_left -= 1
-                    if plan.scans_left == 0:
-                        finish(plan)
-    if progress is not None:
-        progress.close()
-    return [reports[i] for i in range(len(plans))]
+    jobs = opts.jobs or default_jobs()
+    sched = _Scheduler(plans, opts, chunk_size, jobs, cache, on_report, progress)
+    kind = "external" if executor is not None else resolve_executor_kind(
+        opts.executor, sched.bytes_to_hash
+    )  # fmt: skip
+    with open_runner(kind, jobs, executor) as runner:
+        return sched.run(runner, kind)

@@ -1,32 +1,31 @@
-"""Fan-out: batches of work over any ``concurrent.futures.Executor``.
+"""Fan-out: batches of work, run in this thread or over any executor.
 
-The pipeline only calls ``submit`` and ``as_completed``, so the caller can
-hand in any executor it owns (a thread pool, a process pool, a Dask
-client's executor). Tasks are module-level functions over batches, so they
-pickle; small files are batched together because a task costs tens of
-microseconds of overhead (more in a process pool) while a small file hashes
-in a few. Results are keyed by what they are about, never by completion
-order, so every executor gives the same report.
+The pipeline hands tasks to a runner and reads results back as they
+complete. ``SerialRunner`` runs them in this thread, without importing
+``concurrent.futures`` at all (small comparisons start faster);
+``PoolRunner`` wraps any ``concurrent.futures.Executor`` the caller owns (a
+thread pool, a process pool, a Dask client's executor) and calls only
+``submit`` on it and ``as_completed`` on its futures. Tasks are module-level
+functions over batches, so they pickle; small files are batched together
+because a task costs tens of microseconds of overhead (more in a process
+pool) while a small file hashes in a few. Results are keyed by what they
+are about, never by completion order, so every executor gives the same
+report.
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import threading
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import (
-    Executor,
-    Future,
-    ProcessPoolExecutor,
-    ThreadPoolExecutor,
-    as_completed,
-)
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor, Future
 
 T = TypeVar("T")
-R = TypeVar("R")
 
 EXECUTORS = ("auto", "serial", "thread", "process")
 
@@ -37,17 +36,57 @@ SERIAL_MAX_BYTES = 8 << 20
 BATCH_BYTES = 16 << 20
 BATCH_FILES = 256
 
+#: (tag, result, exception): what a runner yields for each finished task.
+Finished = tuple[Any, Any, BaseException | None]
 
-class SerialExecutor(Executor):
-    """Runs each task at once, in the calling thread."""
 
-    def submit(self, fn: Callable[..., R], /, *args: Any, **kwargs: Any) -> Future[R]:
-        fut: Future[R] = Future()
-        try:
-            fut.set_result(fn(*args, **kwargs))
-        except Exception as exc:
-            fut.set_exception(exc)
-        return fut
+class SerialRunner:
+    """Runs each task in this thread, in submission order, as results are read."""
+
+    def __init__(self) -> None:
+        self._queue: deque[tuple[Any, Callable[..., Any], tuple[Any, ...]]] = deque()
+
+    def submit(self, tag: Any, fn: Callable[..., Any], *args: Any) -> None:
+        self._queue.append((tag, fn, args))
+
+    def results(self) -> Iterator[Finished]:
+        while self._queue:
+            tag, fn, args = self._queue.popleft()
+            try:
+                result = fn(*args)
+            except Exception as exc:
+                yield tag, None, exc
+            else:
+                yield tag, result, None
+
+
+class PoolRunner:
+    """Runs tasks on an executor; yields them as they complete."""
+
+    def __init__(self, executor: Executor) -> None:
+        self.executor = executor
+        self._pending: dict[Future[Any], Any] = {}
+
+    def submit(self, tag: Any, fn: Callable[..., Any], *args: Any) -> None:
+        self._pending[self.executor.submit(fn, *args)] = tag
+
+    def results(self) -> Iterator[Finished]:
+        from concurrent.futures import as_completed
+
+        # Tasks submitted while a round is read wait for the next round;
+        # executors run tasks in submission order anyway.
+        while self._pending:
+            for fut in as_completed(list(self._pending)):
+                tag = self._pending.pop(fut)
+                try:
+                    result = fut.result()
+                except Exception as exc:
+                    yield tag, None, exc
+                else:
+                    yield tag, result, None
+
+
+Runner = SerialRunner | PoolRunner
 
 
 def default_jobs() -> int:
@@ -66,14 +105,23 @@ def resolve_executor_kind(kind: str, total_bytes: int) -> str:
 
 
 @contextmanager
-def open_executor(kind: str, jobs: int) -> Iterator[Executor]:
+def open_runner(kind: str, jobs: int, executor: Executor | None = None) -> Iterator[Runner]:
+    """A runner for ``kind``; with ``executor`` given, that one (the caller owns it)."""
+    if executor is not None:
+        yield PoolRunner(executor)
+        return
     if kind == "serial" or (jobs <= 1 and kind != "process"):
-        yield SerialExecutor()
+        yield SerialRunner()
         return
     ex: Executor
     if kind == "thread":
+        from concurrent.futures import ThreadPoolExecutor
+
         ex = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="fastdiff")
     elif kind == "process":
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
         # fork is the cheapest start (18 ms for two workers, against 120 ms
         # for forkserver) but unsafe once other threads run.
         method = "fork" if threading.active_count() == 1 else "forkserver"
@@ -81,7 +129,7 @@ def open_executor(kind: str, jobs: int) -> Iterator[Executor]:
     else:
         raise ValueError(f"unknown executor {kind!r} (valid: {' '.join(EXECUTORS)})")
     try:
-        yield ex
+        yield PoolRunner(ex)
     finally:
         ex.shutdown(wait=True, cancel_futures=True)
 
@@ -105,23 +153,4 @@ def batches(items: Sequence[T], weight: Callable[[T], int], parts: int) -> list[
             cur, cur_bytes = [], 0
     if cur:
         out.append(cur)
-    return out
-
-
-def fan_out(
-    executor: Executor,
-    fn: Callable[..., list[R]],
-    groups: Sequence[Sequence[T]],
-    *args: Any,
-    on_failure: Callable[[Sequence[T], BaseException], list[R]],
-) -> list[R]:
-    """Run ``fn(batch, *args)`` for every batch; a batch whose task fails
-    (a crashed worker, say) is turned into results by ``on_failure``."""
-    futures = {executor.submit(fn, list(g), *args): g for g in groups}
-    out: list[R] = []
-    for fut in as_completed(futures):
-        try:
-            out.extend(fut.result())
-        except Exception as exc:
-            out.extend(on_failure(futures[fut], exc))
     return out

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import textwrap
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
@@ -185,6 +184,8 @@ def _verdict_lines(report: Report) -> list[str]:
     for g in report.groups:
         if g.status == "diverged" and g.hint:
             out.append("")
+            import textwrap
+
             out += textwrap.wrap(f"next, {g.key}: {g.hint}", width=88, subsequent_indent="  ")
     return out
 

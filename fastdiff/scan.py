@@ -5,6 +5,14 @@ ranges are read piece by piece into this thread's two aligned buffers and
 scanned, and the pieces' stats are merged, so memory stays bounded whatever
 the file size. The values at the first differing index are read back from
 the files themselves.
+
+Choosing the engine (``auto``): a differing 4 MiB chunk often holds a single
+changed element. So a region of moderate size is first narrowed to the 4 KiB
+blocks whose bytes differ (an exact comparison, no numpy needed); a few such
+blocks go to the pure-Python engine, which imports nothing; more go to
+numpy (0.2 s to import); the largest regions go to numba (0.5 s more to
+import and load, then the fastest loop). The thresholds are measured by
+``benchmarks/bench_engines.py``.
 """
 
 from __future__ import annotations
@@ -28,10 +36,15 @@ from .reader import (
 )
 from .results import Number, Problem
 
-#: Below this many bytes to scan in total, the numpy engine wins: numba's
-#: import and kernel load cost about 0.6 s more than numpy's, which numba's
-#: faster loop only wins back over larger differing regions (see
-#: benchmarks/bench_engines.py for the measured crossover).
+#: Narrowing granularity: differing regions are cut into blocks this big.
+BLOCK = 4096
+#: Regions up to this size are narrowed to their differing blocks first.
+NARROW_MAX_BYTES = 64 << 20
+#: Differing blocks up to this many bytes are scanned by the Python engine.
+PYTHON_MAX_BYTES = 64 << 10
+#: Up to this many bytes the numpy engine wins: numba's import and kernel
+#: load cost about 0.6 s more than numpy's, which its faster loop only wins
+#: back over larger regions.
 NUMPY_MAX_BYTES = 64 << 20
 
 
@@ -57,22 +70,52 @@ class ScanOutcome:
     a_bits: str | None = None
     b_bits: str | None = None
     problem: Problem | None = None
+    engine: str | None = None
 
 
 def choose_engine(requested: str, total_bytes: int) -> Engine:
-    """``auto``: numpy for small differing regions unless numba is loaded already."""
-    if requested in ("numba", "numpy"):
+    """The engine for ``total_bytes`` of (narrowed) differing data."""
+    if requested in ("numba", "numpy", "python"):
         return requested  # type: ignore[return-value]
+    if total_bytes <= PYTHON_MAX_BYTES:
+        return "python"
     if "numba" in sys.modules or total_bytes > NUMPY_MAX_BYTES:
         return "numba"
     return "numpy"
+
+
+def _merge(ranges: list[list[int]], start: int, end: int) -> None:
+    if ranges and ranges[-1][1] == start:
+        ranges[-1][1] = end
+    else:
+        ranges.append([start, end])
+
+
+def narrow(
+    fa: int, fb: int, job: ScanJob, buf_a: memoryview, buf_b: memoryview
+) -> tuple[tuple[int, int], ...]:
+    """The BLOCK-sized pieces of the job's ranges whose bytes differ, merged."""
+    p = job.pair
+    assert p.a is not None and p.b is not None
+    out: list[list[int]] = []
+    for start, end in job.ranges:
+        for off in range(start, end, READ_SIZE):
+            n = min(READ_SIZE, end - off)
+            va = read_exact(fa, buf_a[:n], off, p.a.path)
+            vb = read_exact(fb, buf_b[:n], off, p.b.path)
+            for i in range(0, n, BLOCK):
+                j = min(i + BLOCK, n)
+                if bytes(va[i:j]) != bytes(vb[i:j]):
+                    _merge(out, off + i, off + j)
+    return tuple((s, e) for s, e in out)
 
 
 def _bits_hex(raw: bytes) -> str:
     return "0x" + raw[::-1].hex()
 
 
-def scan_job(job: ScanJob, tol: Tolerance, engine: Engine) -> ScanOutcome:
+def scan_job(job: ScanJob, tol: Tolerance, requested: str = "auto") -> ScanOutcome:
+    """Scan one job; ``requested``: an engine name, or ``auto``."""
     p = job.pair
     assert p.a is not None and p.b is not None
     dt: DType = get_dtype(p.dtype)
@@ -80,7 +123,11 @@ def scan_job(job: ScanJob, tol: Tolerance, engine: Engine) -> ScanOutcome:
     buf_a, buf_b = buffer(1), buffer(2)
     try:
         with open_dump(p.a) as fa, open_dump(p.b) as fb:
-            for start, end in job.ranges:
+            ranges = job.ranges
+            if requested == "auto" and job.n_bytes <= NARROW_MAX_BYTES:
+                ranges = narrow(fa, fb, job, buf_a, buf_b)
+            engine = choose_engine(requested, sum(e - s for s, e in ranges))
+            for start, end in ranges:
                 for off in range(start, end, READ_SIZE):
                     n = min(READ_SIZE, end - off)
                     va = read_exact(fa, buf_a[:n], off, p.a.path)
@@ -93,7 +140,7 @@ def scan_job(job: ScanJob, tol: Tolerance, engine: Engine) -> ScanOutcome:
                     # The digests differed, yet the bytes now agree: the file
                     # moved under us between hashing and scanning.
                     raise FileChanged(CHANGED, p.a.path)
-                return ScanOutcome(p.step, p.name, stats=stats)
+                return ScanOutcome(p.step, p.name, stats=stats, engine=engine)
             raw_a = read_at(fa, first * dt.itemsize, dt.itemsize, p.a.path)
             raw_b = read_at(fb, first * dt.itemsize, dt.itemsize, p.b.path)
     except OSError as exc:
@@ -107,9 +154,10 @@ def scan_job(job: ScanJob, tol: Tolerance, engine: Engine) -> ScanOutcome:
         b=decode(dt, raw_b),
         a_bits=_bits_hex(raw_a),
         b_bits=_bits_hex(raw_b),
+        engine=engine,
     )
 
 
-def scan_batch(jobs: Sequence[ScanJob], tol: Tolerance, engine: Engine) -> list[ScanOutcome]:
+def scan_batch(jobs: Sequence[ScanJob], tol: Tolerance, requested: str) -> list[ScanOutcome]:
     """Scan several jobs (one pool task)."""
-    return [scan_job(j, tol, engine) for j in jobs]
+    return [scan_job(j, tol, requested) for j in jobs]

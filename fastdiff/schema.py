@@ -25,10 +25,9 @@ is a TOML file::
 from __future__ import annotations
 
 import fnmatch
+import os
 import re
-import tomllib
 from dataclasses import dataclass
-from pathlib import Path
 
 from .dtypes import DTYPES
 from .errors import SchemaError
@@ -204,11 +203,14 @@ def _line_of(text: str, group_index: int | None, key: str) -> int:
     return 1
 
 
-def load_schema(path: str | Path) -> Schema:
+def load_schema(path: str | os.PathLike[str]) -> Schema:
     """Load a TOML schema; SchemaError names the file, line and key on any problem."""
-    p = Path(path)
+    import tomllib
+
+    p = os.fspath(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        with open(p, encoding="utf-8") as fh:
+            text = fh.read()
     except (OSError, UnicodeDecodeError) as exc:
         raise SchemaError(f"{p}: cannot read schema file ({exc})") from exc
     try:
@@ -232,7 +234,7 @@ def parse_schema(doc: dict[str, object], text: str = "", origin: str = "<schema>
     version = doc.get("schema_version", 1)
     if version != 1:
         raise fail(None, "schema_version", f"unsupported version {version!r} (this fastdiff: 1)")
-    name = doc.get("name", Path(origin).stem)
+    name = doc.get("name", os.path.splitext(os.path.basename(origin))[0])
     if not isinstance(name, str):
         raise fail(None, "name", "must be a string")
     default_dtype = doc.get("default_dtype", "u8")
@@ -288,7 +290,7 @@ def resolve_schema(spec: str | None, default_dtype: str | None = None) -> Schema
     spec = spec or DEFAULT_PRESET
     if spec in PRESETS:
         schema = PRESETS[spec]
-    elif spec.endswith(".toml") or Path(spec).exists():
+    elif spec.endswith(".toml") or os.path.exists(spec):
         schema = load_schema(spec)
     else:
         raise SchemaError(

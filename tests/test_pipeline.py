@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import struct
@@ -112,7 +113,7 @@ def test_chunk_boundaries_and_ranges(tmp_path: Path) -> None:
     schema = resolve_schema("raw", "f32")
     results = []
     for chunk in (8, 64, 4096, 4 << 20):
-        for engine in ("numpy", "numba"):
+        for engine in ("auto", "python", "numpy", "numba"):
             opts = CompareOptions(schema=schema, chunk_size=chunk, engine=engine)
             r = by_name(compare_runs(a, b, opts))[(0, "x")]
             results.append(r)
@@ -230,3 +231,38 @@ def test_forked_workers_do_not_share_read_buffers() -> None:
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as ex:
         assert ex.submit(_scribble_on_buffer).result() == b"kid!"
     assert bytes(mine[:4]) == b"mom!"
+
+
+def test_auto_engine_narrows_a_late_difference_to_python(tmp_path: Path) -> None:
+    """One changed element in 12 MiB: narrowed to one 4 KiB block, scanned
+    without numpy; a dense difference goes to numpy."""
+    import subprocess
+    import sys
+
+    n = 3 << 20
+    base = bytearray(os.urandom(4 * n))
+    late = bytearray(base)
+    late[-8] ^= 1
+    dense = bytearray(base)
+    dense[: 1 << 20] = bytes(b ^ 0xFF for b in dense[: 1 << 20])
+    a, b = make_runs(tmp_path, {"step_0_late.bin": (bytes(base), bytes(late))})
+    c = tmp_path / "c"
+    c.mkdir()
+    (c / "step_0_late.bin").write_bytes(bytes(dense))
+    code = (
+        "import sys, json\n"
+        "from fastdiff import compare_runs, CompareOptions, resolve_schema\n"
+        "o = CompareOptions(schema=resolve_schema('raw', 'u32'))\n"
+        "r = compare_runs(sys.argv[1], sys.argv[2], o)\n"
+        "b = r.buffers[0]\n"
+        "print(json.dumps([r.work.engine, b.n_diff, b.first_index,\n"
+        "    sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'numba'))[:1]]))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(a), str(b)], capture_output=True, text=True, check=True
+    ).stdout
+    assert json.loads(out) == ["python", 1, n - 2, []]
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(a), str(c)], capture_output=True, text=True, check=True
+    ).stdout
+    assert json.loads(out) == ["numpy", 1 << 18, 0, ["numpy"]]
