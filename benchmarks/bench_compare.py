@@ -20,6 +20,7 @@ variable FASTDIFF_BENCH_ARGS.
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import platform
@@ -388,6 +389,11 @@ def main(argv: list[str] | None = None) -> int:
     # `python -m fastdiff` must find this working tree, whatever the cwd.
     path = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = str(REPO) + (os.pathsep + path if path else "")
+    # Time the package as installed: pip compiles bytecode at install time,
+    # while a working tree run with PYTHONDONTWRITEBYTECODE=1 would recompile
+    # every module at every start (16 ms here).
+    compileall.compile_dir(str(REPO / "fastdiff"), quiet=1)
+    startup = timing.time_commands({"python": [sys.executable, "-c", "pass"]}, repeat=11)
 
     load = os.getloadavg()[0]
     if load > 0.5:
@@ -416,6 +422,11 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(root, ignore_errors=True)
 
     print(f"# fastdiff compare benchmark{' (--quick)' if args.quick else ''}")
+    print()
+    print(
+        f"Floor of every Python tool here: a bare interpreter start (`python -c pass`) "
+        f"takes {timing.median(startup['python']) * 1000:.0f} ms on this machine."
+    )
     print()
     print(
         f"{platform.python_implementation()} {platform.python_version()}, "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from typing import TYPE_CHECKING, Any
 
 from .results import BufferResult, Report
@@ -34,13 +34,21 @@ def json_number(value: Any) -> Any:
     return value
 
 
+_BUFFER_FIELDS = tuple(f.name for f in fields(BufferResult))
+
+
+def buffer_dict(b: BufferResult) -> dict[str, Any]:
+    """A buffer's JSON object (flat, so no deep copy as ``asdict`` would make)."""
+    d = {k: getattr(b, k) for k in _BUFFER_FIELDS}
+    for k in ("a", "b", "max_abs_delta"):
+        d[k] = json_number(d[k])
+    if d["first_divergent_chunk"] is not None:
+        d["first_divergent_chunk"] = list(d["first_divergent_chunk"])
+    return d
+
+
 def report_dict(report: Report) -> dict[str, Any]:
-    buffers = []
-    for b in report.buffers:
-        d = asdict(b)
-        for k in ("a", "b", "max_abs_delta"):
-            d[k] = json_number(d[k])
-        buffers.append(d)
+    buffers = [buffer_dict(b) for b in report.buffers]
     return {
         "schema_version": JSON_SCHEMA_VERSION,
         "run_a": report.run_a,
