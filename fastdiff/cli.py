@@ -11,6 +11,7 @@ import argparse
 import os
 import re
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, NoReturn
@@ -73,6 +74,11 @@ class _Parser(argparse.ArgumentParser):
 
 def _add_common(p: argparse.ArgumentParser, executors: Sequence[str]) -> None:
     """Options shared by compare, sweep and hash."""
+    _add_schema_options(p)
+    _add_performance_options(p, executors)
+
+
+def _add_schema_options(p: argparse.ArgumentParser) -> None:
     schema = p.add_argument_group("schema")
     schema.add_argument(
         "--schema",
@@ -86,6 +92,9 @@ def _add_common(p: argparse.ArgumentParser, executors: Sequence[str]) -> None:
         metavar="DTYPE",
         help="element type of buffers in no group (default: the schema's, u8)",
     )
+
+
+def _add_performance_options(p: argparse.ArgumentParser, executors: Sequence[str]) -> None:
     perf = p.add_argument_group("performance")
     perf.add_argument(
         "--executor",
@@ -210,6 +219,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(hsh, EXECUTORS)
     _add_cache_options(hsh, default_cache=True)
 
+    _add_stats_parser(sub)
+    _add_bench_parser(sub)
+
     sch = sub.add_parser("schema", help="print a schema as TOML (a start for your own)")
     sch.add_argument("name", nargs="?", default="rl-state", metavar="NAME|FILE.toml")
     return parser
@@ -312,7 +324,7 @@ def _run_sweep(args: argparse.Namespace) -> int:
         render_sweep_summary_record,
         render_sweep_summary_text,
     )
-    from .sweep import all_pairs, baseline_pairs, read_pairs_file, sweep
+    from .sweep import all_pairs, baseline_pairs, read_pairs_file, summarize, sweep
 
     if args.pairs:
         if args.runs:
@@ -326,11 +338,16 @@ def _run_sweep(args: argparse.Namespace) -> int:
     show_progress = sys.stderr.isatty() if args.progress is None else args.progress
     options = _options(args)
 
+    finished: list[Report] = []
+    t0 = time.perf_counter()
+
     def emit(index: int, report: Report) -> None:
+        finished.append(report)
         _print_errors(report)
         write_stdout(render_sweep_record(index, report) if fmt == "jsonl" else
                      format_sweep_row(report) + "\n")  # fmt: skip
 
+    render = render_sweep_summary_record if fmt == "jsonl" else render_sweep_summary_text
     cache = _cache(args)
     try:
         with _dask_executor(args) as executor:
@@ -343,14 +360,16 @@ def _run_sweep(args: argparse.Namespace) -> int:
                 progress=Progress() if show_progress else None,
                 classes_of=list(dict.fromkeys(args.runs)) if args.all else None,
             )
+    except KeyboardInterrupt:
+        # Every finished pair is out already; close with what finished.
+        elapsed = time.perf_counter() - t0
+        write_stdout(render(summarize(finished, elapsed_s=elapsed, interrupted=True)))
+        print("fastdiff: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     finally:
         if cache is not None:
             cache.close()
-    write_stdout(
-        render_sweep_summary_record(summary)
-        if fmt == "jsonl"
-        else render_sweep_summary_text(summary)
-    )
+    write_stdout(render(summary))
     return summary.exit_code
 
 
@@ -374,6 +393,141 @@ def _run_hash(args: argparse.Namespace) -> int:
     return 0
 
 
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (value > 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+    return value
+
+
+def _add_stats_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    st = sub.add_parser(
+        "stats",
+        help="sizes of a run's dumps: per step and group, largest buffers, gaps",
+        description="How big a run's dumps are, from their sizes alone (nothing is read): per "
+        "step and group the files, elements, bytes and dtypes; totals; the largest buffers; "
+        "buffers missing at some steps; malformed sizes. RUN is a run folder or a manifest "
+        "from 'fastdiff hash'. Exit status: 0, or 2 on trouble (missing run, no dumps, an "
+        "unreadable entry).",
+    )
+    st.add_argument("run", metavar="RUN", help="run folder (or manifest)")
+    st.add_argument("--format", choices=("text", "json"), default="text")
+    st.add_argument(
+        "--top", type=_non_negative_int, default=10, metavar="N",
+        help="list the N largest buffers (default: 10)",
+    )  # fmt: skip
+    _add_schema_options(st)
+
+
+def _add_bench_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from .pool import EXECUTORS
+
+    bn = sub.add_parser(
+        "bench",
+        help="measure how fast this machine compares dumps (sizes, jobs, a real run's shape)",
+        description="Time fastdiff on synthetic dumps written to a temporary folder: a ladder "
+        "of buffer sizes from 4 KiB up to --max-size, identical and with one difference near "
+        "the end, for --jobs 1, 2, 4, ... up to the cores, against the floor of reading both "
+        "files once. fastdiff is timed in-process (a library call per sample: no interpreter "
+        "start-up or imports). Progress goes to stderr when it is a terminal.",
+    )
+    bn.add_argument(
+        "--max-size", type=parse_size, default=1 << 30, metavar="BYTES",
+        help="largest buffer of the ladder (default: 1G; lowered to what free memory "
+        "and disk allow)",
+    )  # fmt: skip
+    bn.add_argument(
+        "--no-ladder", dest="ladder", action="store_false",
+        help="skip the ladder (with --like: measure the like run only)",
+    )  # fmt: skip
+    bn.add_argument("--like", metavar="RUN", help="also a run shaped like RUN (folder or manifest)")
+    bn.add_argument(
+        "--scale", type=_positive_float, default=1.0, metavar="X",
+        help="with --like: file sizes times X (default: 1)",
+    )  # fmt: skip
+    bn.add_argument(
+        "--repeat", type=_positive_int, default=5, metavar="N",
+        help="timed samples per case (default: 5; the median is reported)",
+    )  # fmt: skip
+    bn.add_argument(
+        "--warmup", type=_non_negative_int, default=1, metavar="N",
+        help="untimed rounds first (default: 1; a check run always comes first)",
+    )  # fmt: skip
+    bn.add_argument("--format", choices=("text", "json"), default="text")
+    bn.add_argument("--plot", metavar="FILE.png",
+                    help="also draw GB/s against size (needs fastdiff[plot])")  # fmt: skip
+    bn.add_argument("--workdir", metavar="DIR", help="make the temporary folder here")
+    bn.add_argument("--keep", action="store_true", help="keep the dumps and say where")
+    _add_schema_options(bn)
+    perf = bn.add_argument_group("performance")
+    perf.add_argument("--executor", choices=EXECUTORS, default="auto",
+                      help="as for compare (default: auto)")  # fmt: skip
+    perf.add_argument(
+        "--jobs", type=_positive_int, metavar="N",
+        help="measure jobs 1, 2, 4, ... up to N (default: the cores this process may use)",
+    )  # fmt: skip
+    perf.add_argument(
+        "--chunk-size", type=parse_size, default=None, metavar="BYTES",
+        help="hash chunk size, a multiple of 8 (default: 4M)",
+    )  # fmt: skip
+
+
+def _run_stats(args: argparse.Namespace) -> int:
+    from .schema import resolve_schema
+    from .stats import render_stats_json, render_stats_text, stats_for
+
+    stats = stats_for(args.run, resolve_schema(args.schema, args.default_dtype), args.top)
+    for e in stats.errors:
+        print(f"fastdiff: error: {e.path}: {e.message}", file=sys.stderr)
+    write_stdout(render_stats_json(stats) if args.format == "json" else render_stats_text(stats))
+    return EXIT_TROUBLE if stats.errors else 0
+
+
+def _run_bench(args: argparse.Namespace) -> int:
+    from .bench import plan_bench, render_bench_json, render_bench_text, run_bench
+    from .progress import StatusLine
+    from .schema import resolve_schema
+
+    if args.plot:
+        from .plot import require_matplotlib
+
+        require_matplotlib(args.plot)
+    plan = plan_bench(
+        max_size=args.max_size,
+        jobs=args.jobs,
+        executor=args.executor,
+        chunk_size=args.chunk_size,
+        repeat=args.repeat,
+        warmup=args.warmup,
+        workdir=args.workdir,
+        keep=args.keep,
+        like=args.like,
+        scale=args.scale,
+        ladder_on=args.ladder,
+        schema=resolve_schema(args.schema, args.default_dtype),
+    )
+    for note in plan.notes:
+        print(f"fastdiff: {note}", file=sys.stderr)
+    status = StatusLine() if sys.stderr.isatty() else None
+    try:
+        result = run_bench(plan, status.show if status else None)
+    finally:
+        if status is not None:
+            status.close()
+    if result.kept:
+        print(f"fastdiff: dumps kept in {result.folder}", file=sys.stderr)
+    write_stdout(render_bench_json(result) if args.format == "json" else render_bench_text(result))
+    if args.plot:
+        from .plot import write_plot
+
+        write_plot(result, args.plot)
+        print(f"fastdiff: plot written to {args.plot}", file=sys.stderr)
+    return 0
+
+
 def _run_schema(args: argparse.Namespace) -> int:
     from .schema import resolve_schema, schema_to_toml
 
@@ -381,7 +535,14 @@ def _run_schema(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS = {"compare": _run_compare, "sweep": _run_sweep, "hash": _run_hash, "schema": _run_schema}
+_COMMANDS = {
+    "compare": _run_compare,
+    "sweep": _run_sweep,
+    "hash": _run_hash,
+    "stats": _run_stats,
+    "bench": _run_bench,
+    "schema": _run_schema,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

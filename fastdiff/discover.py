@@ -1,10 +1,11 @@
 """Stage 1: list a run folder and account for every entry in it.
 
 A regular file named ``step_<N>_<name>.bin`` (N >= 0) is buffer ``name`` at
-step N. Every other entry is reported as skipped, with the reason; entries
-named like dumps that cannot be compared (not a regular file, a broken
-link, an unreadable name) are errors. Nothing is opened here: one ``stat``
-per entry, and folders are never written to.
+step N; a symbolic link is followed. Every other entry is reported as
+skipped, with the reason; entries named like dumps that cannot be compared
+(a folder, FIFO, socket or device, a broken link or link loop, a name that
+is not UTF-8) are errors. Nothing is opened here (so a FIFO cannot block):
+one ``lstat``/``stat`` per entry, and folders are never written to.
 """
 
 from __future__ import annotations
@@ -135,7 +136,7 @@ def discover(run: str | os.PathLike[str]) -> RunListing:
             continue
         if not stat.S_ISREG(st.st_mode):
             kind = _kind(st.st_mode)
-            if parsed is None or stat.S_ISDIR(st.st_mode):
+            if parsed is None:
                 skipped.append(Skipped(shown_path, f"{kind}; fastdiff compares regular files only"))
             else:
                 errors.append(

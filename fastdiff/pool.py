@@ -61,29 +61,82 @@ class SerialRunner:
 
 
 class PoolRunner:
-    """Runs tasks on an executor; yields them as they complete."""
+    """Runs tasks on an executor; yields them as they complete.
 
-    def __init__(self, executor: Executor) -> None:
+    With ``factory`` (an executor fastdiff created and owns), a pool broken by
+    a dying worker process is replaced and each task it took down is run once
+    more; a task whose second worker dies too is reported as failed. An
+    executor the caller owns is never replaced.
+    """
+
+    def __init__(self, executor: Executor, factory: Callable[[], Executor] | None = None) -> None:
         self.executor = executor
-        self._pending: dict[Future[Any], Any] = {}
+        self.factory = factory
+        self._pending: dict[Future[Any], tuple[Any, Callable[..., Any], tuple[Any, ...], int]] = {}
 
     def submit(self, tag: Any, fn: Callable[..., Any], *args: Any) -> None:
-        self._pending[self.executor.submit(fn, *args)] = tag
+        self._submit(tag, fn, args, 0)
+
+    def _submit(self, tag: Any, fn: Callable[..., Any], args: tuple[Any, ...], tries: int) -> None:
+        self._pending[self.executor.submit(fn, *args)] = (tag, fn, args, tries)
+
+    def _replace_broken(self) -> None:
+        assert self.factory is not None
+        old = self.executor
+        self.executor = self.factory()
+        stop_executor(old)
 
     def results(self) -> Iterator[Finished]:
-        from concurrent.futures import as_completed
+        from concurrent.futures import BrokenExecutor, as_completed
 
         # Tasks submitted while a round is read wait for the next round;
         # executors run tasks in submission order anyway.
         while self._pending:
             for fut in as_completed(list(self._pending)):
-                tag = self._pending.pop(fut)
+                tag, fn, args, tries = self._pending.pop(fut)
                 try:
                     result = fut.result()
+                except BrokenExecutor as exc:
+                    if self.factory is not None and tries == 0:
+                        if getattr(self.executor, "_broken", False):
+                            self._replace_broken()
+                        self._submit(tag, fn, args, 1)
+                        continue
+                    yield tag, None, WorkerDied(f"a worker process died twice running it ({exc})")
                 except Exception as exc:
                     yield tag, None, exc
                 else:
                     yield tag, result, None
+
+
+class WorkerDied(RuntimeError):
+    """The worker processes running a task died (killed, or crashed)."""
+
+
+def _ignore_sigint() -> None:
+    # Ctrl-C reaches the whole process group; the parent alone decides what
+    # to keep, and stops the workers itself.
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def stop_executor(ex: Executor, cancel: bool = False) -> None:
+    """Shut a pool down: process workers are terminated at once when cancelling
+    (or when the pool is broken), so no stray process outlives fastdiff."""
+    processes = list((getattr(ex, "_processes", None) or {}).values())
+    if cancel or getattr(ex, "_broken", False):
+        ex.shutdown(wait=False, cancel_futures=True)
+        for proc in processes:
+            proc.terminate()
+        for proc in processes:
+            proc.join(timeout=5)
+            if proc.is_alive():  # pragma: no cover - a worker ignoring SIGTERM
+                proc.kill()
+                proc.join()
+        ex.shutdown(wait=True)
+    else:
+        ex.shutdown(wait=True, cancel_futures=True)
 
 
 Runner = SerialRunner | PoolRunner
@@ -104,34 +157,54 @@ def resolve_executor_kind(kind: str, total_bytes: int) -> str:
     return "serial" if total_bytes < SERIAL_MAX_BYTES else "thread"
 
 
-@contextmanager
-def open_runner(kind: str, jobs: int, executor: Executor | None = None) -> Iterator[Runner]:
-    """A runner for ``kind``; with ``executor`` given, that one (the caller owns it)."""
-    if executor is not None:
-        yield PoolRunner(executor)
-        return
-    if kind == "serial" or (jobs <= 1 and kind != "process"):
-        yield SerialRunner()
-        return
-    ex: Executor
+def _make_executor(kind: str, jobs: int) -> Executor:
     if kind == "thread":
         from concurrent.futures import ThreadPoolExecutor
 
-        ex = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="fastdiff")
-    elif kind == "process":
+        return ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="fastdiff")
+    if kind == "process":
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
         # fork is the cheapest start (18 ms for two workers, against 120 ms
         # for forkserver) but unsafe once other threads run.
         method = "fork" if threading.active_count() == 1 else "forkserver"
-        ex = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(method))
-    else:
-        raise ValueError(f"unknown executor {kind!r} (valid: {' '.join(EXECUTORS)})")
+        return ProcessPoolExecutor(
+            max_workers=jobs,
+            mp_context=multiprocessing.get_context(method),
+            initializer=_ignore_sigint,
+        )
+    raise ValueError(f"unknown executor {kind!r} (valid: {' '.join(EXECUTORS)})")
+
+
+@contextmanager
+def open_runner(kind: str, jobs: int, executor: Executor | None = None) -> Iterator[Runner]:
+    """A runner for ``kind``; with ``executor`` given, that one (the caller owns it).
+
+    On an interrupt (Ctrl-C) running tasks are told to stop (``reader.cancel``)
+    and fastdiff's own worker processes are terminated, so it exits promptly.
+    """
+    from . import reader
+
+    reader.CANCEL.clear()
+    if executor is not None:
+        try:
+            yield PoolRunner(executor)
+        except BaseException:
+            reader.CANCEL.set()
+            raise
+        return
+    if kind == "serial" or (jobs <= 1 and kind != "process"):
+        yield SerialRunner()
+        return
+    runner = PoolRunner(_make_executor(kind, jobs), factory=lambda: _make_executor(kind, jobs))
     try:
-        yield PoolRunner(ex)
-    finally:
-        ex.shutdown(wait=True, cancel_futures=True)
+        yield runner
+    except BaseException:
+        reader.CANCEL.set()
+        stop_executor(runner.executor, cancel=True)
+        raise
+    stop_executor(runner.executor)
 
 
 def batches(items: Sequence[T], weight: Callable[[T], int], parts: int) -> list[list[T]]:
@@ -146,8 +219,12 @@ def batches(items: Sequence[T], weight: Callable[[T], int], parts: int) -> list[
     cur: list[T] = []
     cur_bytes = 0
     for item in items:
+        w = weight(item)
+        if w >= cap and cur:  # a big item goes alone, not after small ones
+            out.append(cur)
+            cur, cur_bytes = [], 0
         cur.append(item)
-        cur_bytes += weight(item)
+        cur_bytes += w
         if cur_bytes >= cap or len(cur) >= BATCH_FILES:
             out.append(cur)
             cur, cur_bytes = [], 0

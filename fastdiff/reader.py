@@ -25,6 +25,13 @@ READ_SIZE = 1 << 20
 
 _local = threading.local()
 
+#: Set on an interrupt: every read loop stops at its next piece.
+CANCEL = threading.Event()
+
+
+class Cancelled(Exception):
+    """The comparison was interrupted."""
+
 
 def _forget_buffers() -> None:
     _local.bufs = {}
@@ -108,6 +115,8 @@ def open_dump(f: DumpFile) -> Iterator[int]:
 
 def read_exact(fd: int, into: memoryview, offset: int, path: str) -> memoryview:
     """Fill ``into`` from ``offset``; a short read means the file shrank."""
+    if CANCEL.is_set():
+        raise Cancelled("interrupted")
     got = 0
     want = len(into)
     while got < want:

@@ -218,6 +218,7 @@ def sweep_summary_dict(summary: SweepSummary) -> dict[str, Any]:
         "classes": [list(c) for c in summary.classes] if summary.classes is not None else None,
         "cache_hits": summary.cache_hits,
         "elapsed_s": summary.elapsed_s,
+        "interrupted": summary.interrupted,
     }
 
 
@@ -243,6 +244,8 @@ def render_sweep_summary_text(summary: SweepSummary) -> str:
         f"{summary.error} with errors ({summary.elapsed_s:.2f} s, "
         f"{summary.cache_hits} digests from the cache)"
     ]
+    if summary.interrupted:
+        lines[0] = "interrupted; finished " + lines[0]
     if summary.classes is not None:
         lines.append("classes of bit-identical runs:")
         lines += [f"  {i}: {' '.join(c)}" for i, c in enumerate(summary.classes, 1)]

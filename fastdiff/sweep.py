@@ -93,6 +93,7 @@ class SweepSummary:
     classes: tuple[tuple[str, ...], ...] | None
     cache_hits: int
     elapsed_s: float
+    interrupted: bool = False
 
     @property
     def exit_code(self) -> int:
@@ -112,18 +113,31 @@ def sweep(
     t0 = time.perf_counter()
     hits_before = cache.hits if cache is not None else 0
     reports = compare_pairs(pairs, options, executor, cache, on_report, progress)
+    hits = (cache.hits - hits_before) if cache is not None else 0
+    return reports, summarize(reports, classes_of, hits, time.perf_counter() - t0)
+
+
+def summarize(
+    reports: Sequence[Report],
+    classes_of: Sequence[str] | None = None,
+    cache_hits: int = 0,
+    elapsed_s: float = 0.0,
+    interrupted: bool = False,
+) -> SweepSummary:
+    """The summary of the pairs in ``reports`` (all of them, or those that
+    finished before an interrupt)."""
     verdicts = [r.verdict for r in reports]
-    summary = SweepSummary(
+    classes = None
+    if classes_of is not None and not interrupted:
+        runs = [os.fspath(r) for r in classes_of]
+        classes = tuple(tuple(c) for c in identical_classes(runs, reports))
+    return SweepSummary(
         pairs=len(reports),
         identical=verdicts.count("identical"),
         diverged=verdicts.count("diverged"),
         error=verdicts.count("error"),
-        classes=(
-            tuple(tuple(c) for c in identical_classes([os.fspath(r) for r in classes_of], reports))
-            if classes_of is not None
-            else None
-        ),
-        cache_hits=(cache.hits - hits_before) if cache is not None else 0,
-        elapsed_s=time.perf_counter() - t0,
+        classes=classes,
+        cache_hits=cache_hits,
+        elapsed_s=elapsed_s,
+        interrupted=interrupted,
     )
-    return reports, summary
