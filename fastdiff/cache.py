@@ -16,7 +16,7 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from .discover import DumpFile
@@ -45,6 +45,7 @@ class DigestCache:
         self.path = self.folder / "digests.sqlite3"
         self.warnings: list[str] = []
         self.hits = 0
+        self._queued: list[tuple[object, ...]] = []
         self._db: sqlite3.Connection | None = None
         try:
             self._db = self._open()
@@ -95,33 +96,51 @@ class DigestCache:
             raise
         return db
 
-    def get(self, f: DumpFile, chunk_size: int) -> FileDigest | None:
+    def get_many(self, files: Sequence[DumpFile], chunk_size: int) -> dict[str, FileDigest]:
+        """Cached digests of ``files`` by path, in a few queries (one per 500 files)."""
+        out: dict[str, FileDigest] = {}
         if self._db is None:
-            return None
+            return out
+        wanted = {_key(f, chunk_size): f for f in files}
+        by_dev: dict[int, list[int]] = {}
+        for f in files:
+            by_dev.setdefault(f.dev, []).append(f.ino)
+        rows = []
         try:
-            row = self._db.execute(
-                "SELECT chunks FROM digests WHERE dev=? AND ino=? AND size=? AND mtime_ns=?"
-                " AND ctime_ns=? AND chunk_size=?",
-                _key(f, chunk_size),
-            ).fetchone()
+            for dev, inos in by_dev.items():
+                for k in range(0, len(inos), 500):
+                    part = inos[k : k + 500]
+                    rows += self._db.execute(
+                        "SELECT dev, ino, size, mtime_ns, ctime_ns, chunk_size, chunks FROM digests"
+                        f" WHERE dev=? AND ino IN ({','.join('?' * len(part))}) AND chunk_size=?",
+                        (dev, *part, chunk_size),
+                    ).fetchall()
         except sqlite3.Error as exc:
             self._broken(exc)
-            return None
-        if row is None:
-            return None
-        blob = row[0]
-        n_chunks = (f.size + chunk_size - 1) // chunk_size
-        if not isinstance(blob, bytes) or len(blob) != n_chunks * _DIGEST:
-            return None  # damaged entry: ignore it, the fresh hash replaces it
-        chunks = tuple(blob[i : i + _DIGEST] for i in range(0, len(blob), _DIGEST))
-        self.hits += 1
-        return FileDigest(f.path, f.size, chunk_size, chunks)
+            return {}
+        for *key, blob in rows:
+            f = wanted.get(tuple(key))  # type: ignore[arg-type]
+            if f is None:
+                continue  # the same inode with another size or time: stale, never used
+            n_chunks = (f.size + chunk_size - 1) // chunk_size
+            if not isinstance(blob, bytes) or len(blob) != n_chunks * _DIGEST:
+                continue  # damaged entry: ignored; the fresh hash replaces it
+            chunks = tuple(blob[i : i + _DIGEST] for i in range(0, len(blob), _DIGEST))
+            out[f.path] = FileDigest(f.path, f.size, chunk_size, chunks)
+        self.hits += len(out)
+        return out
 
     def put_many(self, entries: Iterable[tuple[DumpFile, FileDigest]]) -> None:
+        """Queue entries; they are written in one transaction by ``flush`` (or ``close``)."""
         if self._db is None:
             return
-        rows = [(*_key(f, d.chunk_size), b"".join(d.chunks)) for f, d in entries]
-        if not rows:
+        self._queued += [(*_key(f, d.chunk_size), b"".join(d.chunks)) for f, d in entries]
+        if len(self._queued) >= 50_000:
+            self.flush()
+
+    def flush(self) -> None:
+        rows, self._queued = self._queued, []
+        if self._db is None or not rows:
             return
         try:
             self._db.execute("BEGIN")
@@ -138,6 +157,7 @@ class DigestCache:
         self._discard(f"digest cache {self.path} is damaged ({exc}); set aside, to be rebuilt")
 
     def close(self) -> None:
+        self.flush()
         if self._db is not None:
             self._db.close()
             self._db = None

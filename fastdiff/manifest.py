@@ -202,13 +202,9 @@ def write_manifest(
         problems.append(Problem(root, "no step_<N>_<name>.bin files to hash"))
     files = list(listing.files)
     digests: dict[str, FileDigest] = {}
-    todo = []
-    for f in files:
-        hit = cache.get(f, options.chunk_size) if cache is not None else None
-        if hit is not None:
-            digests[f.path] = hit
-        else:
-            todo.append(f)
+    if cache is not None:
+        digests.update(cache.get_many(files, options.chunk_size))
+    todo = [f for f in files if f.path not in digests]
     jobs = options.jobs or default_jobs()
     kind = resolve_executor_kind(options.executor, sum(f.size for f in todo))
     hashed: list[FileDigest | Problem] = []

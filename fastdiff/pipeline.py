@@ -199,11 +199,10 @@ class _Scheduler:
                         self.needed[f.path] = (f, src.spec)
                     plan.waiting.add(f.path)
         if self.cache is not None:
-            for path, (f, _) in list(self.needed.items()):
-                hit = self.cache.get(f, self.chunk_size)
-                if hit is not None:
-                    self.digests[path] = hit
-                    del self.needed[path]
+            hits = self.cache.get_many([f for f, _ in self.needed.values()], self.chunk_size)
+            for path, hit in hits.items():
+                self.digests[path] = hit
+                del self.needed[path]
         for plan in self.plans:
             plan.waiting -= self.digests.keys()
             for path in plan.waiting:
