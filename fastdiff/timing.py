@@ -13,6 +13,12 @@ mislead (Python exits 1 on an uncaught exception, the code a comparison
 tool uses for "different"): :func:`run_captured` runs a command once with
 its output kept, for the caller to check before timing.
 
+:func:`time_calls` does the same for in-process calls (a library function
+timed without a process start): median-ready samples after warm-up calls,
+interleaved across the calls compared. A call too quick for the clock is
+timed in loops of back-to-back calls (:func:`autorange`), each sample being
+the loop's time over its length.
+
 Page cache: this kind of VM evicts files left idle for about a minute, so
 call :func:`read_once` on a workload's inputs right before timing it.
 """
@@ -20,6 +26,7 @@ call :func:`read_once` on a workload's inputs right before timing it.
 from __future__ import annotations
 
 import contextlib
+import math
 import mmap
 import os
 import shlex
@@ -28,7 +35,7 @@ import statistics
 import subprocess
 import threading
 import time
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 
 #: A command: an argument list (no shell), or a string run by ``/bin/sh``
@@ -210,19 +217,77 @@ def time_commands(
     command name to its accepted codes (names missing from it accept 0).
     Raises :class:`CommandFailed` on the first run that exits otherwise.
     """
+    return _interleaved(
+        list(commands),
+        lambda name: run_once(name, commands[name], _accepted(ok_codes, name), timeout),
+        repeat,
+        warmup,
+    )
+
+
+def _interleaved(
+    names: list[str], run: Callable[[str], float], repeat: int, warmup: int
+) -> dict[str, list[float]]:
+    """``warmup`` untimed rounds, then ``repeat`` timed rounds; each round runs
+    every name once, starting one name later than the round before."""
     if repeat < 1 or warmup < 0:
         raise ValueError(f"repeat must be >= 1 and warmup >= 0, got {repeat}, {warmup}")
-    names = list(commands)
     for _ in range(warmup):
         for name in names:
-            run_once(name, commands[name], _accepted(ok_codes, name), timeout)
+            run(name)
     times: dict[str, list[float]] = {name: [] for name in names}
     for round_index in range(repeat):
         shift = round_index % len(names) if names else 0
         for name in names[shift:] + names[:shift]:
-            elapsed = run_once(name, commands[name], _accepted(ok_codes, name), timeout)
-            times[name].append(elapsed)
+            times[name].append(run(name))
     return times
+
+
+def time_loop(fn: Callable[[], object], loops: int = 1) -> float:
+    """Seconds per call of ``fn``, over ``loops`` back-to-back calls."""
+    start = time.perf_counter()
+    for _ in range(loops):
+        fn()
+    return (time.perf_counter() - start) / loops
+
+
+def autorange(fn: Callable[[], object], min_time: float = 0.01, max_loops: int = 10_000) -> int:
+    """How many back-to-back calls of ``fn`` make a sample of ``min_time`` seconds.
+
+    Grows the loop from 1 call by what the last try took; every try is a
+    warm-up call too. A call that alone takes ``min_time`` gives 1.
+    """
+    loops = 1
+    while True:
+        per_call = time_loop(fn, loops)
+        if per_call * loops >= min_time or loops >= max_loops:
+            return loops
+        want = math.ceil(1.2 * min_time / per_call) if per_call > 0 else 2 * loops
+        loops = min(max_loops, max(2 * loops, want))
+
+
+def time_calls(
+    calls: Mapping[str, Callable[[], object]],
+    repeat: int = 5,
+    warmup: int = 1,
+    loops: int | Mapping[str, int] = 1,
+) -> dict[str, list[float]]:
+    """Time in-process calls ``repeat`` times each, interleaved; return seconds per call.
+
+    Like :func:`time_commands`: ``warmup`` untimed rounds first, then rounds
+    that call every function once, rotating which goes first. A sample is
+    ``loops`` back-to-back calls (an int for all, or per name, missing
+    names 1; see :func:`autorange`) divided by ``loops``. Exceptions
+    propagate: check a call's result before timing it.
+    """
+
+    def run(name: str) -> float:
+        n = loops if isinstance(loops, int) else loops.get(name, 1)
+        return time_loop(calls[name], n)
+
+    if isinstance(loops, int) and loops < 1:
+        raise ValueError(f"loops must be >= 1, got {loops}")
+    return _interleaved(list(calls), run, repeat, warmup)
 
 
 def _files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
@@ -235,17 +300,32 @@ def _files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     return files
 
 
-def read_once(paths: Iterable[str | os.PathLike[str]]) -> int:
+def read_once(paths: Iterable[str | os.PathLike[str]], buffer: memoryview | None = None) -> int:
     """Read files in full once so they sit in the page cache; return bytes read.
 
     A directory stands for the regular files directly in it. Reads go into
-    one reused page-aligned buffer (an unaligned one reads several times
-    slower on this machine).
+    one page-aligned buffer (an unaligned one reads several times slower on
+    this machine): ``buffer`` if given (see :func:`aligned_buffer`; reuse one
+    when timing this as the floor of reading the files), else a fresh one.
     """
-    total = 0
+    if buffer is not None:
+        return _read_into(_files(paths), buffer)
     with mmap.mmap(-1, _READ_CHUNK) as buf, memoryview(buf) as view:
-        for path in _files(paths):
-            with open(path, "rb", buffering=0) as f:
-                while n := f.readinto(view):
-                    total += n
+        return _read_into(_files(paths), view)
+
+
+def aligned_buffer(size: int = _READ_CHUNK) -> memoryview:
+    """A page-aligned buffer of ``size`` bytes (private anonymous memory), pages touched."""
+    buf = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    view = memoryview(buf)
+    view[:] = bytes(size)  # fault the pages in now, not in the first timed read
+    return view
+
+
+def _read_into(files: list[Path], view: memoryview) -> int:
+    total = 0
+    for path in files:
+        with open(path, "rb", buffering=0) as f:
+            while n := f.readinto(view):
+                total += n
     return total
