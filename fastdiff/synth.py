@@ -8,12 +8,16 @@ on purpose. Injected differences flip the lowest bit of one element: a float
 stays finite (its last mantissa bit changes), an integer changes by one, a
 0/1 flag swaps.
 
-Two shapes are offered:
+Three shapes are offered:
 
 - :func:`write_rl_run`: the RL-loop state layout that users compare today
   (:data:`RL_STATE_MEMBERS`, 34 buffers per step);
 - :func:`write_pair`: one large buffer per run, written in blocks from a
-  repeated random block, so memory stays bounded whatever the size.
+  repeated random block, so memory stays bounded whatever the size;
+- :func:`write_files`: any list of (step, name, dtype, size), such as the
+  shape of a real run (``fastdiff bench --like RUN``).
+
+:func:`flip_element` injects a difference into a file already written.
 
 numpy is imported only inside the functions that generate content.
 """
@@ -298,3 +302,48 @@ def write_pair(
     flips = () if diff_at is None else (diff_at,)
     path_b = write_buffer(Path(folder_b) / file_name, dtype, n_bytes, seed=seed, flip_at=flips)
     return path_a, path_b
+
+
+def late_offset(n_bytes: int, itemsize: int = 4) -> int:
+    """Byte offset of a difference "near the end" of an ``n_bytes`` buffer:
+    4 KiB before the end, or the last element when the buffer is under 8 KiB."""
+    if n_bytes < itemsize:
+        raise ValueError(f"a buffer of {n_bytes} bytes holds no {itemsize}-byte element")
+    return n_bytes - 4096 if n_bytes >= 8192 else n_bytes - n_bytes % itemsize - itemsize
+
+
+def flip_element(path: str | os.PathLike[str], byte_offset: int, dtype: str) -> None:
+    """Flip the lowest bit of the element holding ``byte_offset`` in an existing file.
+
+    A negative offset counts from the end. The file is changed in place:
+    one byte is read and written back, whatever its size.
+    """
+    itemsize = _itemsize(dtype)
+    with open(path, "r+b") as f:
+        size = os.fstat(f.fileno()).st_size
+        pos = byte_offset + size if byte_offset < 0 else byte_offset
+        if not 0 <= pos < size:
+            raise ValueError(f"flip offset {byte_offset} outside a file of {size} bytes")
+        start = pos - pos % itemsize
+        (byte,) = os.pread(f.fileno(), 1, start)
+        os.pwrite(f.fileno(), bytes([byte ^ 0x01]), start)
+
+
+def write_files(
+    folder: str | os.PathLike[str],
+    files: Iterable[tuple[int, str, str, int]],
+    seed: int = 0,
+) -> list[Path]:
+    """Write ``step_<step>_<name>.bin`` for each (step, name, dtype, n_bytes).
+
+    Each file is written by :func:`write_buffer` with a seed drawn from
+    (seed, step, name), so files differ from one another and the same
+    arguments give the same bytes. Returns the paths, in the order given.
+    """
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for step, name, dtype, n_bytes in files:
+        file_seed = zlib.crc32(f"{seed}/{step}/{name}".encode())
+        written.append(write_buffer(out / dump_name(step, name), dtype, n_bytes, seed=file_seed))
+    return written
