@@ -454,7 +454,7 @@ def _add_bench_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )  # fmt: skip
     bn.add_argument(
         "--warmup", type=_non_negative_int, default=1, metavar="N",
-        help="untimed rounds first (default: 1; a check run always comes first)",
+        help="untimed rounds after the check run and calibration (default: 1)",
     )  # fmt: skip
     bn.add_argument("--format", choices=("text", "json"), default="text")
     bn.add_argument("--plot", metavar="FILE.png",

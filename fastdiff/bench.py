@@ -1,0 +1,689 @@
+"""How fast this machine compares dumps: a ladder of sizes, timed in-process.
+
+``plan_bench`` turns a request into a plan: the ladder of buffer sizes (4
+KiB, x4 at each rung, up to the largest size that free memory and disk
+allow), the ``jobs`` values (1, 2, 4, ... up to the cores), and optionally a
+run shaped like a real one (``like_shape``: same file names, dtypes and
+sizes, scaled). ``run_bench`` writes synthetic dumps (``synth``) into a
+temporary folder, one rung at a time, and times with ``timing.time_calls``:
+
+- fastdiff: one library call ``compare_runs(A, B, CompareOptions(...))``
+  per sample, in this process, so neither the interpreter start nor the
+  imports are counted (a CLI run pays those once);
+- the floor: reading both runs once with a plain ``readinto`` loop into a
+  reused page-aligned buffer, timed in the same rounds, interleaved.
+
+Each rung is measured twice: the runs identical, then with one element of
+B flipped near the end (``synth.late_offset``). Inputs are read once right
+before timing, since this kind of VM drops files idle for a minute from the
+page cache. Results are frozen dataclasses; ``render_bench_text`` and
+``render_bench_json`` are pure functions of them (``plot`` draws them).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from functools import partial
+from pathlib import Path
+from typing import Any, Literal
+
+from . import synth, timing
+from .discover import open_run
+from .dtypes import get_dtype
+from .errors import FastdiffError
+from .schema import Schema
+from .stats import format_bytes
+
+BENCH_SCHEMA_VERSION = 1
+
+MIN_SIZE = 4 << 10
+DEFAULT_MAX_SIZE = 1 << 30
+LADDER_FACTOR = 4
+#: Element type and buffer name of the ladder's dumps (one file per run).
+LADDER_DTYPE = "f32"
+LADDER_NAME = "buffer"
+LADDER_SCHEMA = Schema("bench", (), default_dtype=LADDER_DTYPE)
+#: A sample of a quick call loops it until the sample takes this long.
+MIN_SAMPLE_S = 0.01
+#: Of free memory and of free disk, at most this share is used for dumps.
+BUDGET_SHARE = 0.5
+
+Case = Literal["identical", "late-diff"]
+Shape = Literal["ladder", "like"]
+
+METHOD = (
+    "fastdiff: one in-process library call per sample, "
+    "fastdiff.compare.compare_runs(A, B, CompareOptions(executor=..., jobs=N)), without "
+    "the digest cache; not counted: the interpreter start and the imports that a CLI run "
+    "pays once (numpy and numba load only when a pair differs)"
+)
+FLOOR = (
+    "floor: reading both runs once, a plain readinto loop into a reused page-aligned "
+    "1 MiB buffer, one thread, timed in the same rounds"
+)
+STATISTIC = (
+    "per case: a check run, a calibration (a sample of a quick call times a loop of calls), "
+    "{warmup} untimed round(s), then the median of {repeat} samples taken in interleaved "
+    "rounds (the floor and each jobs value once per round)"
+)
+GBS = "GB/s: 10^9 bytes of both runs (A + B) per second; x floor: fastdiff time / floor time"
+LATE = (
+    "late-diff: one element of B has its lowest bit flipped 4 KiB before the end of "
+    "the file (the last element below 8 KiB); on a like run, in the last step's largest file"
+)
+
+
+# --- the plan ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LikeFile:
+    step: int
+    name: str
+    dtype: str
+    size: int
+
+
+@dataclass(frozen=True)
+class LikeShape:
+    """A run's file list, sizes scaled (and rounded down to whole elements)."""
+
+    run: str
+    files: tuple[LikeFile, ...]
+    scale: float
+    source_bytes: int  # the real run's bytes
+
+    @property
+    def bytes(self) -> int:
+        return sum(f.size for f in self.files)
+
+
+@dataclass(frozen=True)
+class BenchPlan:
+    sizes: tuple[int, ...]  # ladder rungs, bytes per file; () without the ladder
+    jobs: tuple[int, ...]
+    executor: str
+    chunk_size: int
+    repeat: int
+    warmup: int
+    workdir: str  # where the temporary folder is made
+    keep: bool
+    max_size_requested: int
+    max_size: int
+    like: LikeShape | None
+    scale_requested: float | None
+    schema: Schema  # classifies and compares the like run
+    memory_available: int | None
+    disk_free: int
+    notes: tuple[str, ...]  # what was lowered, and why
+
+
+def ladder(max_size: int, min_size: int = MIN_SIZE, factor: int = LADDER_FACTOR) -> tuple[int, ...]:
+    """4 KiB, 16 KiB, ... below ``max_size``, then ``max_size`` itself."""
+    if max_size < min_size:
+        return ()
+    sizes = []
+    size = min_size
+    while size < max_size:
+        sizes.append(size)
+        size *= factor
+    sizes.append(max_size)
+    return tuple(sizes)
+
+
+def jobs_ladder(max_jobs: int) -> tuple[int, ...]:
+    """1, 2, 4, ... below ``max_jobs``, then ``max_jobs``."""
+    out = []
+    j = 1
+    while j < max_jobs:
+        out.append(j)
+        j *= 2
+    out.append(max_jobs)
+    return tuple(out)
+
+
+def memory_available(meminfo: str = "/proc/meminfo") -> int | None:
+    """MemAvailable in bytes, or None where the kernel does not say."""
+    try:
+        with open(meminfo, encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def like_shape(run: str, schema: Schema) -> LikeShape:
+    """The file list of a real run (folder or manifest), unscaled."""
+    src = open_run(run)
+    if not src.listing.readable:
+        problem = src.listing.errors[0]
+        raise FastdiffError(f"--like {run}: {problem.message}")
+    if not src.listing.files:
+        raise FastdiffError(
+            f"--like {run}: no step_<N>_<name>.bin dumps in it; give a run folder that holds "
+            "dumps, or a manifest written by 'fastdiff hash'"
+        )
+    files = tuple(
+        LikeFile(f.step, f.name, schema.classify(f.name)[1], f.size)
+        for f in sorted(src.listing.files, key=lambda f: (f.step, f.name))
+    )
+    total = sum(f.size for f in files)
+    return LikeShape(run, files, 1.0, total)
+
+
+def scale_shape(shape: LikeShape, scale: float) -> LikeShape:
+    """Sizes times ``scale``, rounded down to whole elements (a non-empty file
+    keeps at least one element)."""
+    files = []
+    for f in shape.files:
+        itemsize = get_dtype(f.dtype).itemsize
+        n = math.floor(f.size * scale) // itemsize * itemsize
+        if f.size and not n:
+            n = itemsize
+        files.append(replace(f, size=n))
+    return replace(shape, files=tuple(files), scale=scale)
+
+
+def _round_down(n: int) -> int:
+    """To a whole MiB above 1 MiB, else to 4 KiB."""
+    unit = 1 << 20 if n >= 1 << 20 else 4 << 10
+    return n // unit * unit
+
+
+def plan_bench(
+    *,
+    max_size: int = DEFAULT_MAX_SIZE,
+    jobs: int | None = None,
+    executor: str = "auto",
+    chunk_size: int | None = None,
+    repeat: int = 5,
+    warmup: int = 1,
+    workdir: str | None = None,
+    keep: bool = False,
+    like: str | None = None,
+    scale: float = 1.0,
+    ladder_on: bool = True,
+    schema: Schema = LADDER_SCHEMA,
+    mem_available: int | Literal["probe"] | None = "probe",
+    disk_free: int | None = None,
+) -> BenchPlan:
+    """Check a request and fit it to this machine (raises FastdiffError).
+
+    A pair of runs must fit in half of the available memory (so both stay
+    in the page cache) and in half of the free disk; with ``keep``, every
+    rung's pair stays on disk. ``max_size`` and the like run's ``scale``
+    are lowered until they fit, and ``notes`` says so.
+    """
+    from .hash import DEFAULT_CHUNK_SIZE, check_chunk_size
+    from .pool import EXECUTORS, default_jobs
+
+    if max_size < MIN_SIZE and ladder_on:
+        raise FastdiffError(
+            f"--max-size {max_size}: must be at least 4K, the smallest rung of the ladder"
+        )
+    if repeat < 1 or warmup < 0:
+        raise FastdiffError(f"--repeat must be >= 1 and --warmup >= 0, got {repeat}, {warmup}")
+    if not (scale > 0 and math.isfinite(scale)):
+        raise FastdiffError(f"--scale must be a finite number > 0, got {scale}")
+    if executor not in EXECUTORS:
+        raise FastdiffError(f"--executor {executor!r}: use one of {', '.join(EXECUTORS)}")
+    if jobs is not None and jobs < 1:
+        raise FastdiffError(f"--jobs must be >= 1, got {jobs}")
+    chunk = DEFAULT_CHUNK_SIZE if chunk_size is None else chunk_size
+    try:
+        check_chunk_size(chunk)
+    except ValueError as exc:
+        raise FastdiffError(str(exc)) from None
+    if not ladder_on and like is None:
+        raise FastdiffError("--no-ladder leaves nothing to measure; add --like RUN")
+    folder = workdir or tempfile.gettempdir()
+    if not os.path.isdir(folder):
+        raise FastdiffError(f"--workdir {folder}: not a folder; create it or give another")
+
+    mem = memory_available() if mem_available == "probe" else mem_available
+    disk = shutil.disk_usage(folder).free if disk_free is None else disk_free
+    mem_budget = math.inf if mem is None else mem * BUDGET_SHARE
+    disk_budget = disk * BUDGET_SHARE
+    where = (
+        f"{format_bytes(mem)} of memory available and " if mem is not None else ""
+    ) + f"{format_bytes(disk)} free in {folder}"
+    notes: list[str] = []
+
+    shape = None
+    if like is not None:
+        shape = like_shape(like, schema)
+        scaled = scale_shape(shape, scale)
+        budget = min(mem_budget, disk_budget)
+        if 2 * scaled.bytes > budget:
+            fit = float(f"{scale * budget / (2 * scaled.bytes):.3g}")
+            while fit > 0 and 2 * scale_shape(shape, fit).bytes > budget:
+                fit = float(f"{fit * 0.9:.3g}")
+            if fit <= 0 or not scale_shape(shape, fit).bytes:
+                raise FastdiffError(f"--like {like}: the run does not fit ({where})")
+            notes.append(
+                f"--scale lowered from {scale:g} to {fit:g}: a pair of runs like {like} "
+                f"({format_bytes(2 * scaled.bytes)}) must fit in half of {where}"
+            )
+            scaled = scale_shape(shape, fit)
+        shape = scaled
+
+    sizes: tuple[int, ...] = ()
+    size = _round_down(max_size) if max_size >= MIN_SIZE else 0
+    if ladder_on:
+        kept_like = 2 * shape.bytes if shape is not None and keep else 0
+
+        def fits(s: int) -> bool:
+            on_disk = 2 * (sum(ladder(s)) if keep else s) + kept_like
+            return 2 * s <= mem_budget and on_disk <= disk_budget
+
+        if size != max_size:
+            notes.append(f"--max-size {max_size} rounded down to {size} bytes")
+        room = min(mem_budget, disk_budget - kept_like) / 2
+        lowered = size if fits(size) else _round_down(int(min(size, room)))
+        while lowered >= MIN_SIZE and not fits(lowered):
+            lowered = _round_down(int(lowered * 0.9))
+        if lowered < MIN_SIZE:
+            raise FastdiffError(
+                f"not enough room for even a 4 KiB pair ({where}); free some, or use --workdir"
+            )
+        if lowered != size:
+            notes.append(
+                f"--max-size lowered from {format_bytes(max_size)} to {format_bytes(lowered)}: "
+                f"a pair of files must fit in half of {where}"
+                + (" (with --keep, every rung's pair stays on disk)" if keep else "")
+            )
+        size = lowered
+        sizes = ladder(size)
+
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    if load > 0.5:
+        notes.append(f"load average {load:.2f}: other work is running, timings will be noisy")
+    jobs_list = jobs_ladder(jobs or default_jobs())
+    if executor == "serial" and jobs_list != (1,):
+        notes.append("--executor serial runs one job: measuring jobs 1 only")
+        jobs_list = (1,)
+    return BenchPlan(
+        sizes=sizes,
+        jobs=jobs_list,
+        executor=executor,
+        chunk_size=chunk,
+        repeat=repeat,
+        warmup=warmup,
+        workdir=folder,
+        keep=keep,
+        max_size_requested=max_size,
+        max_size=size if ladder_on else 0,
+        like=shape,
+        scale_requested=scale if like is not None else None,
+        schema=schema,
+        memory_available=mem,
+        disk_free=disk,
+        notes=tuple(notes),
+    )
+
+
+# --- results -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Timing:
+    seconds: float  # median, per call
+    times: tuple[float, ...]  # every sample, per call
+    loops: int  # calls per sample
+
+
+@dataclass(frozen=True)
+class Measurement:
+    shape: Shape
+    case: Case
+    size: int  # bytes per run (one file per run on the ladder)
+    files: int  # files per run
+    jobs: int
+    executor: str  # what compare_runs ran on: serial, thread or process
+    fastdiff: Timing
+    floor: Timing
+
+    @property
+    def bytes(self) -> int:
+        """Both runs, A + B."""
+        return 2 * self.size
+
+    @property
+    def gbs(self) -> float:
+        return self.bytes / self.fastdiff.seconds / 1e9
+
+    @property
+    def floor_gbs(self) -> float:
+        return self.bytes / self.floor.seconds / 1e9
+
+    @property
+    def ratio(self) -> float:
+        """fastdiff time over the floor's: 1.0 is as fast as reading both runs."""
+        return self.fastdiff.seconds / self.floor.seconds
+
+
+@dataclass(frozen=True)
+class Machine:
+    cpus: int | None
+    jobs_available: int
+    python: str
+    platform: str
+    load_average: float | None
+
+    @staticmethod
+    def probe() -> Machine:
+        from .pool import default_jobs
+
+        try:
+            load: float | None = os.getloadavg()[0]
+        except OSError:  # pragma: no cover - not Unix
+            load = None
+        return Machine(
+            cpus=os.cpu_count(),
+            jobs_available=default_jobs(),
+            python=f"{platform.python_implementation()} {platform.python_version()}",
+            platform=platform.platform(),
+            load_average=load,
+        )
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    plan: BenchPlan
+    machine: Machine
+    measurements: tuple[Measurement, ...]
+    folder: str  # where the dumps were written
+    kept: bool
+    elapsed_s: float
+
+
+# --- running -----------------------------------------------------------------
+
+
+def _options(plan: BenchPlan, schema: Schema, jobs: int) -> Any:
+    from .compare import CompareOptions
+
+    return CompareOptions(
+        schema=schema, chunk_size=plan.chunk_size, executor=plan.executor, jobs=jobs
+    )
+
+
+def _measure(
+    plan: BenchPlan,
+    shape: Shape,
+    case: Case,
+    run_a: Path,
+    run_b: Path,
+    paths: Sequence[Path],
+    schema: Schema,
+    buf: memoryview,
+) -> list[Measurement]:
+    """Check, then time fastdiff at every jobs value and the floor, interleaved."""
+    from .compare import compare_runs
+
+    expected = "identical" if case == "identical" else "diverged"
+    total = sum(p.stat().st_size for p in paths)
+    size, files = total // 2, len(paths) // 2
+    read = timing.read_once(paths, buf)  # into the page cache
+    if read != total:
+        raise FastdiffError(f"bench: read {read} bytes of {run_a} and {run_b}, not {total}")
+    calls: dict[str, Callable[[], object]] = {"floor": lambda: timing.read_once(paths, buf)}
+    used: dict[int, str] = {}
+    for jobs in plan.jobs:
+        opts = _options(plan, schema, jobs)
+        report = compare_runs(run_a, run_b, opts)  # the check run, also a warm-up
+        if report.verdict != expected:
+            problems = "; ".join(f"{e.path}: {e.message}" for e in report.errors[:3])
+            raise FastdiffError(
+                f"bench: compare_runs said {report.verdict} on the {case} pair {run_a} "
+                f"{run_b} (expected {expected}){': ' + problems if problems else ''}"
+            )
+        # The pipeline names the pool it picked; with one job, it runs it in this thread.
+        kind = report.work.executor
+        used[jobs] = "serial" if jobs == 1 and kind == "thread" else kind
+        calls[f"jobs {jobs}"] = partial(compare_runs, run_a, run_b, opts)
+    loops = {name: timing.autorange(fn, MIN_SAMPLE_S) for name, fn in calls.items()}
+    timing.read_once(paths, buf)
+    times = timing.time_calls(calls, plan.repeat, plan.warmup, loops)
+
+    def result(name: str) -> Timing:
+        return Timing(timing.median(times[name]), tuple(times[name]), loops[name])
+
+    floor = result("floor")
+    return [
+        Measurement(shape, case, size, files, jobs, used[jobs], result(f"jobs {jobs}"), floor)
+        for jobs in plan.jobs
+    ]
+
+
+def _settle() -> None:
+    """Write dirty pages out now, so that write-back does not run during timing."""
+    if hasattr(os, "sync"):
+        os.sync()
+
+
+def run_bench(plan: BenchPlan, progress: Callable[[str], None] | None = None) -> BenchResult:
+    """Write the dumps, time every case, remove the dumps (unless ``plan.keep``)."""
+    say = progress or (lambda _msg: None)
+    machine = Machine.probe()
+    t0 = time.perf_counter()
+    root = Path(tempfile.mkdtemp(prefix="fastdiff-bench-", dir=plan.workdir))
+    out: list[Measurement] = []
+    buf = timing.aligned_buffer()
+    steps = len(plan.sizes) + (plan.like is not None)
+    try:
+        for i, size in enumerate(plan.sizes, 1):
+            folder = root / f"size-{size}"
+            a, b = folder / "a", folder / "b"
+            say(f"[{i}/{steps}] {format_bytes(size)}: writing a pair")
+            pa, pb = synth.write_pair(a, b, LADDER_NAME, LADDER_DTYPE, size)
+            _settle()
+            say(f"[{i}/{steps}] {format_bytes(size)}: timing identical runs")
+            out += _measure(plan, "ladder", "identical", a, b, [pa, pb], LADDER_SCHEMA, buf)
+            synth.flip_element(pb, synth.late_offset(size, 4), LADDER_DTYPE)
+            say(f"[{i}/{steps}] {format_bytes(size)}: timing a late difference")
+            out += _measure(plan, "ladder", "late-diff", a, b, [pa, pb], LADDER_SCHEMA, buf)
+            if not plan.keep:
+                shutil.rmtree(folder)
+        if plan.like is not None:
+            out += _bench_like(plan, plan.like, root / "like", steps, say, buf)
+    finally:
+        if not plan.keep:
+            shutil.rmtree(root, ignore_errors=True)
+    return BenchResult(plan, machine, tuple(out), str(root), plan.keep, time.perf_counter() - t0)
+
+
+def _bench_like(
+    plan: BenchPlan,
+    shape: LikeShape,
+    folder: Path,
+    steps: int,
+    say: Callable[[str], None],
+    buf: memoryview,
+) -> list[Measurement]:
+    a, b = folder / "a", folder / "b"
+    spec = [(f.step, f.name, f.dtype, f.size) for f in shape.files]
+    label = f"[{steps}/{steps}] like {shape.run} x{shape.scale:g}"
+    say(f"{label}: writing {len(spec)} files per run")
+    paths_a = synth.write_files(a, spec)
+    paths_b = synth.write_files(b, spec)
+    _settle()
+    paths = [*paths_a, *paths_b]
+    say(f"{label}: timing identical runs")
+    out = _measure(plan, "like", "identical", a, b, paths, plan.schema, buf)
+    # The difference goes near the end of the last step's largest file.
+    last = max(shape.files, key=lambda f: (f.step, f.size))
+    if last.size:
+        itemsize = get_dtype(last.dtype).itemsize
+        target = b / synth.dump_name(last.step, last.name)
+        synth.flip_element(target, synth.late_offset(last.size, itemsize), last.dtype)
+        say(f"{label}: timing a late difference")
+        out += _measure(plan, "like", "late-diff", a, b, paths, plan.schema, buf)
+    return out
+
+
+# --- rendering ---------------------------------------------------------------
+
+
+def format_seconds(s: float) -> str:
+    if s >= 1:
+        return f"{s:.2f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.2f} ms"
+    return f"{s * 1e6:.0f} µs"
+
+
+def plan_dict(plan: BenchPlan) -> dict[str, Any]:
+    like = plan.like
+    return {
+        "sizes": list(plan.sizes),
+        "max_size_requested": plan.max_size_requested,
+        "max_size": plan.max_size,
+        "jobs": list(plan.jobs),
+        "executor": plan.executor,
+        "chunk_size": plan.chunk_size,
+        "repeat": plan.repeat,
+        "warmup": plan.warmup,
+        "dtype": LADDER_DTYPE,
+        "like": None
+        if like is None
+        else {
+            "run": like.run,
+            "files": len(like.files),
+            "bytes": like.bytes,
+            "source_bytes": like.source_bytes,
+            "scale_requested": plan.scale_requested,
+            "scale": like.scale,
+            "schema": plan.schema.name,
+        },
+        "memory_available": plan.memory_available,
+        "disk_free": plan.disk_free,
+        "notes": list(plan.notes),
+    }
+
+
+def measurement_dict(m: Measurement) -> dict[str, Any]:
+    return {
+        "shape": m.shape,
+        "case": m.case,
+        "size": m.size,
+        "files": m.files,
+        "bytes": m.bytes,
+        "jobs": m.jobs,
+        "executor": m.executor,
+        "seconds": m.fastdiff.seconds,
+        "gbs": m.gbs,
+        "times": list(m.fastdiff.times),
+        "loops": m.fastdiff.loops,
+        "floor_seconds": m.floor.seconds,
+        "floor_gbs": m.floor_gbs,
+        "floor_times": list(m.floor.times),
+        "floor_loops": m.floor.loops,
+        "ratio_to_floor": m.ratio,
+    }
+
+
+def bench_dict(r: BenchResult) -> dict[str, Any]:
+    mc = r.machine
+    return {
+        "schema_version": BENCH_SCHEMA_VERSION,
+        "machine": {
+            "cpus": mc.cpus,
+            "jobs_available": mc.jobs_available,
+            "python": mc.python,
+            "platform": mc.platform,
+            "load_average": mc.load_average,
+        },
+        "method": {
+            "fastdiff": METHOD,
+            "floor": FLOOR,
+            "statistic": STATISTIC.format(repeat=r.plan.repeat, warmup=r.plan.warmup),
+            "gbs": GBS,
+            "late_diff": LATE,
+        },
+        "plan": plan_dict(r.plan),
+        "folder": r.folder,
+        "kept": r.kept,
+        "elapsed_s": r.elapsed_s,
+        "results": [measurement_dict(m) for m in r.measurements],
+    }
+
+
+def render_bench_json(r: BenchResult, indent: int | None = 2) -> str:
+    return json.dumps(bench_dict(r), indent=indent, allow_nan=False) + "\n"
+
+
+def format_size(n: int) -> str:
+    """``4 KiB``, ``1.5 MiB``: binary units, no trailing ``.0``."""
+    return format_bytes(n).replace(".0 ", " ")
+
+
+def _shape_label(m: Measurement, plan: BenchPlan) -> str:
+    if m.shape == "ladder":
+        return format_size(m.size)
+    return f"like x{plan.like.scale:g}" if plan.like else "like"
+
+
+def render_bench_text(r: BenchResult) -> str:
+    mc, plan = r.machine, r.plan
+    load = f", load average {mc.load_average:.2f} at start" if mc.load_average is not None else ""
+    lines = [
+        f"fastdiff bench: {mc.python}, {mc.cpus} CPUs ({mc.jobs_available} usable){load}; "
+        f"{r.elapsed_s:.0f} s",
+        METHOD + ".",
+        FLOOR + ".",
+        STATISTIC.format(repeat=plan.repeat, warmup=plan.warmup) + ".",
+        GBS + ".",
+        LATE + ".",
+        f"executor {plan.executor}"
+        + (" (in-process below 8 MiB in total, else threads)" if plan.executor == "auto" else "")
+        + f"; dumps in {r.folder} ({'kept' if r.kept else 'removed'}).",
+    ]
+    if plan.like is not None:
+        like = plan.like
+        lines.append(
+            f"like: {like.run}, {len(like.files)} files per run, {format_bytes(like.bytes)} "
+            f"per run (x{like.scale:g} of {format_bytes(like.source_bytes)})."
+        )
+    lines += [f"note: {n}" for n in plan.notes]
+    rows = [
+        ["size", "case", "jobs", "executor", "fastdiff", "GB/s", "floor", "floor GB/s", "x floor"]
+    ]
+    for m in r.measurements:
+        rows.append(
+            [
+                _shape_label(m, plan),
+                m.case,
+                str(m.jobs),
+                m.executor,
+                format_seconds(m.fastdiff.seconds),
+                f"{m.gbs:.2f}",
+                format_seconds(m.floor.seconds),
+                f"{m.floor_gbs:.2f}",
+                f"{m.ratio:.2f}",
+            ]
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    right = {0, 2, 4, 5, 6, 7, 8}
+
+    def line(cells: list[str]) -> str:
+        padded = [
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ]
+        return "| " + " | ".join(padded) + " |"
+
+    rule = ["-" * (w - 1) + ":" if i in right else "-" * w for i, w in enumerate(widths)]
+    lines += ["", line(rows[0]), "| " + " | ".join(rule) + " |"]
+    lines += [line(row) for row in rows[1:]]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,456 @@
+"""``fastdiff bench``: the structure of what it measures, never how fast.
+
+The CLI runs for real in a subprocess on a tiny ladder (``--max-size 64K``,
+one sample per case), and the tests check the JSON's structure and internal
+consistency (GB/s is bytes over seconds, the ratio is the quotient of the
+times), that the PNG plot is one that matplotlib reads back, that the
+temporary dumps are removed (or kept with --keep), and that bad input is one
+line and exit 2. The planning (ladder, memory and disk caps, scaling a run's
+shape) and the shared helpers it adds to ``synth`` and ``timing`` are tested
+as library calls. No test asserts a timing.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fastdiff import bench, synth, timing
+from fastdiff.errors import FastdiffError
+from fastdiff.progress import StatusLine
+from fastdiff.schema import RL_STATE
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = "tests/fixtures"
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+KIB = 1 << 10
+MIB = 1 << 20
+GIB = 1 << 30
+
+RESULT_KEYS = {
+    "shape", "case", "size", "files", "bytes", "jobs", "executor", "seconds", "gbs", "times",
+    "loops", "floor_seconds", "floor_gbs", "floor_times", "floor_loops", "ratio_to_floor",
+}  # fmt: skip
+
+
+def fastdiff(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "fastdiff", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def bench_json(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], Any]:
+    p = fastdiff("bench", "--workdir", str(tmp_path), "--format", "json", *args)
+    assert p.returncode == 0, p.stderr
+    return p, json.loads(p.stdout)
+
+
+def check_result(r: dict[str, Any], repeat: int) -> None:
+    assert set(r) == RESULT_KEYS
+    assert r["case"] in ("identical", "late-diff")
+    assert r["bytes"] == 2 * r["size"]
+    assert r["executor"] in ("serial", "thread", "process")
+    assert len(r["times"]) == len(r["floor_times"]) == repeat
+    assert r["loops"] >= 1 and r["floor_loops"] >= 1
+    for key in ("seconds", "floor_seconds"):
+        assert r[key] > 0
+    assert r["seconds"] == sorted(r["times"])[repeat // 2]  # the median (odd repeat)
+    assert math.isclose(r["gbs"], r["bytes"] / r["seconds"] / 1e9)
+    assert math.isclose(r["floor_gbs"], r["bytes"] / r["floor_seconds"] / 1e9)
+    assert math.isclose(r["ratio_to_floor"], r["seconds"] / r["floor_seconds"])
+
+
+# --- the command ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Any, str]:
+    """One tiny run with a plot: (workdir, plot, JSON, stderr)."""
+    work = tmp_path_factory.mktemp("bench")
+    plot = work / "out.png"
+    p, doc = bench_json(
+        work, "--max-size", "64K", "--repeat", "1", "--warmup", "0", "--jobs", "2",
+        "--plot", str(plot),
+    )  # fmt: skip
+    return work, plot, doc, p.stderr
+
+
+def test_json_structure(tiny: tuple[Path, Path, Any, str]) -> None:
+    work, _, doc, _ = tiny
+    assert doc["schema_version"] == 1
+    assert set(doc) == {
+        "schema_version", "machine", "method", "plan", "folder", "kept", "elapsed_s", "results",
+    }  # fmt: skip
+    assert set(doc["machine"]) == {"cpus", "jobs_available", "python", "platform", "load_average"}
+    assert set(doc["method"]) == {"fastdiff", "floor", "statistic", "gbs", "late_diff"}
+    assert "in-process" in doc["method"]["fastdiff"]
+    assert "compare_runs" in doc["method"]["fastdiff"]
+    plan = doc["plan"]
+    assert plan["sizes"] == [4 * KIB, 16 * KIB, 64 * KIB]
+    assert plan["max_size"] == plan["max_size_requested"] == 64 * KIB
+    assert plan["jobs"] == [1, 2]
+    assert (plan["executor"], plan["repeat"], plan["warmup"], plan["dtype"]) == (
+        "auto", 1, 0, "f32"
+    )  # fmt: skip
+    assert plan["like"] is None
+    cases = [(r["shape"], r["size"], r["case"], r["jobs"]) for r in doc["results"]]
+    assert cases == [
+        ("ladder", size, case, jobs)
+        for size in plan["sizes"]
+        for case in ("identical", "late-diff")
+        for jobs in (1, 2)
+    ]
+    for r in doc["results"]:
+        check_result(r, repeat=1)
+        assert r["files"] == 1
+        assert r["executor"] == "serial"  # auto: in-process below 8 MiB
+    # the temporary folder is gone, and nothing else was left in the workdir
+    assert doc["kept"] is False
+    assert not Path(doc["folder"]).exists()
+    assert Path(doc["folder"]).parent == work
+    assert sorted(p.name for p in work.iterdir()) == ["out.png"]
+
+
+def test_plot_is_a_png_matplotlib_reads_back(tiny: tuple[Path, Path, Any, str]) -> None:
+    _, plot, _, stderr = tiny
+    assert plot.read_bytes()[:8] == PNG_SIGNATURE
+    image = pytest.importorskip("matplotlib.image")
+    pixels = image.imread(plot)
+    assert pixels.ndim == 3 and pixels.shape[0] > 100 and pixels.shape[1] > 100
+    assert stderr.endswith(f"fastdiff: plot written to {plot}\n")
+    assert "\r" not in stderr  # no progress line: stderr is not a terminal
+
+
+def test_text_table(tmp_path: Path) -> None:
+    p = fastdiff(
+        "bench", "--workdir", str(tmp_path), "--max-size", "16K", "--repeat", "1",
+        "--warmup", "0", "--jobs", "1",
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0].startswith("fastdiff bench: ")
+    assert any("in-process library call" in line for line in lines)
+    head = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    table = lines[head:]
+    assert [c.strip() for c in table[0].strip("|").split("|")] == [
+        "size", "case", "jobs", "executor", "fastdiff", "GB/s", "floor", "floor GB/s", "x floor",
+    ]  # fmt: skip
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in table[2:]]
+    assert [r[:4] for r in rows] == [
+        ["4 KiB", "identical", "1", "serial"],
+        ["4 KiB", "late-diff", "1", "serial"],
+        ["16 KiB", "identical", "1", "serial"],
+        ["16 KiB", "late-diff", "1", "serial"],
+    ]
+
+
+def test_like_a_real_run_scaled(tmp_path: Path) -> None:
+    _, doc = bench_json(
+        tmp_path, "--like", f"{FIXTURES}/identical/a", "--scale", "2", "--no-ladder",
+        "--repeat", "1", "--warmup", "0", "--jobs", "1",
+    )  # fmt: skip
+    like = doc["plan"]["like"]
+    assert like == {
+        "run": f"{FIXTURES}/identical/a",
+        "files": 136,
+        "bytes": 2 * 20368,
+        "source_bytes": 20368,
+        "scale_requested": 2.0,
+        "scale": 2.0,
+        "schema": "rl-state",
+    }
+    assert doc["plan"]["sizes"] == []
+    assert [(r["shape"], r["case"], r["files"], r["size"]) for r in doc["results"]] == [
+        ("like", "identical", 136, 2 * 20368),
+        ("like", "late-diff", 136, 2 * 20368),
+    ]
+    for r in doc["results"]:
+        check_result(r, repeat=1)
+
+
+def test_like_with_the_ladder_and_keep(tmp_path: Path) -> None:
+    p, doc = bench_json(
+        tmp_path, "--max-size", "4K", "--like", f"{FIXTURES}/only_in_one/b", "--scale", "0.5",
+        "--repeat", "1", "--warmup", "0", "--jobs", "1", "--keep",
+    )  # fmt: skip
+    assert [(r["shape"], r["case"]) for r in doc["results"]] == [
+        ("ladder", "identical"),
+        ("ladder", "late-diff"),
+        ("like", "identical"),
+        ("like", "late-diff"),
+    ]
+    folder = Path(doc["folder"])
+    assert doc["kept"] is True
+    assert p.stderr.endswith(f"fastdiff: dumps kept in {folder}\n")
+    a, b = folder / "like" / "a", folder / "like" / "b"
+    names = sorted(f.name for f in a.iterdir())
+    assert names == sorted(f.name for f in Path(FIXTURES, "only_in_one", "b").iterdir())
+    # half the size, in whole elements: isv_full 757 f32 -> 378; 16 u8 -> 8
+    assert (a / "step_0_isv_full.bin").stat().st_size == 378 * 4
+    assert (a / "step_0_unit_active.bin").stat().st_size == 8
+    # the late difference: one bit, in the last step's largest file
+    differing = [n for n in names if (a / n).read_bytes() != (b / n).read_bytes()]
+    assert differing == ["step_1_isv_full.bin"]
+    ladder = folder / f"size-{4 * KIB}"
+    assert (ladder / "a" / "step_0_buffer.bin").stat().st_size == 4 * KIB
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--max-size", "1K"), "--max-size 1024: must be at least 4K, the smallest rung"),
+        (("--max-size", "lots"), "argument --max-size: not a size: 'lots'"),
+        (("--repeat", "0"), "argument --repeat: must be >= 1, got '0'"),
+        (("--scale", "0"), "argument --scale: must be a finite number > 0, got '0'"),
+        (("--like", "tests/fixtures/nope"), "--like tests/fixtures/nope: run folder not found"),
+        (("--no-ladder",), "--no-ladder leaves nothing to measure; add --like RUN"),
+        (("--plot", "/nonexistent/x.png"), "--plot /nonexistent/x.png: folder /nonexistent does"),
+        (("--workdir", "/nonexistent"), "--workdir /nonexistent: not a folder"),
+        (("--chunk-size", "12"), "--chunk-size must be a positive multiple of 8 bytes, got 12"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args: tuple[str, ...], message: str) -> None:
+    p = fastdiff("bench", *args)
+    assert p.returncode == 2
+    assert p.stdout == ""
+    assert len(p.stderr.splitlines()) == 1, p.stderr
+    assert p.stderr.startswith("fastdiff: error: " + message)
+
+
+def test_like_folder_without_dumps(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    p = fastdiff("bench", "--like", str(empty))
+    assert p.returncode == 2
+    assert p.stderr == (
+        f"fastdiff: error: --like {empty}: no step_<N>_<name>.bin dumps in it; give a run "
+        "folder that holds dumps, or a manifest written by 'fastdiff hash'\n"
+    )
+
+
+def test_plot_without_matplotlib_is_a_clear_error(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['matplotlib'] = None  # as if not installed\n"
+        "from fastdiff.cli import main\n"
+        f"sys.exit(main(['bench', '--max-size', '4K', '--plot', {str(tmp_path / 'x.png')!r}]))\n"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert p.returncode == 2
+    assert p.stderr == (
+        "fastdiff: error: --plot needs the optional extra: pip install 'fastdiff[plot]'\n"
+    )
+    assert p.stdout == ""
+    assert list(tmp_path.iterdir()) == []  # failed before writing anything
+
+
+# --- planning ------------------------------------------------------------------
+
+
+def test_ladders() -> None:
+    assert bench.ladder(4 * KIB) == (4 * KIB,)
+    assert bench.ladder(64 * KIB) == (4 * KIB, 16 * KIB, 64 * KIB)
+    assert bench.ladder(100 * KIB) == (4 * KIB, 16 * KIB, 64 * KIB, 100 * KIB)
+    assert bench.ladder(GIB)[-3:] == (64 * MIB, 256 * MIB, GIB)
+    assert len(bench.ladder(GIB)) == 10
+    assert bench.ladder(KIB) == ()
+    assert bench.jobs_ladder(1) == (1,)
+    assert bench.jobs_ladder(2) == (1, 2)
+    assert bench.jobs_ladder(6) == (1, 2, 4, 6)
+    assert bench.jobs_ladder(8) == (1, 2, 4, 8)
+
+
+def plan(**kw: Any) -> bench.BenchPlan:
+    kw.setdefault("mem_available", 64 * GIB)
+    kw.setdefault("disk_free", 64 * GIB)
+    kw.setdefault("jobs", 2)
+    return bench.plan_bench(**kw)
+
+
+def test_plan_keeps_what_fits() -> None:
+    p = plan()
+    assert p.max_size == p.max_size_requested == GIB
+    assert p.sizes == bench.ladder(GIB)
+    assert [n for n in p.notes if "--max-size" in n] == []
+
+
+@pytest.mark.parametrize(
+    ("mem", "disk", "keep", "at_least", "at_most"),
+    [
+        (2 * GIB, 64 * GIB, False, 512 * MIB, 512 * MIB),  # a pair in half the memory
+        (64 * GIB, 2 * GIB, False, 512 * MIB, 512 * MIB),  # a pair in half the disk
+        (None, 1 * GIB, False, 256 * MIB, 256 * MIB),  # no /proc/meminfo: the disk decides
+        # --keep: every rung stays on disk; 1 GiB - 341 MiB of smaller rungs would just fit
+        (64 * GIB, 4 * GIB, True, 600 * MIB, 683 * MIB),
+    ],
+)
+def test_plan_lowers_max_size_to_fit(
+    mem: int | None, disk: int, keep: bool, at_least: int, at_most: int
+) -> None:
+    p = plan(mem_available=mem, disk_free=disk, keep=keep)
+    assert at_least <= p.max_size <= at_most
+    assert p.max_size % MIB == 0
+    assert p.sizes[-1] == p.max_size
+    on_disk = 2 * (sum(p.sizes) if keep else p.max_size)
+    assert on_disk <= disk / 2
+    if mem is not None:
+        assert 2 * p.max_size <= mem / 2
+    (note,) = [n for n in p.notes if "--max-size" in n]
+    assert note.startswith("--max-size lowered from 1.0 GiB to ")
+    assert "must fit in half of" in note
+
+
+def test_plan_refuses_when_nothing_fits() -> None:
+    with pytest.raises(FastdiffError, match="not enough room for even a 4 KiB pair"):
+        plan(mem_available=8 * KIB)
+
+
+def test_plan_lowers_the_scale_of_a_like_run() -> None:
+    run = f"{ROOT}/{FIXTURES}/identical/a"  # 20368 bytes
+    p = plan(like=run, scale=100.0, schema=RL_STATE, mem_available=4 * MIB, ladder_on=False)
+    assert p.like is not None
+    assert p.like.scale < 100
+    assert 2 * p.like.bytes <= 2 * MIB
+    (note,) = [n for n in p.notes if n.startswith("--scale")]
+    assert note.startswith("--scale lowered from 100 to ")
+    assert "must fit in half of 4.0 MiB of memory available" in note
+
+
+def test_serial_executor_measures_one_job() -> None:
+    p = plan(executor="serial", jobs=4)
+    assert p.jobs == (1,)
+    assert "--executor serial runs one job: measuring jobs 1 only" in p.notes
+
+
+def test_like_shape_and_scale() -> None:
+    shape = bench.like_shape(f"{ROOT}/{FIXTURES}/malformed/a", RL_STATE)
+    assert len(shape.files) == 68
+    assert shape.source_bytes == shape.bytes == 2 * 5092 - (64 - 10)  # one file is 10 bytes
+    bad = next(f for f in shape.files if (f.step, f.name) == (0, "unit_entry_price"))
+    assert (bad.dtype, bad.size) == ("f32", 10)
+    scaled = bench.scale_shape(shape, 1.0)
+    # whole elements: the 10-byte f32 file is rounded down to 8 bytes
+    bad = next(f for f in scaled.files if (f.step, f.name) == (0, "unit_entry_price"))
+    assert bad.size == 8
+    tiny = bench.scale_shape(shape, 0.001)
+    assert min(f.size for f in tiny.files) == 1  # a non-empty file keeps one element
+    assert all(f.size % (1 if f.dtype == "u8" else 4) == 0 for f in tiny.files)
+
+
+def test_memory_available(tmp_path: Path) -> None:
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal: 100 kB\nMemFree: 10 kB\nMemAvailable:   2048 kB\n")
+    assert bench.memory_available(str(meminfo)) == 2 * MIB
+    assert bench.memory_available(str(tmp_path / "nope")) is None
+
+
+# --- the shared helpers ---------------------------------------------------------
+
+
+def test_time_calls_interleaves_rounds_and_loops() -> None:
+    order: list[str] = []
+    calls = {name: (lambda name=name: order.append(name)) for name in ("a", "b", "c")}
+    times = timing.time_calls(calls, repeat=3, warmup=1, loops={"b": 2})
+    assert order == [
+        *"abbc",  # warm-up: a round like the others, untimed
+        *"abbc",  # round 1: b twice per sample
+        *"bbca",  # round 2 starts one later
+        *"cabb",
+    ]
+    assert {k: len(v) for k, v in times.items()} == {"a": 3, "b": 3, "c": 3}
+    with pytest.raises(ValueError, match="repeat must be >= 1"):
+        timing.time_calls(calls, repeat=0)
+
+
+def test_autorange_grows_the_loop_for_quick_calls() -> None:
+    n = 0
+
+    def quick() -> None:
+        nonlocal n
+        n += 1
+
+    loops = timing.autorange(quick, min_time=0.001)
+    assert loops > 1
+    assert n >= loops
+    assert timing.autorange(lambda: None, min_time=10.0, max_loops=8) == 8
+
+
+def test_read_once_into_a_reused_aligned_buffer(tmp_path: Path) -> None:
+    a, b = synth.write_pair(tmp_path / "a", tmp_path / "b", "x", "f32", 3 * MIB + 4)
+    buf = timing.aligned_buffer()
+    assert len(buf) == MIB
+    import ctypes
+
+    address = ctypes.addressof(ctypes.c_char.from_buffer(buf))
+    assert address % 4096 == 0
+    assert timing.read_once([a, b], buf) == 2 * (3 * MIB + 4)
+    assert timing.read_once([tmp_path / "a"]) == 3 * MIB + 4
+
+
+def test_late_offset() -> None:
+    assert synth.late_offset(4096, 4) == 4092
+    assert synth.late_offset(8192, 4) == 4096
+    assert synth.late_offset(GIB, 4) == GIB - 4096
+    assert synth.late_offset(10, 4) == 4  # the last whole element
+    with pytest.raises(ValueError, match="holds no 4-byte element"):
+        synth.late_offset(2, 4)
+
+
+def test_flip_element_changes_one_bit_in_place(tmp_path: Path) -> None:
+    a, b = synth.write_pair(tmp_path / "a", tmp_path / "b", "x", "f32", 64 * KIB)
+    synth.flip_element(b, -4094, "f32")  # inside the element at 64 KiB - 4096
+    da, db = a.read_bytes(), b.read_bytes()
+    diff = [i for i in range(len(da)) if da[i] != db[i]]
+    assert diff == [64 * KIB - 4096]
+    assert da[diff[0]] ^ db[diff[0]] == 1
+    with pytest.raises(ValueError, match="outside a file"):
+        synth.flip_element(b, 64 * KIB, "f32")
+
+
+def test_write_files_is_deterministic_and_files_differ(tmp_path: Path) -> None:
+    spec = [(0, "x", "f32", 64), (0, "y", "f32", 64), (3, "x", "u8", 5)]
+    first = synth.write_files(tmp_path / "one", spec, seed=1)
+    again = synth.write_files(tmp_path / "two", spec, seed=1)
+    assert [p.name for p in first] == ["step_0_x.bin", "step_0_y.bin", "step_3_x.bin"]
+    assert [p.read_bytes() for p in first] == [p.read_bytes() for p in again]
+    assert first[0].read_bytes() != first[1].read_bytes()
+    assert [p.stat().st_size for p in first] == [64, 64, 5]
+
+
+def test_status_line() -> None:
+    out = io.StringIO()
+    status = StatusLine(out)
+    status.close()
+    assert out.getvalue() == ""
+    status.show("one")
+    status.show("two")
+    status.close()
+    assert out.getvalue() == "\r\x1b[Kone\r\x1b[Ktwo\r\x1b[K"
+
+
+def test_bench_and_plot_modules_do_not_import_matplotlib_at_import() -> None:
+    code = (
+        "import sys\n"
+        "import fastdiff.bench, fastdiff.plot, fastdiff.cli\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('matplotlib', 'numpy', 'numba')))\n"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert p.stdout == "[]\n", p.stderr
+    assert os.path.exists(ROOT / "fastdiff" / "plot.py")
