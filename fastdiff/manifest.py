@@ -149,10 +149,14 @@ def parse_manifest(doc: object, path: str) -> Manifest:
         f = DumpFile(entry_path(path, name), step, buffer, size, 0, 0, 0, 0)
         files.append(f)
         digests[f.path] = d
-    skipped = []
-    for s in doc.get("skipped", []):
-        if isinstance(s, dict) and isinstance(s.get("path"), str):
-            skipped.append(Skipped(str(s["path"]), str(s.get("reason", ""))))
+    raw_skipped = doc.get("skipped", [])
+    if not isinstance(raw_skipped, list):
+        raise _fail(path, f"key 'skipped' must be list, got {type(raw_skipped).__name__}")
+    skipped = [
+        Skipped(s["path"], str(s.get("reason", "")))
+        for s in raw_skipped
+        if isinstance(s, dict) and isinstance(s.get("path"), str)
+    ]
     listing = RunListing(path, tuple(files), tuple(skipped), ())
     return Manifest(path, run, chunk_size, listing, digests)
 
