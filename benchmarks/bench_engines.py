@@ -6,7 +6,9 @@ and load cached kernels, then a faster loop). This script measures the
 crossover: for float32 pairs whose differing region grows from one 4 MiB
 chunk to 512 MiB, at two densities (1% of elements differ, and all differ),
 it times ``fastdiff compare --engine numpy`` against ``--engine numba`` as
-cold CLI runs and prints the medians and their ratio.
+cold CLI runs and prints the medians and their ratio. Dumps come from
+``fastdiff.synth`` (a differing element has its lowest bit flipped), timing
+from ``fastdiff.timing``.
 
     python benchmarks/bench_engines.py [--repeat 5] [--max-mib 512]
 
@@ -21,8 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
-
+from fastdiff import synth
 from fastdiff.timing import median, read_once, time_commands
 
 MIB = 1 << 20
@@ -31,20 +32,8 @@ MIB = 1 << 20
 def write_pair(folder: Path, n_bytes: int, diff_bytes: int, density: float) -> tuple[Path, Path]:
     """Two float32 runs, equal but for ``density`` of the elements in the last ``diff_bytes``."""
     a, b = folder / "a", folder / "b"
-    a.mkdir(parents=True)
-    b.mkdir()
-    rng = np.random.default_rng(7)
-    block = rng.random(MIB // 4, dtype=np.float32)
-    start = n_bytes - diff_bytes
-    with open(a / "step_0_x.bin", "wb") as fa, open(b / "step_0_x.bin", "wb") as fb:
-        for off in range(0, n_bytes, MIB):
-            fa.write(block.tobytes())
-            other = block.copy()
-            if off >= start:
-                k = max(1, int(block.size * density))
-                idx = np.linspace(0, block.size - 1, k).astype(np.int64)
-                other[idx] += np.float32(1.0)
-            fb.write(other.tobytes())
+    _, file_b = synth.write_pair(a, b, "x", "f32", n_bytes, seed=7)
+    synth.flip_spread(file_b, "f32", n_bytes - diff_bytes, n_bytes, density)
     return a, b
 
 

@@ -347,3 +347,45 @@ def write_files(
         file_seed = zlib.crc32(f"{seed}/{step}/{name}".encode())
         written.append(write_buffer(out / dump_name(step, name), dtype, n_bytes, seed=file_seed))
     return written
+
+
+def flip_spread(
+    path: str | os.PathLike[str],
+    dtype: str,
+    start: int,
+    end: int,
+    density: float,
+    block_bytes: int = DEFAULT_BLOCK_BYTES,
+) -> int:
+    """Flip the lowest bit of a share ``density`` of the elements in bytes
+    [start, end) of an existing file, evenly spaced; return how many.
+
+    At least one element is flipped; ``density=1`` flips every element in
+    the range. The file is changed in place, a block at a time, so memory
+    stays bounded whatever the range.
+    """
+    import numpy as np
+
+    itemsize = _itemsize(dtype)
+    if not 0 < density <= 1:
+        raise ValueError(f"density must be in (0, 1], got {density}")
+    size = os.path.getsize(path)
+    first, last = -(-start // itemsize), end // itemsize  # whole elements in the range
+    if not 0 <= start < end <= size or first >= last:
+        raise ValueError(f"bytes {start}..{end} hold no whole element of a {size}-byte file")
+    n = last - first
+    k = max(1, int(n * density))
+    per_block = max(1, block_bytes // itemsize)
+    with open(path, "r+b") as f:
+        fd = f.fileno()
+        for e0 in range(first, last, per_block):
+            e1 = min(e0 + per_block, last)
+            # flipped elements are first + (j * n) // k for j in 0..k-1; those in [e0, e1):
+            j0, j1 = -(-(e0 - first) * k // n), -(-(e1 - first) * k // n)
+            if j0 == j1:
+                continue
+            index = first + np.arange(j0, j1, dtype=np.int64) * n // k
+            data = bytearray(os.pread(fd, (e1 - e0) * itemsize, e0 * itemsize))
+            np.frombuffer(data, dtype=np.uint8)[(index - e0) * itemsize] ^= 1
+            os.pwrite(fd, data, e0 * itemsize)
+    return k

@@ -454,3 +454,24 @@ def test_bench_and_plot_modules_do_not_import_matplotlib_at_import() -> None:
     )
     assert p.stdout == "[]\n", p.stderr
     assert os.path.exists(ROOT / "fastdiff" / "plot.py")
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "density", "block"),
+    [(0, 64 * KIB, 1.0, 4 * KIB), (1001, 50_001, 0.01, 8 * KIB), (4092, 4096, 0.5, 8)],
+)
+def test_flip_spread_flips_evenly_spaced_elements(
+    tmp_path: Path, start: int, end: int, density: float, block: int
+) -> None:
+    np = pytest.importorskip("numpy")
+    a, b = synth.write_pair(tmp_path / "a", tmp_path / "b", "x", "f32", 64 * KIB)
+    k = synth.flip_spread(b, "f32", start, end, density, block_bytes=block)
+    x, y = np.fromfile(a, np.uint32), np.fromfile(b, np.uint32)
+    first, last = -(-start // 4), end // 4
+    n = last - first
+    assert k == max(1, int(n * density))
+    want = first + np.arange(k) * n // k
+    assert np.array_equal(np.flatnonzero(x != y), want)
+    assert set((x ^ y)[want].tolist()) == {1}
+    with pytest.raises(ValueError, match="hold no whole element"):
+        synth.flip_spread(b, "f32", 5, 7, 1.0)
