@@ -18,14 +18,20 @@ The result sets ``scan.NUMPY_MAX_BYTES``.
 from __future__ import annotations
 
 import argparse
+import compileall
+import os
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 
-from fastdiff import synth
-from fastdiff.timing import median, read_once, time_commands
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
 
+from fastdiff import synth  # noqa: E402
+from fastdiff.timing import median, read_once, time_commands  # noqa: E402
+
+KIB = 1 << 10
 MIB = 1 << 20
 
 
@@ -40,29 +46,33 @@ def write_pair(folder: Path, n_bytes: int, diff_bytes: int, density: float) -> t
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--max-mib", type=int, default=512)
+    ap.add_argument("--max-kib", type=int, default=256 * 1024)
     ap.add_argument("--workdir", default=None)
     args = ap.parse_args()
-    sizes = [s for s in (4, 16, 64, 128, 256, 512) if s <= args.max_mib]
+    sizes = [s for s in (4, 64, 1024, 4096, 16384, 65536, 262144) if s <= args.max_kib]
     root = Path(tempfile.mkdtemp(prefix="fastdiff-engines-", dir=args.workdir))
-    print("| differing MiB | density | numpy s | numba s | numpy/numba |")
+    os.environ["PYTHONPATH"] = str(REPO)
+    compileall.compile_dir(str(REPO / "fastdiff"), quiet=1)
+    print("| differing KiB | density | python s | numpy s | numba s |")
     print("| ---: | ---: | ---: | ---: | ---: |")
     try:
         for density in (0.01, 1.0):
-            for mib in sizes:
-                case = root / f"{mib}-{density}"
-                a, b = write_pair(case, max(mib, 16) * MIB, mib * MIB, density)
+            for kib in sizes:
+                case = root / f"{kib}-{density}"
+                a, b = write_pair(case, max(kib * KIB, 16 * MIB), kib * KIB, density)
                 cmd = [sys.executable, "-m", "fastdiff", "compare", str(a), str(b)]
                 cmd += ["--default-dtype", "f32", "--format", "json"]
+                # pure Python runs at about a microsecond per element: up to 4 MiB
+                engines = ("python", "numpy", "numba") if kib <= 4096 else ("numpy", "numba")
                 read_once([a, b])
                 times = time_commands(
-                    {e: [*cmd, "--engine", e] for e in ("numpy", "numba")},
+                    {e: [*cmd, "--engine", e] for e in engines},
                     repeat=args.repeat,
                     ok_codes=(1,),
                 )
-                tn, tb = median(times["numpy"]), median(times["numba"])
-                row = f"| {mib} | {density:.0%} | {tn:.3f} | {tb:.3f} | {tn / tb:.2f} |"
-                print(row, flush=True)
+                cells = [f"{median(times[e]):.3f}" if e in times else "-"
+                         for e in ("python", "numpy", "numba")]  # fmt: skip
+                print(f"| {kib} | {density:.0%} | {' | '.join(cells)} |", flush=True)
                 shutil.rmtree(case)
     finally:
         shutil.rmtree(root, ignore_errors=True)
