@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from . import synth, timing
 from .discover import open_run
@@ -41,6 +41,9 @@ from .dtypes import get_dtype
 from .errors import FastdiffError
 from .schema import Schema
 from .stats import format_bytes
+
+if TYPE_CHECKING:
+    from .compare import CompareOptions
 
 BENCH_SCHEMA_VERSION = 1
 
@@ -194,6 +197,9 @@ def scale_shape(shape: LikeShape, scale: float) -> LikeShape:
     return replace(shape, files=tuple(files), scale=scale)
 
 
+_MIN_SCALE = 1e-9
+
+
 def _round_down(n: int) -> int:
     """To a whole MiB above 1 MiB, else to 4 KiB."""
     unit = 1 << 20 if n >= 1 << 20 else 4 << 10
@@ -265,11 +271,15 @@ def plan_bench(
         scaled = scale_shape(shape, scale)
         budget = min(mem_budget, disk_budget)
         if 2 * scaled.bytes > budget:
+            smallest = scale_shape(shape, _MIN_SCALE)  # one element per non-empty file
+            if 2 * smallest.bytes > budget:
+                raise FastdiffError(
+                    f"--like {like}: even one element per file does not fit ({where})"
+                )
             fit = float(f"{scale * budget / (2 * scaled.bytes):.3g}")
-            while fit > 0 and 2 * scale_shape(shape, fit).bytes > budget:
+            while fit > _MIN_SCALE and 2 * scale_shape(shape, fit).bytes > budget:
                 fit = float(f"{fit * 0.9:.3g}")
-            if fit <= 0 or not scale_shape(shape, fit).bytes:
-                raise FastdiffError(f"--like {like}: the run does not fit ({where})")
+            fit = max(fit, _MIN_SCALE)
             notes.append(
                 f"--scale lowered from {scale:g} to {fit:g}: a pair of runs like {like} "
                 f"({format_bytes(2 * scaled.bytes)}) must fit in half of {where}"
@@ -410,7 +420,7 @@ class BenchResult:
 # --- running -----------------------------------------------------------------
 
 
-def _options(plan: BenchPlan, schema: Schema, jobs: int) -> Any:
+def _options(plan: BenchPlan, schema: Schema, jobs: int) -> CompareOptions:
     from .compare import CompareOptions
 
     return CompareOptions(
@@ -490,7 +500,8 @@ def run_bench(plan: BenchPlan, progress: Callable[[str], None] | None = None) ->
             _settle()
             say(f"[{i}/{steps}] {format_bytes(size)}: timing identical runs")
             out += _measure(plan, "ladder", "identical", a, b, [pa, pb], LADDER_SCHEMA, buf)
-            synth.flip_element(pb, synth.late_offset(size, 4), LADDER_DTYPE)
+            itemsize = get_dtype(LADDER_DTYPE).itemsize
+            synth.flip_element(pb, synth.late_offset(size, itemsize), LADDER_DTYPE)
             say(f"[{i}/{steps}] {format_bytes(size)}: timing a late difference")
             out += _measure(plan, "ladder", "late-diff", a, b, [pa, pb], LADDER_SCHEMA, buf)
             if not plan.keep:

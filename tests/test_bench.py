@@ -475,3 +475,9 @@ def test_flip_spread_flips_evenly_spaced_elements(
     assert set((x ^ y)[want].tolist()) == {1}
     with pytest.raises(ValueError, match="hold no whole element"):
         synth.flip_spread(b, "f32", 5, 7, 1.0)
+
+
+def test_plan_refuses_a_like_run_that_cannot_fit() -> None:
+    run = f"{ROOT}/{FIXTURES}/identical/a"  # 136 files
+    with pytest.raises(FastdiffError, match="even one element per file does not fit"):
+        plan(like=run, schema=RL_STATE, mem_available=1000, ladder_on=False)
