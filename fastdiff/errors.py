@@ -20,7 +20,3 @@ class FastdiffError(Exception):
 
 class SchemaError(FastdiffError, ValueError):
     """A schema file or option that cannot be used."""
-
-
-class UsageError(FastdiffError, ValueError):
-    """Options that do not fit together."""

@@ -88,12 +88,6 @@ class Schema:
     def with_default_dtype(self, dtype: str) -> Schema:
         return Schema(self.name, self.groups, dtype)
 
-    def group(self, key: str) -> Group:
-        for g in self.groups:
-            if g.key == key:
-                return g
-        return OTHER_GROUP
-
     @property
     def order(self) -> dict[str, int]:
         """Pipeline position of each group key; ``other`` comes last."""
