@@ -22,7 +22,7 @@ from .discover import DumpFile, RunListing, open_run
 from .dtypes import DTYPES, get_dtype
 from .errors import FastdiffError
 from .results import Problem, Skipped
-from .schema import Schema
+from .schema import OTHER_GROUP, Schema
 
 STATS_SCHEMA_VERSION = 1
 DEFAULT_TOP = 10
@@ -170,10 +170,11 @@ def run_stats(
         groups = tuple((k, _tally((f, d) for f, g, d in items if g == k)) for k in keys)
         steps.append(StepStats(step, _tally((f, d) for f, _, d in items), groups))
 
+    titles = {g.key: g.title for g in (*schema.groups, OTHER_GROUP)}
     groups_total = tuple(
         GroupStats(
             key,
-            schema.group(key).title,
+            titles[key],
             _tally((f, d) for f, _, d in by_group[key]),
             len({f.name for f, _, _ in by_group[key]}),
             len({f.step for f, _, _ in by_group[key]}),
