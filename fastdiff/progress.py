@@ -15,18 +15,36 @@ def _bytes(n: float) -> str:
     return f"{n:.1f} TiB"  # pragma: no cover
 
 
+class StatusLine:
+    """One free-form status line (``fastdiff bench``), redrawn in place, erased at the end."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self._shown = False
+
+    def show(self, text: str) -> None:
+        self.stream.write("\r\x1b[K" + text)
+        self.stream.flush()
+        self._shown = True
+
+    def close(self) -> None:
+        if self._shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self._shown = False
+
+
 class Progress:
-    """One status line, redrawn at most ten times a second, erased at the end."""
+    """Sweep progress on one status line, redrawn at most ten times a second."""
 
     def __init__(self, stream: TextIO | None = None, interval: float = 0.1) -> None:
-        self.stream = stream if stream is not None else sys.stderr
+        self.status = StatusLine(stream)
         self.interval = interval
         self.files = self.total_files = 0
         self.bytes = self.total_bytes = 0
         self.pairs = self.total_pairs = 0
         self._t0 = time.perf_counter()
         self._last = 0.0
-        self._shown = False
 
     def start(self, files: int, total_bytes: int, pairs: int) -> None:
         self.total_files, self.total_bytes, self.total_pairs = files, total_bytes, pairs
@@ -57,31 +75,7 @@ class Progress:
         if not force and now - self._last < self.interval:
             return
         self._last = now
-        self.stream.write("\r\x1b[K" + self.line())
-        self.stream.flush()
-        self._shown = True
+        self.status.show(self.line())
 
     def close(self) -> None:
-        if self._shown:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
-            self._shown = False
-
-
-class StatusLine:
-    """One free-form status line (``fastdiff bench``), redrawn in place, erased at the end."""
-
-    def __init__(self, stream: TextIO | None = None) -> None:
-        self.stream = stream if stream is not None else sys.stderr
-        self._shown = False
-
-    def show(self, text: str) -> None:
-        self.stream.write("\r\x1b[K" + text)
-        self.stream.flush()
-        self._shown = True
-
-    def close(self) -> None:
-        if self._shown:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
-            self._shown = False
+        self.status.close()

@@ -301,3 +301,16 @@ def test_bad_manifests(runs: dict[str, Path], tmp_path: Path) -> None:
     inside = cli("hash", str(runs["base"]), "-o", str(runs["base"] / "m.json"))
     assert inside.returncode == 2 and "refusing to write into the run folder" in inside.stderr
     assert not (runs["base"] / "m.json").exists()
+
+
+def test_progress_on_stderr_only_when_asked_or_a_terminal(
+    runs: dict[str, Path], cache_env: dict[str, str]
+) -> None:
+    args = ["sweep", "--baseline", str(runs["base"]), str(runs["same1"]), "--no-cache"]
+    quiet = cli(*args, env=cache_env)  # stderr is a pipe here: no progress by default
+    assert quiet.returncode == 0 and quiet.stderr == ""
+    shown = cli(*args, "--progress", env=cache_env)
+    assert shown.returncode == 0
+    assert "hashed 0/272 files" in shown.stderr and "pairs 0/1" in shown.stderr
+    assert shown.stderr.endswith("\x1b[K")  # the line is erased at the end
+    assert len(shown.stdout.splitlines()) == len(quiet.stdout.splitlines()) == 2
