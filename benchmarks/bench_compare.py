@@ -20,7 +20,6 @@ variable FASTDIFF_BENCH_ARGS.
 from __future__ import annotations
 
 import argparse
-import compileall
 import json
 import os
 import platform
@@ -386,19 +385,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     fastdiff_args = shlex.split(args.fastdiff_args)
-    # `python -m fastdiff` must find this working tree, whatever the cwd.
-    path = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = str(REPO) + (os.pathsep + path if path else "")
-    # Time the package as installed: pip compiles bytecode at install time,
-    # while a working tree run with PYTHONDONTWRITEBYTECODE=1 would recompile
-    # every module at every start (16 ms here).
-    compileall.compile_dir(str(REPO / "fastdiff"), quiet=1)
-    startup = timing.time_commands({"python": [sys.executable, "-c", "pass"]}, repeat=11)
-
-    load = os.getloadavg()[0]
-    if load > 0.5:
-        note = f"warning: load average {load:.2f}: other work is running, timings will be noisy"
-        print(note, file=sys.stderr)
+    startup = timing.prepare_cli(REPO)
+    load = timing.warn_if_busy()
     if args.workdir:
         args.workdir.mkdir(parents=True, exist_ok=True)
     root = Path(tempfile.mkdtemp(prefix="fastdiff-bench-", dir=args.workdir))
@@ -425,7 +413,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(
         f"Floor of every Python tool here: a bare interpreter start (`python -c pass`) "
-        f"takes {timing.median(startup['python']) * 1000:.0f} ms on this machine."
+        f"takes {startup * 1000:.0f} ms on this machine."
     )
     print()
     print(

@@ -18,8 +18,6 @@ The result sets ``scan.NUMPY_MAX_BYTES``.
 from __future__ import annotations
 
 import argparse
-import compileall
-import os
 import shutil
 import sys
 import tempfile
@@ -29,7 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from fastdiff import synth  # noqa: E402
-from fastdiff.timing import median, read_once, time_commands  # noqa: E402
+from fastdiff.timing import median, prepare_cli, read_once, time_commands  # noqa: E402
 
 KIB = 1 << 10
 MIB = 1 << 20
@@ -51,8 +49,7 @@ def main() -> int:
     args = ap.parse_args()
     sizes = [s for s in (4, 64, 1024, 4096, 16384, 65536, 262144) if s <= args.max_kib]
     root = Path(tempfile.mkdtemp(prefix="fastdiff-engines-", dir=args.workdir))
-    os.environ["PYTHONPATH"] = str(REPO)
-    compileall.compile_dir(str(REPO / "fastdiff"), quiet=1)
+    prepare_cli(REPO)
     print("| differing KiB | density | python s | numpy s | numba s |")
     print("| ---: | ---: | ---: | ---: | ---: |")
     try:

@@ -25,7 +25,6 @@ at least 2x faster than the cold one.
 from __future__ import annotations
 
 import argparse
-import compileall
 import json
 import os
 import platform
@@ -362,19 +361,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     n_candidates, batch = (8, 512) if args.quick else (32, 4096)
     fastdiff_args = shlex.split(args.fastdiff_args)
-    # `python -m fastdiff` must find this working tree, whatever the cwd.
-    path = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = str(REPO) + (os.pathsep + path if path else "")
-    # Time the package as installed: pip compiles bytecode at install time,
-    # while a working tree run with PYTHONDONTWRITEBYTECODE=1 would recompile
-    # every module at every start.
-    compileall.compile_dir(str(REPO / "fastdiff"), quiet=1)
-    startup = timing.time_commands({"python": [sys.executable, "-c", "pass"]}, repeat=11)
-
-    load = os.getloadavg()[0]
-    if load > 0.5:
-        note = f"warning: load average {load:.2f}: other work is running, timings will be noisy"
-        print(note, file=sys.stderr)
+    startup = timing.prepare_cli(REPO)
+    load = timing.warn_if_busy()
     if args.workdir:
         args.workdir.mkdir(parents=True, exist_ok=True)
     root = Path(tempfile.mkdtemp(prefix="fastdiff-bench-sweep-", dir=args.workdir))
@@ -417,7 +405,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{os.cpu_count()} CPUs, load average {load:.2f} at start, "
         f"median of {args.repeat} interleaved runs after {max(args.warmup, 1)} warm-up, "
         "runs read into the page cache before timing. A bare interpreter start "
-        f"(`python -c pass`) takes {timing.median(startup['python']) * 1000:.0f} ms here."
+        f"(`python -c pass`) takes {startup * 1000:.0f} ms here."
     )
     extra = f" {shlex.join(fastdiff_args)}" if fastdiff_args else ""
     print(

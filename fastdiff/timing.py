@@ -33,6 +33,7 @@ import shlex
 import signal
 import statistics
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping
@@ -329,3 +330,32 @@ def _read_into(files: list[Path], view: memoryview) -> int:
             while n := f.readinto(view):
                 total += n
     return total
+
+
+def prepare_cli(repo: str | os.PathLike[str]) -> float:
+    """Make ``python -m fastdiff`` in child processes run this working tree as
+    an installed package would, and return a bare interpreter start (median s).
+
+    PYTHONPATH gets the tree; its bytecode is compiled once, as pip does at
+    install time (with PYTHONDONTWRITEBYTECODE=1 every start would otherwise
+    recompile every module). The start-up figure is the floor of every
+    Python tool timed as a command on this machine.
+    """
+    import compileall
+
+    root = os.fspath(repo)
+    path = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = root + (os.pathsep + path if path else "")
+    compileall.compile_dir(os.path.join(root, "fastdiff"), quiet=1)
+    return median(time_commands({"python": [sys.executable, "-c", "pass"]}, repeat=11)["python"])
+
+
+def warn_if_busy(limit: float = 0.5) -> float:
+    """The load average; a note on stderr when it is above ``limit`` (other work running)."""
+    load = os.getloadavg()[0]
+    if load > limit:
+        print(
+            f"warning: load average {load:.2f}: other work is running, timings will be noisy",
+            file=sys.stderr,
+        )
+    return load
