@@ -1,18 +1,20 @@
-"""Where does numba pay for itself? The numpy and numba engines side by side.
+"""Which engine for how much differing data? auto, python, numpy and numba side by side.
 
-fastdiff's ``--engine auto`` scans small differing regions with numpy (which
-imports in about 0.2 s) and large ones with numba (about 0.6 s more to import
-and load cached kernels, then a faster loop). This script measures the
-crossover: for float32 pairs whose differing region grows from one 4 MiB
-chunk to 512 MiB, at two densities (1% of elements differ, and all differ),
-it times ``fastdiff compare --engine numpy`` against ``--engine numba`` as
-cold CLI runs and prints the medians and their ratio. Dumps come from
-``fastdiff.synth`` (a differing element has its lowest bit flipped), timing
-from ``fastdiff.timing``.
+fastdiff's ``--engine auto`` narrows a differing region to its differing
+4 KiB blocks, then scans up to 64 KiB of them in pure Python (nothing to
+import), up to 64 MiB with numpy (about 0.2 s to import), and more with numba
+(about 1 s more here to import and load its cached kernels, then the fastest
+loop). This script measures the crossovers: for float32 pairs whose differing
+region (at the end) grows from 4 KiB to 256 MiB, at two densities (1% of the
+elements differ, and all of them), it times ``fastdiff compare --engine E`` as
+cold CLI runs, for ``auto`` and for each engine forced (a forced engine scans
+whole differing 4 MiB chunks, without narrowing), and prints the medians.
+Dumps come from ``fastdiff.synth`` (a differing element has its lowest bit
+flipped), timing from ``fastdiff.timing``.
 
-    python benchmarks/bench_engines.py [--repeat 5] [--max-mib 512]
+    python benchmarks/bench_engines.py [--repeat 5] [--max-kib 262144]
 
-The result sets ``scan.NUMPY_MAX_BYTES``.
+The results set ``scan.PYTHON_MAX_BYTES`` and ``scan.NUMPY_MAX_BYTES``.
 """
 
 from __future__ import annotations
@@ -50,8 +52,8 @@ def main() -> int:
     sizes = [s for s in (4, 64, 1024, 4096, 16384, 65536, 262144) if s <= args.max_kib]
     root = Path(tempfile.mkdtemp(prefix="fastdiff-engines-", dir=args.workdir))
     prepare_cli(REPO)
-    print("| differing KiB | density | python s | numpy s | numba s |")
-    print("| ---: | ---: | ---: | ---: | ---: |")
+    print("| differing KiB | density | auto s | python s | numpy s | numba s |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: |")
     try:
         for density in (0.01, 1.0):
             for kib in sizes:
@@ -60,7 +62,9 @@ def main() -> int:
                 cmd = [sys.executable, "-m", "fastdiff", "compare", str(a), str(b)]
                 cmd += ["--default-dtype", "f32", "--format", "json"]
                 # pure Python runs at about a microsecond per element: up to 4 MiB
-                engines = ("python", "numpy", "numba") if kib <= 4096 else ("numpy", "numba")
+                engines = ("auto", "python", "numpy", "numba")
+                if kib > 4096:
+                    engines = ("auto", "numpy", "numba")
                 read_once([a, b])
                 times = time_commands(
                     {e: [*cmd, "--engine", e] for e in engines},
@@ -68,7 +72,7 @@ def main() -> int:
                     ok_codes=(1,),
                 )
                 cells = [f"{median(times[e]):.3f}" if e in times else "-"
-                         for e in ("python", "numpy", "numba")]  # fmt: skip
+                         for e in ("auto", "python", "numpy", "numba")]  # fmt: skip
                 print(f"| {kib} | {density:.0%} | {' | '.join(cells)} |", flush=True)
                 shutil.rmtree(case)
     finally:

@@ -41,14 +41,15 @@ BLOCK = 4096
 #: Regions up to this size are narrowed to their differing blocks first.
 NARROW_MAX_BYTES = 64 << 20
 #: Differing blocks up to this many bytes are scanned by the Python engine.
-#: Measured (benchmarks/bench_engines.py, cold CLI runs, every element
-#: differing): pure Python ties numpy's 0.2 s import at about 64 KiB of a
-#: 4 MiB chunk and loses at 1 MiB (0.52 s against 0.23 s).
+#: Measured (benchmarks/bench_engines.py, cold CLI runs): with every element
+#: of a 64 KiB region differing, auto (narrowed, then Python) takes 0.13 s
+#: against 0.22 s for numpy; with 1 MiB, Python would take longer than
+#: numpy's 0.2 s import.
 PYTHON_MAX_BYTES = 64 << 10
-#: Up to this many bytes numpy wins. numba costs 1.1-1.5 s to import and
-#: load its cached kernels here, against numpy's 0.2 s; with every element
-#: differing numpy still wins at 64 MiB (0.85 s against 1.27 s) and loses
-#: at 256 MiB (3.3 s against 1.3 s); with 1% differing it wins throughout.
+#: Up to this many bytes numpy wins. numba costs about 1 s to import and load
+#: its cached kernels here, against numpy's 0.2 s; with every element
+#: differing numpy still wins at 64 MiB (0.96 s against 1.26 s) and loses at
+#: 256 MiB (3.3 s against 1.56 s); with 1% differing it wins throughout.
 NUMPY_MAX_BYTES = 64 << 20
 
 
