@@ -39,6 +39,7 @@ from . import synth, timing
 from .discover import open_run
 from .dtypes import get_dtype
 from .errors import FastdiffError
+from .pool import SERIAL_MAX_BYTES
 from .schema import Schema
 from .stats import format_bytes
 
@@ -657,7 +658,11 @@ def render_bench_text(r: BenchResult) -> str:
         GBS + ".",
         LATE + ".",
         f"executor {plan.executor}"
-        + (" (in-process below 8 MiB in total, else threads)" if plan.executor == "auto" else "")
+        + (
+            f" (in-process below {format_bytes(SERIAL_MAX_BYTES)} to hash in all, else threads)"
+            if plan.executor == "auto"
+            else ""
+        )
         + f"; dumps in {r.folder} ({'kept' if r.kept else 'removed'}).",
     ]
     if plan.like is not None:

@@ -115,7 +115,7 @@ def test_json_structure(tiny: tuple[Path, Path, Any, str]) -> None:
     for r in doc["results"]:
         check_result(r, repeat=1)
         assert r["files"] == 1
-        assert r["executor"] == "serial"  # auto: in-process below 8 MiB
+        assert r["executor"] == "serial"  # auto: in-process below 128 MiB
     # the temporary folder is gone, and nothing else was left in the workdir
     assert doc["kept"] is False
     assert not Path(doc["folder"]).exists()
