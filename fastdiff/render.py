@@ -22,7 +22,8 @@ JSON_SCHEMA_VERSION = 1
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:
-    return f"{n} {word if n == 1 else many or word + 's'}"
+    """'1 error', '2 errors', '1,234 entries'."""
+    return f"{n:,} {word if n == 1 else many or word + 's'}"
 
 
 def json_number(value: Any) -> Any:

@@ -21,6 +21,7 @@ from typing import Any, Literal
 from .discover import DumpFile, RunListing, open_run
 from .dtypes import DTYPES, get_dtype
 from .errors import FastdiffError
+from .render import plural
 from .results import Problem, Skipped
 from .schema import OTHER_GROUP, Schema
 
@@ -380,17 +381,13 @@ def _cells(t: Tally) -> list[str]:
     return [f"{t.files:,}", f"{t.elements:,}", format_bytes(t.bytes), " ".join(t.dtypes)]
 
 
-def _plural(n: int, word: str, many: str | None = None) -> str:
-    return f"{n:,} {word if n == 1 else many or word + 's'}"
-
-
 def render_stats_text(s: RunStats) -> str:
     t = s.total
     lines = [f"run: {s.run} ({s.source}), schema {s.schema}"]
     per_step = [st.total.bytes for st in s.steps]
     lines.append(
-        f"total: {_plural(s.n_steps, 'step')}, {_plural(s.n_buffers, 'buffer')}, "
-        f"{_plural(t.files, 'file')}, {_plural(t.elements, 'element')}, "
+        f"total: {plural(s.n_steps, 'step')}, {plural(s.n_buffers, 'buffer')}, "
+        f"{plural(t.files, 'file')}, {plural(t.elements, 'element')}, "
         f"{t.bytes:,} bytes ({format_bytes(t.bytes)}); dtypes {' '.join(t.dtypes) or '-'}"
     )
     if per_step:
@@ -443,7 +440,7 @@ def render_stats_text(s: RunStats) -> str:
 
     lines.append("")
     if s.missing:
-        lines.append(f"missing at some steps ({_plural(len(s.missing), 'buffer')}):")
+        lines.append(f"missing at some steps ({plural(len(s.missing), 'buffer')}):")
         for m in s.missing:
             lines.append(
                 f"  {m.name} ({m.group}): missing at step"
@@ -453,12 +450,12 @@ def render_stats_text(s: RunStats) -> str:
     else:
         lines.append("missing at some steps: none (every buffer is at every step)")
     if s.malformed:
-        lines.append(f"malformed ({_plural(len(s.malformed), 'file')}, no elements counted):")
+        lines.append(f"malformed ({plural(len(s.malformed), 'file')}, no elements counted):")
         lines += [f"  step {m.step} {m.name} [{m.dtype}]: {m.message}" for m in s.malformed]
     if s.skipped:
-        lines.append(f"skipped ({_plural(len(s.skipped), 'entry', 'entries')}):")
+        lines.append(f"skipped ({plural(len(s.skipped), 'entry', 'entries')}):")
         lines += [f"  {k.path}: {k.reason}" for k in s.skipped]
     if s.errors:
-        lines.append(f"{_plural(len(s.errors), 'error')}:")
+        lines.append(f"{plural(len(s.errors), 'error')}:")
         lines += [f"  {e.path}: {e.message}" for e in s.errors]
     return "\n".join(lines) + "\n"

@@ -30,6 +30,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from .dtypes import DTYPES, get_dtype
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -82,20 +84,7 @@ RL_STATE_MEMBERS: list[tuple[str, str]] = [
 RL_ISV_ELEMENTS = 757
 
 #: Width in bytes of each dtype name this module writes.
-ITEMSIZE: dict[str, int] = {
-    "u8": 1,
-    "i8": 1,
-    "u16": 2,
-    "i16": 2,
-    "u32": 4,
-    "i32": 4,
-    "u64": 8,
-    "i64": 8,
-    "f16": 2,
-    "bf16": 2,
-    "f32": 4,
-    "f64": 8,
-}
+ITEMSIZE: dict[str, int] = {name: d.itemsize for name, d in DTYPES.items()}
 
 #: Size of the random block that :func:`write_pair` repeats (a multiple of
 #: every element width and of the page size).
@@ -132,11 +121,7 @@ def folder_bytes(folder: str | os.PathLike[str]) -> int:
 
 
 def _itemsize(dtype: str) -> int:
-    try:
-        return ITEMSIZE[dtype]
-    except KeyError:
-        valid = " ".join(ITEMSIZE)
-        raise ValueError(f"unknown dtype {dtype!r} (valid: {valid})") from None
+    return get_dtype(dtype).itemsize
 
 
 def _rng(seed: int, *keys: int | str) -> np.random.Generator:
