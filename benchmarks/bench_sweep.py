@@ -136,9 +136,11 @@ def commands_for(s: Setup, cache_root: Path, fastdiff_args: list[str]) -> dict[s
             f'[ "$r" -le 1 ] || exit "$r"; done'
         )
 
+    # The runs were written a moment ago: without --cache-min-age 0 the cache
+    # would (rightly) keep no digest of files that may still be changing.
     commands: dict[str, timing.Command] = {
-        "sweep-cold": f"rm -rf {cold} && {sweep} --cache-dir {cold}",
-        "sweep-warm": f"{sweep} --cache-dir {warm}",
+        "sweep-cold": f"rm -rf {cold} && {sweep} --cache-dir {cold} --cache-min-age 0",
+        "sweep-warm": f"{sweep} --cache-dir {warm} --cache-min-age 0",
         "sweep-no-cache": f"{sweep} --no-cache",
         "compare-loop": loop(f"{py} -m fastdiff compare --format json {extra} {base}"),
     }

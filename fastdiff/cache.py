@@ -1,8 +1,12 @@
 """A per-user cache of chunk digests, so repeated sweeps rehash only what changed.
 
 An entry is keyed by the file's identity as ``stat`` sees it (device, inode,
-size, mtime_ns, ctime_ns) and the chunk size; any change to the file moves
-its ctime, so a stale entry is never found, let alone used. The cache lives
+size, mtime_ns, ctime_ns) and the chunk size; a write moves the file's
+ctime, so a stale entry is not found, let alone used. One kind of write
+need not move the times at once: stores through a shared memory map into
+pages that are already dirty. So only files unchanged for a while (one
+minute by default) have their digests kept: a run still being written is
+always hashed afresh. The cache lives
 in ``$XDG_CACHE_HOME/fastdiff`` (else ``~/.cache/fastdiff``), never in a run
 folder. It is SQLite in WAL mode, safe with several fastdiff processes at
 once. A cache file that is corrupt or not ours is set aside and rebuilt,
@@ -22,6 +26,8 @@ from pathlib import Path
 from .discover import DumpFile
 from .hash import FileDigest
 
+#: Digests of files changed more recently than this are not cached.
+DEFAULT_MIN_AGE_S = 60.0
 #: Bumped whenever the table layout or the digest definition changes.
 CACHE_VERSION = 1
 _APP_ID = 0x66646966  # "fdif": marks the file as fastdiff's
@@ -40,8 +46,11 @@ def _key(f: DumpFile, chunk_size: int) -> tuple[int, int, int, int, int, int]:
 class DigestCache:
     """Look up and store chunk digests; every failure degrades to 'not cached'."""
 
-    def __init__(self, folder: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self, folder: str | os.PathLike[str] | None = None, min_age_s: float = DEFAULT_MIN_AGE_S
+    ) -> None:
         self.folder = Path(folder) if folder is not None else default_cache_dir()
+        self.min_age_ns = int(min_age_s * 1e9)
         self.path = self.folder / "digests.sqlite3"
         self.warnings: list[str] = []
         self.hits = 0
@@ -134,7 +143,15 @@ class DigestCache:
         """Queue entries; they are written in one transaction by ``flush`` (or ``close``)."""
         if self._db is None:
             return
-        self._queued += [(*_key(f, d.chunk_size), b"".join(d.chunks)) for f, d in entries]
+        # A file changed less than min_age ago may still be being written, in
+        # ways that need not move its times (stores through a shared memory
+        # map into pages already dirty): its digest is not kept.
+        settled = time.time_ns() - self.min_age_ns
+        self._queued += [
+            (*_key(f, d.chunk_size), b"".join(d.chunks))
+            for f, d in entries
+            if max(f.mtime_ns, f.ctime_ns) <= settled
+        ]
         if len(self._queued) >= 50_000:
             self.flush()
 

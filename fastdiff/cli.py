@@ -158,6 +158,14 @@ def _add_cache_options(p: argparse.ArgumentParser, default_cache: bool) -> None:
         help="neither read nor write the cache" + ("" if default_cache else " (default)"),
     )
     cache.add_argument("--cache-dir", metavar="DIR", help="use this folder for the cache")
+    cache.add_argument(
+        "--cache-min-age",
+        type=_non_negative_float,
+        default=60.0,
+        metavar="SECONDS",
+        help="cache only digests of files unchanged for this long (default 60): a file still "
+        "being written through a memory map can change without its times moving",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -262,12 +270,21 @@ def _options(args: argparse.Namespace) -> CompareOptions:
         raise FastdiffError(str(exc)) from exc
 
 
-def _cache(args: argparse.Namespace) -> DigestCache | None:
+def _cache(args: argparse.Namespace, runs: Sequence[str]) -> DigestCache | None:
+    """The digest cache, unless off; never inside one of the ``runs`` folders."""
     if not args.cache:
         return None
-    from .cache import DigestCache
+    from .cache import DigestCache, default_cache_dir
+    from .discover import is_inside
 
-    return DigestCache(args.cache_dir)
+    folder = args.cache_dir or str(default_cache_dir())
+    for run in runs:
+        if os.path.isdir(run) and is_inside(folder, run):
+            raise FastdiffError(
+                f"digest cache folder {folder} is inside the run folder {run}, and fastdiff "
+                "never writes into a run folder; choose another --cache-dir, or --no-cache"
+            )
+    return DigestCache(folder, min_age_s=args.cache_min_age)
 
 
 @contextmanager
@@ -304,7 +321,7 @@ def _run_compare(args: argparse.Namespace) -> int:
     from .verdict import exit_code
 
     options = _options(args)
-    cache = _cache(args)
+    cache = _cache(args, [args.run_a, args.run_b])
     try:
         report = compare_runs(args.run_a, args.run_b, options, cache=cache)
     finally:
@@ -348,7 +365,7 @@ def _run_sweep(args: argparse.Namespace) -> int:
                      format_sweep_row(report) + "\n")  # fmt: skip
 
     render = render_sweep_summary_record if fmt == "jsonl" else render_sweep_summary_text
-    cache = _cache(args)
+    cache = _cache(args, [run for pair in pairs for run in pair])
     try:
         with _dask_executor(args) as executor:
             _, summary = sweep(
@@ -377,7 +394,7 @@ def _run_hash(args: argparse.Namespace) -> int:
     from .manifest import write_manifest
 
     options = _options(args)
-    cache = _cache(args)
+    cache = _cache(args, [args.run])
     try:
         text, problems = write_manifest(args.run, options, cache=cache, output=args.output)
     finally:

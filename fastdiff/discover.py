@@ -21,7 +21,7 @@ from .results import Problem, Skipped
 if TYPE_CHECKING:
     from .hash import FileDigest
 
-DUMP_NAME = re.compile(r"^step_(\d+)_(.+)\.bin$", re.DOTALL)
+DUMP_NAME = re.compile(r"^step_([0-9]{1,18})_(.+)\.bin$", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,9 @@ class RunListing:
     #: False when the run itself could not be read (missing, not a folder):
     #: its buffers are unknown, not absent, so nothing is paired against it.
     readable: bool = True
+    #: Dumps named in the folder that could not be compared (a FIFO, a broken
+    #: link, ...), by (step, name), with the reason: present, not absent.
+    broken: tuple[tuple[tuple[int, str], str], ...] = ()
 
     def by_key(self) -> dict[tuple[int, str], DumpFile]:
         return {(f.step, f.name): f for f in self.files}
@@ -84,6 +87,12 @@ def dump_file_from_stat(path: str, step: int, name: str, st: os.stat_result) -> 
     )
 
 
+def is_inside(path: str | os.PathLike[str], folder: str | os.PathLike[str]) -> bool:
+    """True when ``path`` is ``folder`` or lies below it (links resolved)."""
+    real, top = os.path.realpath(path), os.path.realpath(folder)
+    return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
+
+
 def _unreadable(root: str, problem: Problem) -> RunListing:
     return RunListing(root, (), (), (problem,), readable=False)
 
@@ -91,6 +100,8 @@ def _unreadable(root: str, problem: Problem) -> RunListing:
 def discover(run: str | os.PathLike[str]) -> RunListing:
     root = os.fspath(run)
     shown = display_path(root)
+    if "\0" in root:
+        return _unreadable(root, Problem(shown, "a path cannot contain a NUL character"))
     try:
         st = os.stat(root)
     except FileNotFoundError:
@@ -112,7 +123,14 @@ def discover(run: str | os.PathLike[str]) -> RunListing:
     files: list[DumpFile] = []
     skipped: list[Skipped] = []
     errors: list[Problem] = []
+    broken: dict[tuple[int, str], str] = {}
     seen: dict[tuple[int, str], str] = {}
+
+    def fail(shown_path: str, parsed: tuple[int, str] | None, message: str) -> None:
+        errors.append(Problem(shown_path, message))
+        if parsed is not None:
+            broken.setdefault(parsed, message)
+
     for entry_name in names:
         path = os.path.join(root, entry_name)
         shown_path = display_path(path)
@@ -120,9 +138,7 @@ def discover(run: str | os.PathLike[str]) -> RunListing:
         try:
             lst = os.lstat(path)
         except OSError as exc:
-            errors.append(
-                Problem(shown_path, f"vanished or unreadable while listing: {exc.strerror}")
-            )
+            fail(shown_path, parsed, f"vanished or unreadable while listing: {exc.strerror}")
             continue
         is_link = stat.S_ISLNK(lst.st_mode)
         try:
@@ -132,26 +148,24 @@ def discover(run: str | os.PathLike[str]) -> RunListing:
             if parsed is None:
                 skipped.append(Skipped(shown_path, f"{what}, not a dump"))
             else:
-                errors.append(Problem(shown_path, f"{what}; fix or remove the link"))
+                fail(shown_path, parsed, f"{what}; fix or remove the link")
             continue
         if not stat.S_ISREG(st.st_mode):
             kind = _kind(st.st_mode)
             if parsed is None:
                 skipped.append(Skipped(shown_path, f"{kind}; fastdiff compares regular files only"))
             else:
-                errors.append(
-                    Problem(
-                        shown_path, f"named like a dump but is {kind}; only regular files are read"
-                    )
+                fail(
+                    shown_path,
+                    parsed,
+                    f"named like a dump but is {kind}; only regular files are read",
                 )
             continue
         if parsed is None:
             skipped.append(Skipped(shown_path, "not a dump: name is not step_<N>_<name>.bin"))
             continue
-        if shown_path != path:
-            errors.append(
-                Problem(shown_path, "file name is not valid UTF-8; rename it to compare it")
-            )
+        if display_path(entry_name) != entry_name:
+            fail(shown_path, parsed, "file name is not valid UTF-8; rename it to compare it")
             continue
         step, name = parsed
         if (step, name) in seen:
@@ -165,7 +179,10 @@ def discover(run: str | os.PathLike[str]) -> RunListing:
             continue
         seen[(step, name)] = shown_path
         files.append(dump_file_from_stat(path, step, name, st))
-    return RunListing(root, tuple(files), tuple(skipped), tuple(errors))
+    broken = {k: m for k, m in broken.items() if k not in seen}
+    return RunListing(
+        root, tuple(files), tuple(skipped), tuple(errors), True, tuple(sorted(broken.items()))
+    )
 
 
 @dataclass(frozen=True)

@@ -26,10 +26,15 @@ from .results import Problem
 DEFAULT_CHUNK_SIZE = 4 << 20
 
 
+#: The largest chunk size accepted (chunks are read in 1 MiB pieces anyway).
+MAX_CHUNK_SIZE = 1 << 30
+
+
 def check_chunk_size(chunk_size: int) -> int:
-    if chunk_size <= 0 or chunk_size % MAX_ITEMSIZE:
+    if not 0 < chunk_size <= MAX_CHUNK_SIZE or chunk_size % MAX_ITEMSIZE:
         raise ValueError(
-            f"--chunk-size must be a positive multiple of {MAX_ITEMSIZE} bytes, got {chunk_size}"
+            f"--chunk-size must be a positive multiple of {MAX_ITEMSIZE} bytes, at most 1 GiB, "
+            f"got {chunk_size}"
         )
     return chunk_size
 

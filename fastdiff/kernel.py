@@ -31,6 +31,10 @@ Engine = Literal["numba", "numpy", "python"]
 ENGINES: tuple[Engine, ...] = ("numba", "numpy", "python")
 
 
+#: The largest ULP (or integer) distance there is between two 64-bit elements.
+ULP_MAX = (1 << 64) - 1
+
+
 @dataclass(frozen=True)
 class Tolerance:
     """What counts as 'close enough' for elements whose bits differ.
@@ -60,6 +64,9 @@ class Tolerance:
                 raise ValueError(f"--{name} must be a finite number >= 0, got {value!r}")
         if self.ulp is not None and self.ulp < 0:
             raise ValueError(f"--ulp must be an integer >= 0, got {self.ulp!r}")
+        if self.ulp is not None and self.ulp > ULP_MAX:
+            # No two elements are further apart than this: the same tolerance.
+            object.__setattr__(self, "ulp", ULP_MAX)
 
     @property
     def exact(self) -> bool:

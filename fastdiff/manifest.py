@@ -18,10 +18,9 @@ import os
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .discover import DumpFile, RunListing, discover, parse_dump_name
+from .discover import DumpFile, RunListing, discover, is_inside, parse_dump_name
 from .errors import FastdiffError
 from .hash import FileDigest, check_chunk_size, hash_batch
 from .pool import batches, default_jobs, open_runner, resolve_executor_kind
@@ -101,7 +100,7 @@ def parse_manifest(doc: object, path: str) -> Manifest:
     if not isinstance(doc, dict) or "fastdiff_manifest" not in doc:
         raise NotAManifest(f"{path}: JSON without a 'fastdiff_manifest' version key")
     version = doc["fastdiff_manifest"]
-    if version != MANIFEST_VERSION:
+    if type(version) is not int or version != MANIFEST_VERSION:
         raise ManifestError(
             f"{path}: manifest format version {version!r} is not supported by this fastdiff "
             f"(it reads version {MANIFEST_VERSION}); re-create it with this version's "
@@ -131,8 +130,8 @@ def parse_manifest(doc: object, path: str) -> Manifest:
         if parsed in seen:
             raise _fail(path, f"{where}{name!r} is listed twice")
         seen.add(parsed)
-        if size < 0:
-            raise _fail(path, f"{where}negative size {size}")
+        if not 0 <= size < 1 << 62:
+            raise _fail(path, f"{where}size {size} is out of range")
         if len(chunks) != (size + chunk_size - 1) // chunk_size:
             raise _fail(
                 path, f"{where}{len(chunks)} chunk digests do not fit size {size} "
@@ -175,14 +174,6 @@ def load_manifest(path: str | os.PathLike[str]) -> Manifest:
     return parse_manifest(doc, p)
 
 
-def _inside(path: str, folder: str) -> bool:
-    try:
-        Path(path).resolve().relative_to(Path(folder).resolve())
-    except ValueError:
-        return False
-    return True
-
-
 def write_manifest(
     run: str | os.PathLike[str],
     options: CompareOptions,
@@ -195,7 +186,7 @@ def write_manifest(
     only when there were no problems: a manifest is complete or absent.
     """
     root = os.fspath(run)
-    if output is not None and _inside(os.fspath(output), root):
+    if output is not None and is_inside(os.fspath(output), root):
         raise FastdiffError(
             f"-o {output}: refusing to write into the run folder {root} "
             "(fastdiff never changes a run folder); write the manifest elsewhere"
@@ -234,14 +225,27 @@ def write_manifest(
     dtypes = {f.name: options.schema.classify(f.name)[1] for f in files}
     text = json.dumps(manifest_dict(listing, digests, options.chunk_size, dtypes), indent=1) + "\n"
     if output is not None:
-        out = os.fspath(output)
-        tmp = f"{out}.tmp-{os.getpid()}"
+        _write_output(os.fspath(output), text)
+    return text, []
+
+
+def _write_output(out: str, text: str) -> None:
+    """Write atomically (a rename) next to the real file a symlink points to;
+    a FIFO or device (``-o /dev/stdout``) is written to as it is."""
+    target = os.path.realpath(out)
+    try:
+        if os.path.exists(target) and not os.path.isfile(target):
+            with open(target, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            return
+        tmp = f"{target}.tmp-{os.getpid()}"
         try:
             with open(tmp, "w", encoding="utf-8") as fh:
                 fh.write(text)
-            os.replace(tmp, out)
-        except OSError as exc:
+            os.replace(tmp, target)
+        except OSError:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            raise FastdiffError(f"-o {out}: cannot write manifest ({exc.strerror})") from exc
-    return text, []
+            raise
+    except OSError as exc:
+        raise FastdiffError(f"-o {out}: cannot write manifest ({exc.strerror})") from exc

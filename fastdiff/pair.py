@@ -24,6 +24,9 @@ class Pair:
     dtype: str
     a: DumpFile | None
     b: DumpFile | None
+    #: Why this buffer cannot be compared (an entry of that name is in a run
+    #: but could not be read); an error, not a buffer missing from one run.
+    problem: str | None = None
 
     def result(self, status: Status, **fields: Any) -> BufferResult:
         """A BufferResult for this pair, with its identity filled in."""
@@ -42,12 +45,14 @@ class Pair:
 def pair_runs(run_a: RunListing, run_b: RunListing, schema: Schema) -> tuple[Pair, ...]:
     files_a = run_a.by_key()
     files_b = run_b.by_key()
+    broken = {**dict(run_b.broken), **dict(run_a.broken)}
     order = schema.order
     pairs = []
-    for step, name in files_a.keys() | files_b.keys():
+    for key in files_a.keys() | files_b.keys() | broken.keys():
+        step, name = key
         group, dtype = schema.classify(name)
         pairs.append(
-            Pair(step, name, group, dtype, files_a.get((step, name)), files_b.get((step, name)))
+            Pair(step, name, group, dtype, files_a.get(key), files_b.get(key), broken.get(key))
         )
     pairs.sort(key=lambda p: (p.step, order[p.group], p.name))
     return tuple(pairs)

@@ -13,6 +13,7 @@ import math
 from dataclasses import asdict, fields
 from typing import TYPE_CHECKING, Any
 
+from .discover import display_path
 from .results import BufferResult, Report
 
 if TYPE_CHECKING:
@@ -43,6 +44,9 @@ def buffer_dict(b: BufferResult) -> dict[str, Any]:
     d = {k: getattr(b, k) for k in _BUFFER_FIELDS}
     for k in ("a", "b", "max_abs_delta"):
         d[k] = json_number(d[k])
+    for k in ("path_a", "path_b"):
+        if d[k] is not None:
+            d[k] = display_path(d[k])
     if d["first_divergent_chunk"] is not None:
         d["first_divergent_chunk"] = list(d["first_divergent_chunk"])
     return d
@@ -52,8 +56,8 @@ def report_dict(report: Report) -> dict[str, Any]:
     buffers = [buffer_dict(b) for b in report.buffers]
     return {
         "schema_version": JSON_SCHEMA_VERSION,
-        "run_a": report.run_a,
-        "run_b": report.run_b,
+        "run_a": display_path(report.run_a),
+        "run_b": display_path(report.run_b),
         "schema": report.schema,
         "verdict": report.verdict,
         "first_divergent_step": report.first_divergent_step,

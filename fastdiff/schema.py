@@ -25,6 +25,7 @@ is a TOML file::
 from __future__ import annotations
 
 import fnmatch
+import json
 import os
 import re
 from dataclasses import dataclass
@@ -226,7 +227,7 @@ def parse_schema(doc: dict[str, object], text: str = "", origin: str = "<schema>
         if k not in _TOP_KEYS:
             raise fail(None, k, f"unknown key (expected one of: {', '.join(sorted(_TOP_KEYS))})")
     version = doc.get("schema_version", 1)
-    if version != 1:
+    if type(version) is not int or version != 1:
         raise fail(None, "schema_version", f"unsupported version {version!r} (this fastdiff: 1)")
     name = doc.get("name", os.path.splitext(os.path.basename(origin))[0])
     if not isinstance(name, str):
@@ -302,7 +303,8 @@ def schema_to_toml(schema: Schema) -> str:
     """The schema written as a TOML file that ``load_schema`` reads back."""
 
     def q(s: str) -> str:
-        return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        # A TOML basic string: JSON's escapes are TOML's, but for DEL.
+        return json.dumps(s, ensure_ascii=False).replace("\x7f", "\\u007f")
 
     out = [f"name = {q(schema.name)}", f"default_dtype = {q(schema.default_dtype)}"]
     for g in schema.groups:

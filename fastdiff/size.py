@@ -28,6 +28,9 @@ def size_stage(
     problems: list[Problem] = []
     to_hash: list[Pair] = []
     for p in pairs:
+        if p.problem is not None:  # reported by discovery already
+            decided.append(p.result("error", message=p.problem))
+            continue
         itemsize = get_dtype(p.dtype).itemsize
         bad = [f for f in (p.a, p.b) if f is not None and f.size % itemsize]
         if bad:

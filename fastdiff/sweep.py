@@ -52,6 +52,8 @@ def read_pairs_file(path: str) -> list[RunPair]:
             raise FastdiffError(f"{path}:{lineno}: cannot parse line ({exc})") from None
         if not words:
             continue
+        if any("\0" in w for w in words):
+            raise FastdiffError(f"{path}:{lineno}: a path cannot contain a NUL character")
         if len(words) != 2:
             raise FastdiffError(
                 f"{path}:{lineno}: expected two run paths, found {len(words)} "

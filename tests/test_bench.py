@@ -218,7 +218,10 @@ def test_like_with_the_ladder_and_keep(tmp_path: Path) -> None:
         (("--no-ladder",), "--no-ladder leaves nothing to measure; add --like RUN"),
         (("--plot", "/nonexistent/x.png"), "--plot /nonexistent/x.png: folder /nonexistent does"),
         (("--workdir", "/nonexistent"), "--workdir /nonexistent: not a folder"),
-        (("--chunk-size", "12"), "--chunk-size must be a positive multiple of 8 bytes, got 12"),
+        (
+            ("--chunk-size", "12"),
+            "--chunk-size must be a positive multiple of 8 bytes, at most 1 GiB, got 12",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args: tuple[str, ...], message: str) -> None:

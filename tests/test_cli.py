@@ -498,7 +498,8 @@ def test_chunk_size_must_be_a_positive_multiple_of_8(size: str, n_bytes: int) ->
     assert run.rc == 2
     assert run.stdout == ""
     assert run.error_lines == [
-        f"{ERROR_PREFIX}--chunk-size must be a positive multiple of 8 bytes, got {n_bytes}"
+        f"{ERROR_PREFIX}--chunk-size must be a positive multiple of 8 bytes, at most 1 GiB, "
+        f"got {n_bytes}"
     ]
 
 

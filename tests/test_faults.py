@@ -205,7 +205,7 @@ def test_odd_entries_have_defined_behaviour(tmp_path: Path) -> None:
     status = {(x["step"], x["name"]): x["status"] for x in rep["buffers"]}
     assert status[(0, "ok")] == status[(0, "empty")] == "equal"
     assert status[(2, "link")] == status[(2, "sparse")] == "equal"
-    assert status[(1, "fifo")] == "only_in_a"  # the FIFO side is an error, not read
+    assert status[(1, "fifo")] == "error"  # present but unreadable: not "only in A"
 
 
 def test_unreadable_file_is_a_clear_error(tmp_path: Path) -> None:
@@ -496,7 +496,7 @@ def test_a_stale_or_damaged_cache_entry_is_never_used(tmp_path: Path) -> None:
 
     a, b = pair_of_runs(tmp_path, {"step_0_x.bin": bytes(4096), "step_0_y.bin": bytes(4096)})
     cache_dir = tmp_path / "cache"
-    c = DigestCache(cache_dir)
+    c = DigestCache(cache_dir, min_age_s=0)
     sweep([(str(a), str(b))], F32, cache=c)
     c.close()
     # Same size and even the same mtime, other content: ctime (and inode) moved.
@@ -506,7 +506,7 @@ def test_a_stale_or_damaged_cache_entry_is_never_used(tmp_path: Path) -> None:
     fresh.write_bytes(bytes(4092) + b"\x01\x00\x00\x00")
     os.utime(fresh, ns=(st.st_atime_ns, st.st_mtime_ns))
     os.replace(fresh, target)
-    c = DigestCache(cache_dir)
+    c = DigestCache(cache_dir, min_age_s=0)
     reports, summary = sweep([(str(a), str(b))], F32, cache=c)
     c.close()
     assert reports[0].verdict == "diverged" and summary.cache_hits == 3
@@ -515,7 +515,7 @@ def test_a_stale_or_damaged_cache_entry_is_never_used(tmp_path: Path) -> None:
     db.execute("UPDATE digests SET chunks = x'00'")
     db.commit()
     db.close()
-    c = DigestCache(cache_dir)
+    c = DigestCache(cache_dir, min_age_s=0)
     reports, summary = sweep([(str(a), str(b))], F32, cache=c)
     c.close()
     assert reports[0].verdict == "diverged" and summary.cache_hits == 0

@@ -180,12 +180,12 @@ def test_warm_cache_rehashes_only_what_changed(
 ) -> None:
     cache_dir = tmp_path / "cache"
     pairs = baseline_pairs(str(runs["base"]), [str(runs["same1"]), str(runs["divF"])])
-    cold_cache = DigestCache(cache_dir)
+    cold_cache = DigestCache(cache_dir, min_age_s=0)
     cold, s1 = sweep(pairs, cache=cold_cache)
     cold_cache.close()
     assert s1.cache_hits == 0
     calls = _counting(monkeypatch)
-    warm_cache = DigestCache(cache_dir)
+    warm_cache = DigestCache(cache_dir, min_age_s=0)
     warm, s2 = sweep(pairs, cache=warm_cache)
     warm_cache.close()
     assert s2.cache_hits == 3 * 136
@@ -194,7 +194,7 @@ def test_warm_cache_rehashes_only_what_changed(
     # Rewriting a file with the same bytes still moves its ctime: rehashed, not trusted.
     target = runs["same1"] / "step_0_rewards.bin"
     target.write_bytes(target.read_bytes())
-    third = DigestCache(cache_dir)
+    third = DigestCache(cache_dir, min_age_s=0)
     _, s3 = sweep(pairs, cache=third)
     third.close()
     assert list(calls) == [str(target)]
@@ -209,7 +209,7 @@ def test_corrupt_or_foreign_cache_is_set_aside(
     db = cache_dir / "digests.sqlite3"
     db.write_bytes(b"this is not a database" * 100)
     pairs = [(str(runs["base"]), str(runs["same1"]))]
-    c = DigestCache(cache_dir)
+    c = DigestCache(cache_dir, min_age_s=0)
     reports, _ = sweep(pairs, cache=c)
     c.close()
     assert reports[0].verdict == "identical"
@@ -221,7 +221,7 @@ def test_corrupt_or_foreign_cache_is_set_aside(
     other.execute("CREATE TABLE digests (x)")
     other.commit()
     other.close()
-    c2 = DigestCache(cache_dir)
+    c2 = DigestCache(cache_dir, min_age_s=0)
     assert c2.warnings and "not a fastdiff digest cache" in c2.warnings[0]
     reports2, s = sweep(pairs, cache=c2)
     c2.close()

@@ -1,0 +1,181 @@
+"""Each bug found in review leaves a test behind."""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fastdiff.discover import parse_dump_name
+from fastdiff.schema import Group, Member, Schema, load_schema, schema_to_toml
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "fastdiff", *args], capture_output=True,
+                          text=True, cwd=REPO, timeout=120, check=False,
+                          env={**os.environ, **(env or {})})  # fmt: skip
+
+
+def runs(root: Path, a: bytes, b: bytes, name: str = "step_0_x.bin") -> tuple[Path, Path]:
+    ra, rb = root / "A", root / "B"
+    ra.mkdir(parents=True)
+    rb.mkdir(parents=True)
+    (ra / name).write_bytes(a)
+    (rb / name).write_bytes(b)
+    return ra, rb
+
+
+def test_a_file_written_through_a_memory_map_is_never_trusted_from_the_cache(
+    tmp_path: Path,
+) -> None:
+    """Stores into an already dirty mapped page move neither mtime nor ctime:
+    a fresh file's digest must not be cached, or the next run says identical."""
+    a, b = runs(tmp_path, bytes(4096), bytes(4096))
+    env = {"XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    with open(a / "step_0_x.bin", "r+b") as fh:
+        mm = mmap.mmap(fh.fileno(), 0)
+        mm[1] = 0  # dirty the page (this store may move the times)
+        first = cli("compare", "--cache", str(a), str(b), "--schema", "raw", env=env)
+        assert first.returncode == 0
+        st = os.stat(a / "step_0_x.bin")
+        mm[0] = 0xFF  # a store into the dirty page: the times need not move
+        assert os.stat(a / "step_0_x.bin").st_size == st.st_size
+        second = cli("compare", "--cache", str(a), str(b), "--schema", "raw", env=env)
+        mm.close()
+    assert second.returncode == 1, second.stdout
+
+
+def test_the_cache_keeps_only_settled_files(tmp_path: Path) -> None:
+    from fastdiff.cache import DigestCache
+    from fastdiff.pipeline import CompareOptions
+    from fastdiff.sweep import sweep
+
+    a, b = runs(tmp_path, bytes(64), bytes(64))
+    pairs = [(str(a), str(b))]
+    for min_age, hits in ((60.0, 0), (0.0, 2)):
+        folder = tmp_path / f"cache{min_age}"
+        for _ in range(2):
+            c = DigestCache(folder, min_age_s=min_age)
+            _, summary = sweep(pairs, CompareOptions(), cache=c)
+            c.close()
+        assert summary.cache_hits == hits
+
+
+def test_runs_under_a_folder_whose_name_is_not_utf8(tmp_path: Path) -> None:
+    parent = tmp_path / os.fsdecode(b"nonutf\xff")
+    a, b = runs(parent, struct.pack("<f", 1.0), struct.pack("<f", 2.0))
+    r = cli("compare", str(a), str(b), "--schema", "raw", "--default-dtype", "f32",
+            "--format", "json")  # fmt: skip
+    assert r.returncode == 1, r.stderr
+    doc = json.loads(r.stdout)  # strict: no lone surrogates in the output
+    assert doc["buffers"][0]["status"] == "diverged"
+    assert "\\xff" in doc["run_a"]
+    r.stdout.encode("utf-8")
+
+
+@pytest.mark.parametrize("name", ["step_" + "9" * 19 + "_x.bin", "step_\u0663_x.bin"])
+def test_step_numbers_are_short_ascii_digits(name: str) -> None:
+    assert parse_dump_name(name) is None
+
+
+def test_a_huge_step_number_in_a_manifest_is_a_clear_error(tmp_path: Path) -> None:
+    a, _ = runs(tmp_path, bytes(8), bytes(8))
+    m = tmp_path / "m.json"
+    assert cli("hash", str(a), "-o", str(m), "--no-cache").returncode == 0
+    doc = json.loads(m.read_text())
+    doc["files"][0]["name"] = "step_" + "1" * 5000 + "_x.bin"
+    m.write_text(json.dumps(doc))
+    r = cli("compare", str(m), str(a))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "is not a dump name" in r.stderr
+    doc["files"][0]["name"] = "step_0_x.bin"
+    doc["files"][0]["size"] = 1 << 70
+    m.write_text(json.dumps(doc))
+    r = cli("compare", str(m), str(a))
+    assert r.returncode == 2 and "out of range" in r.stderr and "Traceback" not in r.stderr
+    doc["fastdiff_manifest"] = True
+    m.write_text(json.dumps(doc))
+    r = cli("compare", str(m), str(a))
+    assert r.returncode == 2 and "version True is not supported" in r.stderr
+
+
+@pytest.mark.parametrize("size", ["2G", "18446744073709551616"])
+def test_huge_chunk_sizes_are_refused(tmp_path: Path, size: str) -> None:
+    a, _ = runs(tmp_path, bytes(8), bytes(8))
+    r = cli("hash", str(a), "--chunk-size", size, env={"XDG_CACHE_HOME": str(tmp_path / "x")})
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "at most 1 GiB" in r.stderr
+
+
+def test_a_nul_in_a_pairs_file_is_a_clear_error(tmp_path: Path) -> None:
+    p = tmp_path / "pairs"
+    p.write_text("/tmp/a /tmp/b\0x\n")
+    r = cli("sweep", "--pairs", str(p))
+    assert r.returncode == 2
+    assert r.stderr == f"fastdiff: error: {p}:1: a path cannot contain a NUL character\n"
+
+
+@pytest.mark.parametrize("engine", ["python", "numpy", "numba"])
+def test_an_ulp_beyond_64_bits_means_any_distance(tmp_path: Path, engine: str) -> None:
+    a, b = runs(tmp_path, struct.pack("<d", 1.0), struct.pack("<d", -2.0))
+    r = cli("compare", str(a), str(b), "--schema", "raw", "--default-dtype", "f64",
+            "--ulp", str(1 << 64), "--engine", engine, "--format", "json")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["buffers"][0]["status"] == "within_tolerance"
+
+
+def test_the_cache_is_never_put_in_a_run_folder(tmp_path: Path) -> None:
+    a, b = runs(tmp_path, bytes(8), bytes(8))
+    before = sorted(os.listdir(a))
+    for args in (
+        ["sweep", "--baseline", str(a), str(b), "--cache-dir", str(a / "c")],
+        ["compare", str(a), str(b), "--cache", "--cache-dir", str(a)],
+        ["hash", str(a), "--cache-dir", str(a)],
+    ):
+        r = cli(*args)
+        assert r.returncode == 2
+        assert "never writes into a run folder" in r.stderr
+    r = cli("sweep", "--all", str(a), str(b), env={"XDG_CACHE_HOME": str(a)})
+    assert r.returncode == 2
+    assert sorted(os.listdir(a)) == before
+
+
+def test_a_broken_entry_is_an_error_not_a_buffer_missing_from_one_run(tmp_path: Path) -> None:
+    a, b = runs(tmp_path, bytes(8), bytes(8), name="step_1_x.bin")
+    (a / "step_0_y.bin").write_bytes(bytes(8))
+    os.mkfifo(b / "step_0_y.bin")
+    r = cli("compare", str(a), str(b), "--schema", "raw", "--format", "json")
+    assert r.returncode == 2
+    doc = json.loads(r.stdout)
+    status = {(x["step"], x["name"]): x["status"] for x in doc["buffers"]}
+    assert status == {(0, "y"): "error", (1, "x"): "equal"}
+    assert doc["first_divergent_step"] is None
+
+
+def test_schema_text_with_newlines_round_trips(tmp_path: Path) -> None:
+    schema = Schema(
+        'say "hi"',
+        (Group("C", "two\nlines\x7f and \\", "tab\there, é, 😀", (Member("a*", "f32"),)),),
+    )
+    p = tmp_path / "s.toml"
+    p.write_text(schema_to_toml(schema), encoding="utf-8")
+    assert load_schema(p) == schema
+
+
+def test_hash_output_through_a_symlink_writes_the_target(tmp_path: Path) -> None:
+    a, _ = runs(tmp_path, bytes(8), bytes(8))
+    target = tmp_path / "target.json"
+    target.write_text("")
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    assert cli("hash", str(a), "-o", str(link), "--no-cache").returncode == 0
+    assert link.is_symlink()
+    assert json.loads(target.read_text())["fastdiff_manifest"] == 1
