@@ -40,9 +40,10 @@ def all_pairs(runs: Sequence[str]) -> list[RunPair]:
 def read_pairs_file(path: str) -> list[RunPair]:
     """Two paths per line (shell quoting for spaces); blank lines and # comments skipped."""
     try:
-        with open(path, encoding="utf-8") as fh:
+        # Paths that are not UTF-8 pass through as the OS gave them.
+        with open(path, encoding="utf-8", errors="surrogateescape") as fh:
             lines = fh.read().splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise FastdiffError(f"--pairs {path}: cannot read ({exc})") from exc
     pairs: list[RunPair] = []
     for lineno, line in enumerate(lines, 1):

@@ -179,3 +179,13 @@ def test_hash_output_through_a_symlink_writes_the_target(tmp_path: Path) -> None
     assert cli("hash", str(a), "-o", str(link), "--no-cache").returncode == 0
     assert link.is_symlink()
     assert json.loads(target.read_text())["fastdiff_manifest"] == 1
+
+
+def test_a_pairs_file_may_name_folders_that_are_not_utf8(tmp_path: Path) -> None:
+    parent = tmp_path / os.fsdecode(b"runs\xfe")
+    a, b = runs(parent, bytes(8), bytes(8))
+    p = tmp_path / "pairs"
+    p.write_bytes(os.fsencode(str(a)) + b" " + os.fsencode(str(b)) + b"\n")
+    r = cli("sweep", "--pairs", str(p), "--no-cache", "--schema", "raw")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout.splitlines()[0])["verdict"] == "identical"
