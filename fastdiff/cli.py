@@ -94,7 +94,11 @@ def _add_schema_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_performance_options(p: argparse.ArgumentParser, executors: Sequence[str]) -> None:
+def _add_performance_options(
+    p: argparse.ArgumentParser,
+    executors: Sequence[str],
+    jobs_help: str = "workers (default: the cores this process may use)",
+) -> None:
     perf = p.add_argument_group("performance")
     perf.add_argument(
         "--executor",
@@ -107,10 +111,7 @@ def _add_performance_options(p: argparse.ArgumentParser, executors: Sequence[str
         perf.add_argument(
             "--scheduler", metavar="tcp://HOST:PORT", help="Dask scheduler for --executor dask"
         )
-    perf.add_argument(
-        "--jobs", type=_positive_int, metavar="N",
-        help="workers (default: the cores this process may use)",
-    )  # fmt: skip
+    perf.add_argument("--jobs", type=_positive_int, metavar="N", help=jobs_help)
     perf.add_argument(
         "--chunk-size", type=parse_size, default=None, metavar="BYTES",
         help="hash chunk size, a multiple of 8 (default: 4M)",
@@ -479,17 +480,11 @@ def _add_bench_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     bn.add_argument("--workdir", metavar="DIR", help="make the temporary folder here")
     bn.add_argument("--keep", action="store_true", help="keep the dumps and say where")
     _add_schema_options(bn)
-    perf = bn.add_argument_group("performance")
-    perf.add_argument("--executor", choices=EXECUTORS, default="auto",
-                      help="as for compare (default: auto)")  # fmt: skip
-    perf.add_argument(
-        "--jobs", type=_positive_int, metavar="N",
-        help="measure jobs 1, 2, 4, ... up to N (default: the cores this process may use)",
-    )  # fmt: skip
-    perf.add_argument(
-        "--chunk-size", type=parse_size, default=None, metavar="BYTES",
-        help="hash chunk size, a multiple of 8 (default: 4M)",
-    )  # fmt: skip
+    _add_performance_options(
+        bn,
+        EXECUTORS,
+        jobs_help="measure jobs 1, 2, 4, ... up to N (default: the cores this process may use)",
+    )
 
 
 def _run_stats(args: argparse.Namespace) -> int:
