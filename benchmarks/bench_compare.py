@@ -343,21 +343,8 @@ def format_targets(results: dict[str, dict[str, Cell]], quick: bool) -> list[str
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
-    p.add_argument("--repeat", type=int, default=5, help="timed runs per tool (default 5)")
-    p.add_argument(
-        "--warmup",
-        type=int,
-        default=1,
-        help="untimed runs per tool (default 1; the first, which checks the output, always runs)",
-    )
-    p.add_argument("--workdir", type=Path, help="where to create the temporary dumps folder")
-    p.add_argument("--keep", action="store_true", help="keep the generated dumps")
-    p.add_argument(
-        "--fastdiff-args",
-        default=os.environ.get("FASTDIFF_BENCH_ARGS", ""),
-        help="extra arguments for fastdiff compare (default: $FASTDIFF_BENCH_ARGS)",
+    p = timing.command_benchmark_parser(
+        __doc__.splitlines()[0], "small sizes, for a smoke run", "dumps"
     )
     p.add_argument(
         "--max-run",
@@ -366,14 +353,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="a baseline whose run on a 512 MiB workload would take more than this many "
         "seconds (its 16 MiB time scaled by bytes) is estimated, not run (default 10)",
     )
-    p.add_argument("--timeout", type=float, default=600.0, help="seconds per run (default 600)")
     p.add_argument(
         "--workloads", help="comma-separated keys to run (default all): " + ", ".join(KEYS)
     )
-    args = p.parse_args(argv)
-    if args.repeat < 1 or args.warmup < 0:
-        p.error("--repeat must be >= 1 and --warmup >= 0")
-    return args
+    return timing.parse_benchmark_args(p, argv)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -334,29 +334,10 @@ def format_targets(cells: dict[str, Cell], n_pairs: int, quick: bool) -> list[st
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument(
-        "--quick", action="store_true", help="8 candidates of batch 512, for a smoke run"
+    p = timing.command_benchmark_parser(
+        __doc__.splitlines()[0], "8 candidates of batch 512, for a smoke run", "runs"
     )
-    p.add_argument("--repeat", type=int, default=5, help="timed runs per tool (default 5)")
-    p.add_argument(
-        "--warmup",
-        type=int,
-        default=1,
-        help="untimed runs per tool (default 1; the first, which checks the output, always runs)",
-    )
-    p.add_argument("--workdir", type=Path, help="where to create the temporary runs folder")
-    p.add_argument("--keep", action="store_true", help="keep the generated runs")
-    p.add_argument(
-        "--fastdiff-args",
-        default=os.environ.get("FASTDIFF_BENCH_ARGS", ""),
-        help="extra arguments for fastdiff sweep and compare (default: $FASTDIFF_BENCH_ARGS)",
-    )
-    p.add_argument("--timeout", type=float, default=600.0, help="seconds per run (default 600)")
-    args = p.parse_args(argv)
-    if args.repeat < 1 or args.warmup < 0:
-        p.error("--repeat must be >= 1 and --warmup >= 0")
-    return args
+    return timing.parse_benchmark_args(p, argv)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,6 +25,7 @@ call :func:`read_once` on a workload's inputs right before timing it.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import math
 import mmap
@@ -359,3 +360,34 @@ def warn_if_busy(limit: float = 0.5) -> float:
             file=sys.stderr,
         )
     return load
+
+
+def command_benchmark_parser(description: str, quick: str, what: str) -> argparse.ArgumentParser:
+    """The options every command benchmark in benchmarks/ takes: ``--quick``
+    (``quick`` says what it does), ``--repeat``, ``--warmup``, ``--workdir``,
+    ``--keep`` (of the generated ``what``), ``--fastdiff-args``, ``--timeout``."""
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--quick", action="store_true", help=quick)
+    p.add_argument("--repeat", type=int, default=5, help="timed runs per tool (default 5)")
+    p.add_argument(
+        "--warmup",
+        type=int,
+        default=1,
+        help="untimed runs per tool (default 1; the first, which checks the output, always runs)",
+    )
+    p.add_argument("--workdir", type=Path, help=f"where to create the temporary {what} folder")
+    p.add_argument("--keep", action="store_true", help=f"keep the generated {what}")
+    p.add_argument(
+        "--fastdiff-args",
+        default=os.environ.get("FASTDIFF_BENCH_ARGS", ""),
+        help="extra arguments for fastdiff (default: $FASTDIFF_BENCH_ARGS)",
+    )
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds per run (default 600)")
+    return p
+
+
+def parse_benchmark_args(p: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    args = p.parse_args(argv)
+    if args.repeat < 1 or args.warmup < 0:
+        p.error("--repeat must be >= 1 and --warmup >= 0")
+    return args
