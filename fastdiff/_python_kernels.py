@@ -42,8 +42,8 @@ def scan(a: object, b: object, dt: DType, tol: Tolerance) -> ScanStats:
     use_close = tol.uses_close
     atol = tol.atol or 0.0
     rtol = tol.rtol or 0.0
-    n_diff = n_within = n_nan = n_inf = 0
-    first_diff = -1
+    n_nan = n_inf = 0
+    outside: list[int] = []  # differing indices beyond tolerance, in order
     best: float | int | None = None
     best_i = -1
     if dt.kind == "float":
@@ -70,12 +70,8 @@ def scan(a: object, b: object, dt: DType, tol: Tolerance) -> ScanStats:
                     ma, mb = x & mag, y & mag
                     dist = abs(ma - mb) if (x & sign) == (y & sign) else ma + mb
                     within = dist <= tol.ulp
-            if within:
-                n_within += 1
-            else:
-                n_diff += 1
-                if first_diff < 0:
-                    first_diff = i
+            if not within:
+                outside.append(i)
     else:
         vcode = f"<{n}{_VALUES[dt.name]}"
         va_all = struct.unpack(vcode, a)  # type: ignore[arg-type]
@@ -88,16 +84,12 @@ def scan(a: object, b: object, dt: DType, tol: Tolerance) -> ScanStats:
             within = (tol.ulp is not None and d <= tol.ulp) or (
                 use_close and float(d) <= atol + rtol * abs(float(y))
             )
-            if within:
-                n_within += 1
-            else:
-                n_diff += 1
-                if first_diff < 0:
-                    first_diff = i
+            if not within:
+                outside.append(i)
     return ScanStats(
-        n_diff=n_diff,
-        n_within=n_within,
-        first_diff=first_diff,
+        n_diff=len(outside),
+        n_within=len(diff) - len(outside),
+        first_diff=outside[0] if outside else -1,
         first_any=diff[0],
         max_delta=best,
         max_index=best_i,
