@@ -11,20 +11,33 @@ in ``$XDG_CACHE_HOME/fastdiff`` (else ``~/.cache/fastdiff``), never in a run
 folder. It is SQLite in WAL mode, safe with several fastdiff processes at
 once. A cache file that is corrupt or not ours is set aside and rebuilt,
 with one warning, and is never trusted.
+
+Whoever can write the cache decides verdicts, so it is trusted like the
+fastdiff program itself, and checked as ssh checks its files: the folder is
+created 0700 and the database 0600 (its ``-wal`` and ``-shm`` files take the
+database's mode), and a cache whose folder or files belong to another user,
+or are writable by group or others, whose database is a symbolic link, or
+whose folder sits in a folder that others could rename it out of, is not
+used at all (one warning; the comparison runs without it). Its content is
+not checked unless asked: ``verify`` re-hashes a random share of the hits
+before any is used, and one mismatch sets the whole cache aside.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
+import random
 import sqlite3
+import stat
 import sys
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from .discover import DumpFile
-from .hash import FileDigest
+from .discover import DumpFile, display_path
+from .hash import FileDigest, hash_batch
 
 #: Digests of files changed more recently than this are not cached.
 DEFAULT_MIN_AGE_S = 60.0
@@ -39,6 +52,58 @@ def default_cache_dir() -> Path:
     return Path(base) / "fastdiff"
 
 
+class _Untrusted(Exception):
+    """The cache could be written by someone other than this user: not used."""
+
+
+def _unsafe(path: str | os.PathLike[str], st: os.stat_result, me: int, above: bool) -> str:
+    """Why someone else could change ``path`` (empty if no one can).
+
+    The cache folder and its files must be this user's and writable by no
+    one else. A folder ``above`` it may also be root's, and writable by
+    others if sticky (as /tmp is): they cannot rename what is not theirs.
+    """
+    what = f"{os.fspath(path)}{', a folder above the cache,' if above else ''}"
+    if st.st_uid != me and not (above and st.st_uid == 0):
+        return f"{what} is owned by uid {st.st_uid}, not by you (uid {me})"
+    if st.st_mode & 0o022 and not (above and st.st_mode & stat.S_ISVTX):
+        return f"{what} is writable by group or others (mode {stat.S_IMODE(st.st_mode):04o})"
+    return ""
+
+
+def _check_trusted(folder: str | os.PathLike[str], names: Iterable[str]) -> None:
+    """Raise ``_Untrusted`` unless only this user can change the cache: the
+    ``folder``, the files ``names`` in it that exist (plain files, not
+    links), and the folders it is reached through (also root)."""
+    me = os.geteuid()
+    # Whoever can rename entries in a folder above could swap in a cache of
+    # their own between this check and the open.
+    lexical, real = Path(os.path.abspath(folder)), Path(os.path.realpath(folder))
+    for above in dict.fromkeys([*lexical.parents, *real.parents]):
+        why = _unsafe(above, os.stat(above), me, above=True)
+        if why:
+            raise _Untrusted(why)
+    st = os.stat(folder)
+    why = _unsafe(folder, st, me, above=False)
+    if not why and not stat.S_ISDIR(st.st_mode):
+        why = f"{os.fspath(folder)} is not a folder"
+    if why:
+        raise _Untrusted(why)
+    for name in names:
+        path = os.path.join(folder, name)
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            raise _Untrusted(f"{path} is a symbolic link")
+        if not stat.S_ISREG(st.st_mode):
+            raise _Untrusted(f"{path} is not a regular file")
+        why = _unsafe(path, st, me, above=False)
+        if why:
+            raise _Untrusted(why)
+
+
 def _key(f: DumpFile, chunk_size: int) -> tuple[int, int, int, int, int, int]:
     return (f.dev, f.ino, f.size, f.mtime_ns, f.ctime_ns, chunk_size)
 
@@ -47,24 +112,42 @@ class DigestCache:
     """Look up and store chunk digests; every failure degrades to 'not cached'."""
 
     def __init__(
-        self, folder: str | os.PathLike[str] | None = None, min_age_s: float = DEFAULT_MIN_AGE_S
+        self,
+        folder: str | os.PathLike[str] | None = None,
+        min_age_s: float = DEFAULT_MIN_AGE_S,
+        verify: float = 0.0,
     ) -> None:
+        if not 0.0 <= verify <= 1.0:
+            raise ValueError(f"the share of cache hits to verify must be 0..1, got {verify}")
         self.folder = Path(folder) if folder is not None else default_cache_dir()
         self.min_age_ns = int(min_age_s * 1e9)
+        self.verify = verify
         self.path = self.folder / "digests.sqlite3"
         self.warnings: list[str] = []
         self.hits = 0
+        self.verified = 0
         self._queued: list[tuple[object, ...]] = []
         self._db: sqlite3.Connection | None = None
         try:
             self._db = self._open()
+        except _Untrusted as exc:
+            self._refuse(exc)
         except (sqlite3.Error, OSError) as exc:
             self._discard(f"cannot use digest cache {self.path} ({exc}); rebuilding it")
             try:
                 self._db = self._open()
+            except _Untrusted as exc2:
+                self._refuse(exc2)
             except (sqlite3.Error, OSError) as exc2:
                 self._warn(f"digest cache disabled: {self.path}: {exc2}")
                 self._db = None
+
+    def _refuse(self, exc: _Untrusted) -> None:
+        self._warn(
+            f"digest cache {self.folder} not used: {exc}; whoever can write the cache decides "
+            "verdicts, so fastdiff uses only one that no one else can change (make it yours "
+            "alone, e.g. chmod go-w, or choose another --cache-dir); comparing without it"
+        )
 
     def _warn(self, message: str) -> None:
         self.warnings.append(message)
@@ -77,8 +160,41 @@ class DigestCache:
             with contextlib.suppress(OSError):
                 os.replace(f"{self.path}{suffix}", f"{self.path}{suffix}.{tag}")
 
+    def _make_folder(self) -> None:
+        """The cache folder, created 0700 if missing, and the folders above it
+        that are missing 0755 (less if the umask says so), so that no one else
+        can write them; a folder that exists is never changed."""
+        if self.folder.is_dir():
+            return
+        missing = [d for d in (*reversed(self.folder.parents), self.folder) if not d.is_dir()]
+        for d in missing:
+            try:
+                os.mkdir(d, 0o700 if d == self.folder else 0o755)
+            except FileExistsError:
+                continue
+            if d == self.folder:
+                os.chmod(d, 0o700)  # whatever the umask left
+
+    def _make_database(self) -> None:
+        """An empty database file, 0600 whatever the umask, if there is none;
+        SQLite gives its -wal and -shm files the database's mode."""
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            fd = os.open(self.path, flags, 0o600)
+        except FileExistsError:
+            return
+        try:
+            os.fchmod(fd, 0o600)
+        finally:
+            os.close(fd)
+
     def _open(self) -> sqlite3.Connection:
-        self.folder.mkdir(parents=True, exist_ok=True)
+        self._make_folder()
+        try:
+            _check_trusted(self.folder, [f"{self.path.name}{s}" for s in ("", "-wal", "-shm")])
+        except OSError as exc:
+            raise _Untrusted(f"cannot check who can write it ({exc})") from exc
+        self._make_database()
         db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
         try:
             app_id = db.execute("PRAGMA application_id").fetchone()[0]
@@ -136,8 +252,49 @@ class DigestCache:
                 continue  # damaged entry: ignored; the fresh hash replaces it
             chunks = tuple(blob[i : i + _DIGEST] for i in range(0, len(blob), _DIGEST))
             out[f.path] = FileDigest(f.path, f.size, chunk_size, chunks)
+        if out and self.verify > 0:
+            out = self._verified(out, {f.path: f for f in files}, chunk_size)
         self.hits += len(out)
         return out
+
+    def _verified(
+        self, hits: dict[str, FileDigest], files: dict[str, DumpFile], chunk_size: int
+    ) -> dict[str, FileDigest]:
+        """The ``hits``, after re-hashing a random share of them (at least one).
+
+        One digest that does not match its file means the cache cannot be
+        trusted: it is set aside and no hit is used, so every file is hashed
+        afresh. A file that cannot be re-hashed now is left out of the hits,
+        to be hashed (and its trouble reported) with the files not cached.
+        """
+        n = len(hits)
+        k = min(n, max(1, math.ceil(self.verify * n)))
+        sample = [files[p] for p in random.SystemRandom().sample(sorted(hits), k)]
+        if len(sample) == 1:
+            fresh = hash_batch(sample, chunk_size)
+        else:
+            from concurrent.futures import ThreadPoolExecutor
+
+            # xxhash releases the GIL: threads re-hash files side by side.
+            with ThreadPoolExecutor(min(k, os.cpu_count() or 1)) as pool:
+                done = pool.map(hash_batch, [[f] for f in sample], [chunk_size] * k)
+                fresh = [r for batch in done for r in batch]
+        for f, got in zip(sample, fresh, strict=True):
+            if not isinstance(got, FileDigest):
+                del hits[f.path]
+            elif got.chunks != hits[f.path].chunks:
+                self._broken_content(f.path, k, n)
+                return {}
+            else:
+                self.verified += 1
+        return hits
+
+    def _broken_content(self, path: str, checked: int, hits: int) -> None:
+        self._set_aside(
+            f"digest cache {self.path} holds a digest that does not match "
+            f"{display_path(path)} (re-hashed {checked} of {hits} cache hits): the cache is "
+            "set aside (renamed *.bad-*), none of it is used, and every file is hashed afresh"
+        )
 
     def put_many(self, entries: Iterable[tuple[DumpFile, FileDigest]]) -> None:
         """Queue entries; they are written in one transaction by ``flush`` (or ``close``)."""
@@ -167,11 +324,16 @@ class DigestCache:
             self._broken(exc)
 
     def _broken(self, exc: sqlite3.Error) -> None:
+        self._set_aside(f"digest cache {self.path} is damaged ({exc}); set aside, to be rebuilt")
+
+    def _set_aside(self, message: str) -> None:
+        """Stop using the cache, and rename its files so that the next run rebuilds it."""
         if self._db is not None:
             with contextlib.suppress(sqlite3.Error):
                 self._db.close()
             self._db = None
-        self._discard(f"digest cache {self.path} is damaged ({exc}); set aside, to be rebuilt")
+        self._queued = []
+        self._discard(message)
 
     def close(self) -> None:
         self.flush()

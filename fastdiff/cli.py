@@ -142,6 +142,13 @@ def _add_compare_options(p: argparse.ArgumentParser, default_cache: bool) -> Non
     _add_cache_options(p, default_cache)
 
 
+def _fraction(text: str) -> float:
+    value = _non_negative_float(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"must be a fraction from 0 to 1, got {text!r}")
+    return value
+
+
 def _add_cache_options(p: argparse.ArgumentParser, default_cache: bool) -> None:
     cache = p.add_argument_group("digest cache ($XDG_CACHE_HOME/fastdiff, else ~/.cache/fastdiff)")
     cache.add_argument(
@@ -166,6 +173,14 @@ def _add_cache_options(p: argparse.ArgumentParser, default_cache: bool) -> None:
         metavar="SECONDS",
         help="cache only digests of files unchanged for this long (default 60): a file still "
         "being written through a memory map can change without its times moving",
+    )
+    cache.add_argument(
+        "--cache-verify",
+        type=_fraction,
+        default=0.0,
+        metavar="FRACTION",
+        help="re-hash this share (0..1) of the files found in the cache, at least one, before "
+        "using any; a digest that does not match sets the whole cache aside (default 0)",
     )
 
 
@@ -285,7 +300,7 @@ def _cache(args: argparse.Namespace, runs: Sequence[str]) -> DigestCache | None:
                 f"digest cache folder {folder} is inside the run folder {run}, and fastdiff "
                 "never writes into a run folder; choose another --cache-dir, or --no-cache"
             )
-    return DigestCache(folder, min_age_s=args.cache_min_age)
+    return DigestCache(folder, min_age_s=args.cache_min_age, verify=args.cache_verify)
 
 
 @contextmanager
