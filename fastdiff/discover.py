@@ -1,11 +1,12 @@
 """Stage 1: list a run folder and account for every entry in it.
 
-A regular file named ``step_<N>_<name>.bin`` (N >= 0) is buffer ``name`` at
-step N; a symbolic link is followed. Every other entry is reported as
-skipped, with the reason; entries named like dumps that cannot be compared
-(a folder, FIFO, socket or device, a broken link or link loop, a name that
-is not UTF-8) are errors. Nothing is opened here (so a FIFO cannot block):
-one ``lstat``/``stat`` per entry, and folders are never written to.
+A regular file named ``step_<N>_<name>.bin`` (N >= 0, any number of ASCII
+digits up to ``MAX_STEP_DIGITS``) is buffer ``name`` at step N; a symbolic
+link is followed. Every other entry is reported as skipped, with the reason;
+entries named like dumps that cannot be compared (a folder, FIFO, socket or
+device, a broken link or link loop, a name that is not UTF-8, a step number
+too long to read) are errors. Nothing is opened here (so a FIFO cannot
+block): one ``lstat``/``stat`` per entry, and folders are never written to.
 """
 
 from __future__ import annotations
@@ -21,7 +22,13 @@ from .results import Problem, Skipped
 if TYPE_CHECKING:
     from .hash import FileDigest
 
-DUMP_NAME = re.compile(r"^step_([0-9]{1,18})_(.+)\.bin$", re.DOTALL)
+#: Only ASCII digits make a step number (``\d`` would take other scripts'
+#: digits too); ``\Z``, as ``$`` would also match before a final newline.
+DUMP_NAME = re.compile(r"^step_([0-9]+)_(.+)\.bin\Z", re.DOTALL)
+#: Step numbers of more digits are refused (an error, never a skip): below
+#: the smallest limit Python may put on int/str conversions (640 digits), and
+#: far above the 255 bytes most file systems allow a file name.
+MAX_STEP_DIGITS = 600
 
 
 @dataclass(frozen=True)
@@ -55,12 +62,22 @@ class RunListing:
         return {(f.step, f.name): f for f in self.files}
 
 
-def parse_dump_name(filename: str) -> tuple[int, str] | None:
-    """(step, buffer name) for ``step_<N>_<name>.bin``, else None."""
+def split_dump_name(filename: str) -> tuple[str, str] | None:
+    """(step digits, buffer name) for a name shaped ``step_<N>_<name>.bin``, else None."""
     m = DUMP_NAME.match(filename)
-    if m is None:
+    return None if m is None else (m.group(1), m.group(2))
+
+
+def parse_dump_name(filename: str) -> tuple[int, str] | None:
+    """(step, buffer name) for ``step_<N>_<name>.bin``, else None.
+
+    None also for a step of more than ``MAX_STEP_DIGITS`` digits: callers
+    that list folders tell that case apart with ``split_dump_name``.
+    """
+    parts = split_dump_name(filename)
+    if parts is None or len(parts[0]) > MAX_STEP_DIGITS:
         return None
-    return int(m.group(1)), m.group(2)
+    return int(parts[0]), parts[1]
 
 
 def display_path(path: str) -> str:
@@ -134,7 +151,15 @@ def discover(run: str | os.PathLike[str]) -> RunListing:
     for entry_name in names:
         path = os.path.join(root, entry_name)
         shown_path = display_path(path)
-        parsed = parse_dump_name(entry_name)
+        parts = split_dump_name(entry_name)
+        if parts is not None and len(parts[0]) > MAX_STEP_DIGITS:  # an error, not a skip
+            message = (
+                f"step number has {len(parts[0]):,} digits, more than fastdiff reads "
+                f"({MAX_STEP_DIGITS}); rename the file"
+            )
+            fail(shown_path, None, message)
+            continue
+        parsed = None if parts is None else (int(parts[0]), parts[1])
         try:
             lst = os.lstat(path)
         except OSError as exc:

@@ -1,0 +1,119 @@
+"""What users pass as input: step numbers of any length, run folders with no
+dumps, files given where a run folder belongs (issue 8, items 2, 5 and 8)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fastdiff import discover as discover_module
+from fastdiff.discover import discover, parse_dump_name
+from fastdiff.pipeline import compare_pairs
+
+REPO = Path(__file__).resolve().parents[1]
+LONG = 1234567890123456789  # 19 digits: more than an int64 holds
+
+
+def cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "fastdiff", *args], capture_output=True,
+                          text=True, cwd=cwd, timeout=300, check=False)  # fmt: skip
+
+
+def run_folder(path: Path, files: dict[str, bytes]) -> Path:
+    path.mkdir(parents=True)
+    for name, data in files.items():
+        (path / name).write_bytes(data)
+    return path
+
+
+# --- item 2: step numbers of any length -------------------------------------------
+
+
+@pytest.mark.parametrize("digits", [19, 20, 64, 240])
+def test_long_step_numbers_parse(digits: int) -> None:
+    step = "9" * digits
+    assert parse_dump_name(f"step_{step}_x.bin") == (int(step), "x")
+
+
+def test_a_19_digit_step_in_one_run_only_diverges(tmp_path: Path) -> None:
+    a = run_folder(tmp_path / "a", {"step_0_x.bin": bytes(8)})
+    b = run_folder(tmp_path / "b", {"step_0_x.bin": bytes(8), f"step_{LONG}_x.bin": bytes(8)})
+    r = cli("compare", str(a), str(b), "--schema", "raw", "--format", "json")
+    assert r.returncode == 1, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["skipped"] == []
+    assert doc["first_divergent_step"] == LONG  # exact, not rounded through a float
+    assert [(x["step"], x["status"]) for x in doc["buffers"]] == [(0, "equal"),
+                                                                  (LONG, "only_in_b")]  # fmt: skip
+
+
+def test_long_steps_sort_numerically(tmp_path: Path) -> None:
+    """99...9 (20 digits) comes before 10...0 (21 digits), though not as text."""
+    small, big = 10**20 - 1, 10**20
+    names = [f"step_{s}_x.bin" for s in (2, small, big)]
+    a = run_folder(tmp_path / "a", dict.fromkeys(names, bytes(8)))
+    changed = dict.fromkeys(names[1:], b"\1" + bytes(7))
+    b = run_folder(tmp_path / "b", {**dict.fromkeys(names, bytes(8)), **changed})
+    r = cli("compare", str(a), str(b), "--schema", "raw", "--format", "json")
+    assert r.returncode == 1, r.stderr
+    doc = json.loads(r.stdout)
+    assert [s["step"] for s in doc["steps"]] == [2, small, big]
+    assert doc["first_divergent_step"] == small
+    text = cli("compare", str(a), str(b), "--schema", "raw").stdout
+    assert f"first divergent step {small};" in text
+
+
+def test_leading_zeros_still_make_a_duplicate(tmp_path: Path) -> None:
+    run = run_folder(tmp_path / "r", {f"step_{LONG}_x.bin": bytes(8),
+                                      f"step_000{LONG}_x.bin": bytes(8)})  # fmt: skip
+    listing = discover(run)
+    assert [(f.step, f.name) for f in listing.files] == [(LONG, "x")]
+    (problem,) = listing.errors
+    assert "same step and buffer" in problem.message
+
+
+def test_only_ascii_digits_and_no_trailing_newline_make_a_dump(tmp_path: Path) -> None:
+    run = run_folder(tmp_path / "r", {"step_\u0663_x.bin": bytes(8), "step_1_x.bin\n": bytes(8)})
+    listing = discover(run)
+    assert listing.files == () and listing.errors == ()
+    assert len(listing.skipped) == 2
+    assert all("not a dump" in s.reason for s in listing.skipped)
+
+
+def test_a_step_beyond_the_digit_cap_is_an_error_never_a_skip(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No file system allows a name long enough to pass the real cap (600
+    digits), so a smaller one stands in for it."""
+    monkeypatch.setattr(discover_module, "MAX_STEP_DIGITS", 3)
+    a = run_folder(tmp_path / "a", {"step_1_x.bin": bytes(8)})
+    b = run_folder(tmp_path / "b", {"step_1_x.bin": bytes(8), "step_1234_x.bin": bytes(8)})
+    listing = discover(b)
+    assert listing.skipped == ()
+    (problem,) = listing.errors
+    assert problem.path == str(b / "step_1234_x.bin")
+    assert "step number has 4 digits, more than fastdiff reads (3)" in problem.message
+    (report,) = compare_pairs([(str(a), str(b))])
+    assert report.verdict == "error"
+
+
+def test_a_manifest_keeps_long_steps(tmp_path: Path) -> None:
+    a = run_folder(tmp_path / "a", {"step_0_x.bin": bytes(8), f"step_{LONG}_x.bin": bytes(8)})
+    b = run_folder(tmp_path / "b", {"step_0_x.bin": bytes(8), f"step_{LONG}_x.bin": b"\1" * 8})
+    m = tmp_path / "a.manifest.json"
+    assert cli("hash", str(a), "-o", str(m), "--no-cache").returncode == 0
+    assert [f["step"] for f in json.loads(m.read_text())["files"]] == [0, LONG]
+    r = cli("compare", str(m), str(b), "--schema", "raw", "--format", "json")
+    assert r.returncode == 1, r.stderr
+    assert json.loads(r.stdout)["first_divergent_step"] == LONG
+
+
+def test_stats_counts_long_steps(tmp_path: Path) -> None:
+    run = run_folder(tmp_path / "r", {"step_0_x.bin": bytes(8), f"step_{LONG}_x.bin": bytes(8)})
+    r = cli("stats", str(run), "--format", "json")
+    assert r.returncode == 0, r.stderr
+    assert [s["step"] for s in json.loads(r.stdout)["steps"]] == [0, LONG]
