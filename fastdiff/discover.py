@@ -243,3 +243,57 @@ def open_run(spec: str | os.PathLike[str]) -> RunSource:
             return RunSource(s, RunListing(s, (), (), (problem,), readable=False), {}, None)
         return RunSource(s, m.listing, m.digests, m.chunk_size)
     return RunSource(s, discover(s), {}, None)
+
+
+# --- a run with no dumps ------------------------------------------------------------
+
+#: How far ``dump_subfolder`` looks: this many subfolders, this many entries in each.
+_PEEK_FOLDERS = 64
+_PEEK_ENTRIES = 10_000
+
+
+def holds_no_dumps(listing: RunListing) -> bool:
+    """A run that could be read but holds nothing named like a dump: every
+    entry was skipped, or there is none. Nothing can be compared against it."""
+    return listing.readable and not listing.files and not listing.errors
+
+
+def dump_subfolder(root: str) -> str | None:
+    """The first subfolder of ``root`` (one level down, in name order) with an
+    entry named like a dump, or None. Names only: no file is opened."""
+    try:
+        with os.scandir(root) as it:
+            subfolders = sorted(e.name for e in it if e.is_dir())
+    except OSError:
+        return None
+    for name in subfolders[:_PEEK_FOLDERS]:
+        path = os.path.join(root, name)
+        try:
+            with os.scandir(path) as it:
+                for i, entry in enumerate(it):
+                    if i == _PEEK_ENTRIES:
+                        break
+                    if split_dump_name(entry.name) is not None:
+                        return path
+        except OSError:
+            continue
+    return None
+
+
+def no_dumps_problem(src: RunSource, side: str, subfolder: str | None = None) -> Problem:
+    """The error for run ``side`` ("A" or "B") holding no dumps; ``subfolder``:
+    one that does hold some (``dump_subfolder``), to suggest."""
+    shown = display_path(src.spec)
+    if src.is_manifest:
+        return Problem(
+            shown,
+            f"run {side} is a manifest that lists no dumps; nothing can be compared against "
+            "it: hash the run folder that holds them with 'fastdiff hash RUN -o FILE'",
+        )
+    n = len(src.listing.skipped)
+    others = f" (only {n} other {'entry' if n == 1 else 'entries'}, skipped)" if n else ""
+    if subfolder is not None:
+        what = f"did you mean {display_path(subfolder)}?"
+    else:
+        what = "give the folder that holds them"
+    return Problem(shown, f"run {side} holds no step_<N>_<name>.bin dumps{others}; {what}")

@@ -16,6 +16,7 @@ from fastdiff.pipeline import compare_pairs
 
 REPO = Path(__file__).resolve().parents[1]
 LONG = 1234567890123456789  # 19 digits: more than an int64 holds
+ERROR = "fastdiff: error: "
 
 
 def cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
@@ -117,3 +118,92 @@ def test_stats_counts_long_steps(tmp_path: Path) -> None:
     r = cli("stats", str(run), "--format", "json")
     assert r.returncode == 0, r.stderr
     assert [s["step"] for s in json.loads(r.stdout)["steps"]] == [0, LONG]
+
+
+# --- item 5: a run side with no dumps ----------------------------------------------
+
+
+def test_the_parent_folder_by_mistake_is_an_error_that_names_the_run(tmp_path: Path) -> None:
+    r = cli("compare", "examples", "examples/run-b")
+    assert r.returncode == 2
+    assert r.stderr.splitlines() == [
+        f"{ERROR}examples: run A holds no step_<N>_<name>.bin dumps (only 3 other entries, "
+        "skipped); did you mean examples/run-a?"
+    ]
+    assert "diverged" not in r.stdout and "next," not in r.stdout
+    doc = json.loads(cli("compare", "examples", "examples/run-b", "--format", "json").stdout)
+    assert doc["verdict"] == "error" and doc["first_divergent_step"] is None
+    assert doc["buffers"] == [] and doc["groups"] == []
+    # The rest of the report stays: what was skipped in the folder.
+    assert {s["path"] for s in doc["skipped"]} == {
+        "examples/run-a", "examples/run-b", "examples/schema.toml"
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("side", ["A", "B"])
+def test_an_empty_folder_against_a_run_is_an_error(tmp_path: Path, side: str) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    run = str(REPO / "examples/run-a")
+    args = (str(empty), run) if side == "A" else (run, str(empty))
+    r = cli("compare", *args)
+    assert r.returncode == 2
+    assert r.stderr.splitlines() == [
+        f"{ERROR}{empty}: run {side} holds no step_<N>_<name>.bin dumps; "
+        "give the folder that holds them"
+    ]
+
+
+def test_a_folder_of_skipped_entries_only_counts_as_empty(tmp_path: Path) -> None:
+    a = run_folder(tmp_path / "a", {"notes.txt": b"hi", "step_1_x.bin.tmp": bytes(8)})
+    (a / "empty-sub").mkdir()
+    (a / "zz-run").mkdir()
+    (a / "zz-run" / "step_0_x.bin").write_bytes(bytes(8))
+    b = run_folder(tmp_path / "b", {"step_0_x.bin": bytes(8)})
+    (report,) = compare_pairs([(str(a), str(b))])
+    assert report.verdict == "error" and report.buffers == ()
+    (problem,) = report.errors
+    assert problem.message == (
+        "run A holds no step_<N>_<name>.bin dumps (only 4 other entries, skipped); "
+        f"did you mean {a / 'zz-run'}?"
+    )
+    assert len(report.skipped) == 4
+
+
+def test_both_empty_stays_nothing_to_compare(tmp_path: Path) -> None:
+    r = cli("compare", "examples", "examples")
+    assert r.returncode == 2
+    (line,) = r.stderr.splitlines()
+    assert "nothing to compare" in line and line.endswith("did you mean examples/run-a?")
+
+
+def test_an_empty_run_in_a_sweep_is_an_error_for_its_pair(tmp_path: Path) -> None:
+    r = cli("sweep", "--no-cache", "--format", "jsonl", "--baseline", "examples/run-a",
+            "examples/run-b", "examples")  # fmt: skip
+    assert r.returncode == 2
+    *pairs, summary = (json.loads(line) for line in r.stdout.splitlines())
+    assert [p["verdict"] for p in pairs] == ["diverged", "error"]
+    assert pairs[1]["errors"] == [{
+        "path": "examples",
+        "message": "run B holds no step_<N>_<name>.bin dumps (only 3 other entries, skipped); "
+        "did you mean examples/run-a?",
+    }]  # fmt: skip
+    assert pairs[1]["buffers"] == []
+    assert (summary["diverged"], summary["error"]) == (1, 1)
+    text = cli("sweep", "--no-cache", "--format", "text", "--baseline", "examples/run-a",
+               "examples/run-b", "examples").stdout  # fmt: skip
+    assert "examples/run-a  examples  error (1 problem: run B holds no" in text
+
+
+def test_a_manifest_that_lists_no_dumps_is_an_error(tmp_path: Path) -> None:
+    m = tmp_path / "m.json"
+    assert cli("hash", "examples/run-a", "-o", str(m), "--no-cache").returncode == 0
+    doc = json.loads(m.read_text())
+    doc["files"] = []
+    m.write_text(json.dumps(doc))
+    r = cli("compare", str(m), "examples/run-a")
+    assert r.returncode == 2
+    assert r.stderr.splitlines() == [
+        f"{ERROR}{m}: run A is a manifest that lists no dumps; nothing can be compared "
+        "against it: hash the run folder that holds them with 'fastdiff hash RUN -o FILE'"
+    ]
