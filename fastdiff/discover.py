@@ -225,21 +225,37 @@ class RunSource:
 
 
 def open_run(spec: str | os.PathLike[str]) -> RunSource:
-    """A run folder, or a manifest file; errors become listing errors, never exceptions."""
+    """A run folder, or a manifest file; errors become listing errors, never exceptions.
+
+    A regular file is read as a manifest (``load_manifest`` sniffs its first
+    bytes and caps what it reads); a dump file given as a run is refused by
+    its name, without opening it.
+    """
     s = os.fspath(spec)
     if os.path.isfile(s):  # a regular file given as a run is read as a manifest
         from .manifest import ManifestError, NotAManifest, load_manifest
 
+        shown = display_path(s)
+        base = os.path.basename(s)
+        if split_dump_name(base) is not None:
+            folder = display_path(os.path.dirname(s) or os.curdir)
+            problem = Problem(shown, f"this is a dump file; pass its folder {folder} instead")
+            return RunSource(s, RunListing(s, (), (), (problem,), readable=False), {}, None)
         try:
             m = load_manifest(s)
         except ManifestError as exc:
             msg = str(exc).removeprefix(f"{s}: ")
-            if isinstance(exc, NotAManifest):
+            if isinstance(exc, NotAManifest) and base.lower().endswith(".bin"):
+                msg = (
+                    f"not a run folder, nor a fastdiff manifest ({msg}); a .bin file is data: "
+                    "pass the run folder that holds the step_<N>_<name>.bin dumps"
+                )
+            elif isinstance(exc, NotAManifest):
                 msg = (
                     f"not a run folder, nor a fastdiff manifest ({msg}); give the folder that "
                     "holds the step_<N>_<name>.bin dumps, or a file written by 'fastdiff hash'"
                 )
-            problem = Problem(s, msg)
+            problem = Problem(shown, msg)
             return RunSource(s, RunListing(s, (), (), (problem,), readable=False), {}, None)
         return RunSource(s, m.listing, m.digests, m.chunk_size)
     return RunSource(s, discover(s), {}, None)

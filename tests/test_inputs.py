@@ -4,6 +4,7 @@ dumps, files given where a run folder belongs (issue 8, items 2, 5 and 8)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,8 @@ import pytest
 
 from fastdiff import discover as discover_module
 from fastdiff.discover import discover, parse_dump_name
+from fastdiff.errors import FastdiffError
+from fastdiff.manifest import ManifestError, load_manifest
 from fastdiff.pipeline import compare_pairs
 
 REPO = Path(__file__).resolve().parents[1]
@@ -207,3 +210,96 @@ def test_a_manifest_that_lists_no_dumps_is_an_error(tmp_path: Path) -> None:
         f"{ERROR}{m}: run A is a manifest that lists no dumps; nothing can be compared "
         "against it: hash the run folder that holds them with 'fastdiff hash RUN -o FILE'"
     ]
+
+
+# --- item 8: a file given as RUN ------------------------------------------------------
+
+
+def _peak_rss_kib(*args: str, cwd: Path) -> tuple[subprocess.CompletedProcess[str], int]:
+    """Run the CLI in a child of a fresh interpreter; return it and its peak RSS."""
+    code = (
+        "import resource, subprocess, sys\n"
+        "p = subprocess.run([sys.executable, '-m', 'fastdiff', *sys.argv[1:]],"
+        " capture_output=True, text=True)\n"
+        "sys.stderr.write(p.stderr)\n"
+        "print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                       cwd=cwd, timeout=300, check=False, env={**os.environ})  # fmt: skip
+    rc, rss = p.stdout.split()
+    return subprocess.CompletedProcess(p.args, int(rc), "", p.stderr), int(rss)
+
+
+@pytest.mark.parametrize(
+    ("name", "first", "message"),
+    [
+        ("big.bin", b"", "not a run folder, nor a fastdiff manifest (not JSON: it starts with "
+         "byte 0x00, a manifest with '{'); a .bin file is data: pass the run folder that holds "
+         "the step_<N>_<name>.bin dumps"),
+        ("big.json", b"{", "3,221,225,472 bytes, more than a manifest may have (at most "
+         "1,073,741,824 bytes, 1 GiB); compare the run folder itself, or hash it with a larger "
+         "--chunk-size"),
+    ],
+)  # fmt: skip
+def test_a_huge_file_given_as_run_is_sniffed_not_read(
+    tmp_path: Path, name: str, first: bytes, message: str
+) -> None:
+    big = tmp_path / name
+    with open(big, "wb") as fh:  # sparse: 3 GiB that take no disk space
+        fh.write(first)
+        fh.truncate(3 << 30)
+    r, rss_kib = _peak_rss_kib("compare", name, str(REPO / "examples/run-a"), cwd=tmp_path)
+    assert r.returncode == 2
+    assert r.stderr.splitlines() == [f"{ERROR}{name}: {message}"]
+    assert rss_kib < 256 * 1024  # reading the file whole would take 3 GiB
+
+
+@pytest.mark.parametrize("path", ["examples/run-a/step_0_rewards.bin", "step_0_rewards.bin"])
+def test_a_dump_file_given_as_run_names_its_folder(path: str) -> None:
+    cwd = REPO / "examples/run-a" if "/" not in path else REPO
+    folder = os.path.dirname(path) or "."
+    r = cli("compare", path, str(REPO / "examples/run-b"), cwd=cwd)
+    assert r.returncode == 2
+    assert r.stderr.splitlines() == [
+        f"{ERROR}{path}: this is a dump file; pass its folder {folder} instead"
+    ]
+    s = cli("stats", path, cwd=cwd)
+    assert s.returncode == 2 and "this is a dump file" in s.stderr
+
+
+def test_a_manifest_may_start_with_blanks_and_a_bom(tmp_path: Path) -> None:
+    m = tmp_path / "m.json"
+    assert cli("hash", "examples/run-a", "-o", str(m), "--no-cache").returncode == 0
+    m.write_bytes(b"\xef\xbb\xbf \n\t" + m.read_bytes())
+    r = cli("compare", str(m), "examples/run-a")
+    assert r.returncode == 0, r.stderr
+
+
+def test_the_manifest_size_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import fastdiff.manifest as manifest_module
+
+    m = tmp_path / "m.json"
+    assert cli("hash", "examples/run-a", "-o", str(m), "--no-cache").returncode == 0
+    size = m.stat().st_size
+    monkeypatch.setattr(manifest_module, "MAX_MANIFEST_BYTES", size)
+    assert load_manifest(m).listing.files
+    monkeypatch.setattr(manifest_module, "MAX_MANIFEST_BYTES", size - 1)
+    with pytest.raises(ManifestError, match=f"{size:,} bytes, more than a manifest may have"):
+        load_manifest(m)
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        (b"", "not JSON: the file is empty"),
+        (b" \n", "not JSON: the file is blank"),
+        (b"[1]", "not a JSON object: it starts with '[', a manifest with '{'"),
+        (b"\x89PNG", "not JSON: it starts with byte 0x89, a manifest with '{'"),
+    ],
+)
+def test_not_a_manifest_says_why(tmp_path: Path, content: bytes, why: str) -> None:
+    p = tmp_path / "x"
+    p.write_bytes(content)
+    with pytest.raises(FastdiffError) as err:
+        load_manifest(p)
+    assert str(err.value) == f"{p}: {why}"
