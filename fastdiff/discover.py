@@ -1,11 +1,12 @@
 """Stage 1: list a run folder and account for every entry in it.
 
-A regular file named ``step_<N>_<name>.bin`` (N >= 0) is buffer ``name`` at
-step N; a symbolic link is followed. Every other entry is reported as
-skipped, with the reason; entries named like dumps that cannot be compared
-(a folder, FIFO, socket or device, a broken link or link loop, a name that
-is not UTF-8) are errors. Nothing is opened here (so a FIFO cannot block):
-one ``lstat``/``stat`` per entry, and folders are never written to.
+A regular file named ``step_<N>_<name>.bin`` (N >= 0, any number of ASCII
+digits up to ``MAX_STEP_DIGITS``) is buffer ``name`` at step N; a symbolic
+link is followed. Every other entry is reported as skipped, with the reason;
+entries named like dumps that cannot be compared (a folder, FIFO, socket or
+device, a broken link or link loop, a name that is not UTF-8, a step number
+too long to read) are errors. Nothing is opened here (so a FIFO cannot
+block): one ``lstat``/``stat`` per entry, and folders are never written to.
 """
 
 from __future__ import annotations
@@ -21,7 +22,13 @@ from .results import Problem, Skipped
 if TYPE_CHECKING:
     from .hash import FileDigest
 
-DUMP_NAME = re.compile(r"^step_([0-9]{1,18})_(.+)\.bin$", re.DOTALL)
+#: Only ASCII digits make a step number (``\d`` would take other scripts'
+#: digits too); ``\Z``, as ``$`` would also match before a final newline.
+DUMP_NAME = re.compile(r"^step_([0-9]+)_(.+)\.bin\Z", re.DOTALL)
+#: Step numbers of more digits are refused (an error, never a skip): below
+#: the smallest limit Python may put on int/str conversions (640 digits), and
+#: far above the 255 bytes most file systems allow a file name.
+MAX_STEP_DIGITS = 600
 
 
 @dataclass(frozen=True)
@@ -55,12 +62,22 @@ class RunListing:
         return {(f.step, f.name): f for f in self.files}
 
 
-def parse_dump_name(filename: str) -> tuple[int, str] | None:
-    """(step, buffer name) for ``step_<N>_<name>.bin``, else None."""
+def split_dump_name(filename: str) -> tuple[str, str] | None:
+    """(step digits, buffer name) for a name shaped ``step_<N>_<name>.bin``, else None."""
     m = DUMP_NAME.match(filename)
-    if m is None:
+    return None if m is None else (m.group(1), m.group(2))
+
+
+def parse_dump_name(filename: str) -> tuple[int, str] | None:
+    """(step, buffer name) for ``step_<N>_<name>.bin``, else None.
+
+    None also for a step of more than ``MAX_STEP_DIGITS`` digits: callers
+    that list folders tell that case apart with ``split_dump_name``.
+    """
+    parts = split_dump_name(filename)
+    if parts is None or len(parts[0]) > MAX_STEP_DIGITS:
         return None
-    return int(m.group(1)), m.group(2)
+    return int(parts[0]), parts[1]
 
 
 def display_path(path: str) -> str:
@@ -134,7 +151,15 @@ def discover(run: str | os.PathLike[str]) -> RunListing:
     for entry_name in names:
         path = os.path.join(root, entry_name)
         shown_path = display_path(path)
-        parsed = parse_dump_name(entry_name)
+        parts = split_dump_name(entry_name)
+        if parts is not None and len(parts[0]) > MAX_STEP_DIGITS:  # an error, not a skip
+            message = (
+                f"step number has {len(parts[0]):,} digits, more than fastdiff reads "
+                f"({MAX_STEP_DIGITS}); rename the file"
+            )
+            fail(shown_path, None, message)
+            continue
+        parsed = None if parts is None else (int(parts[0]), parts[1])
         try:
             lst = os.lstat(path)
         except OSError as exc:
@@ -200,21 +225,91 @@ class RunSource:
 
 
 def open_run(spec: str | os.PathLike[str]) -> RunSource:
-    """A run folder, or a manifest file; errors become listing errors, never exceptions."""
+    """A run folder, or a manifest file; errors become listing errors, never exceptions.
+
+    A regular file is read as a manifest (``load_manifest`` sniffs its first
+    bytes and caps what it reads); a dump file given as a run is refused by
+    its name, without opening it.
+    """
     s = os.fspath(spec)
     if os.path.isfile(s):  # a regular file given as a run is read as a manifest
         from .manifest import ManifestError, NotAManifest, load_manifest
 
+        shown = display_path(s)
+        base = os.path.basename(s)
+        if split_dump_name(base) is not None:
+            folder = display_path(os.path.dirname(s) or os.curdir)
+            problem = Problem(shown, f"this is a dump file; pass its folder {folder} instead")
+            return RunSource(s, RunListing(s, (), (), (problem,), readable=False), {}, None)
         try:
             m = load_manifest(s)
         except ManifestError as exc:
             msg = str(exc).removeprefix(f"{s}: ")
-            if isinstance(exc, NotAManifest):
+            if isinstance(exc, NotAManifest) and base.lower().endswith(".bin"):
+                msg = (
+                    f"not a run folder, nor a fastdiff manifest ({msg}); a .bin file is data: "
+                    "pass the run folder that holds the step_<N>_<name>.bin dumps"
+                )
+            elif isinstance(exc, NotAManifest):
                 msg = (
                     f"not a run folder, nor a fastdiff manifest ({msg}); give the folder that "
                     "holds the step_<N>_<name>.bin dumps, or a file written by 'fastdiff hash'"
                 )
-            problem = Problem(s, msg)
+            problem = Problem(shown, msg)
             return RunSource(s, RunListing(s, (), (), (problem,), readable=False), {}, None)
         return RunSource(s, m.listing, m.digests, m.chunk_size)
     return RunSource(s, discover(s), {}, None)
+
+
+# --- a run with no dumps ------------------------------------------------------------
+
+#: How far ``dump_subfolder`` looks: this many subfolders, this many entries in each.
+_PEEK_FOLDERS = 64
+_PEEK_ENTRIES = 10_000
+
+
+def holds_no_dumps(listing: RunListing) -> bool:
+    """A run that could be read but holds nothing named like a dump: every
+    entry was skipped, or there is none. Nothing can be compared against it."""
+    return listing.readable and not listing.files and not listing.errors
+
+
+def dump_subfolder(root: str) -> str | None:
+    """The first subfolder of ``root`` (one level down, in name order) with an
+    entry named like a dump, or None. Names only: no file is opened."""
+    try:
+        with os.scandir(root) as it:
+            subfolders = sorted(e.name for e in it if e.is_dir())
+    except OSError:
+        return None
+    for name in subfolders[:_PEEK_FOLDERS]:
+        path = os.path.join(root, name)
+        try:
+            with os.scandir(path) as it:
+                for i, entry in enumerate(it):
+                    if i == _PEEK_ENTRIES:
+                        break
+                    if split_dump_name(entry.name) is not None:
+                        return path
+        except OSError:
+            continue
+    return None
+
+
+def no_dumps_problem(src: RunSource, side: str, subfolder: str | None = None) -> Problem:
+    """The error for run ``side`` ("A" or "B") holding no dumps; ``subfolder``:
+    one that does hold some (``dump_subfolder``), to suggest."""
+    shown = display_path(src.spec)
+    if src.is_manifest:
+        return Problem(
+            shown,
+            f"run {side} is a manifest that lists no dumps; nothing can be compared against "
+            "it: hash the run folder that holds them with 'fastdiff hash RUN -o FILE'",
+        )
+    n = len(src.listing.skipped)
+    others = f" (only {n} other {'entry' if n == 1 else 'entries'}, skipped)" if n else ""
+    if subfolder is not None:
+        what = f"did you mean {display_path(subfolder)}?"
+    else:
+        what = "give the folder that holds them"
+    return Problem(shown, f"run {side} holds no step_<N>_<name>.bin dumps{others}; {what}")

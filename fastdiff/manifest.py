@@ -160,13 +160,63 @@ def parse_manifest(doc: object, path: str) -> Manifest:
     return Manifest(path, run, chunk_size, listing, digests)
 
 
+#: A manifest is read whole, so files larger than this are refused. At about
+#: 37 bytes per chunk digest and 250 per file, 1 GiB describes millions of
+#: files, tens of TiB at the default chunk size.
+MAX_MANIFEST_BYTES = 1 << 30
+#: Bytes read first to tell a manifest (JSON, starting with ``{``) from other files.
+_SNIFF_BYTES = 4096
+_BLANK = b" \t\r\n"
+_BOM = b"\xef\xbb\xbf"
+#: Bytes a JSON text may start with (after blanks), besides ``{``.
+_JSON_STARTS = b'["-0123456789tfn'
+
+
+def _not_a_manifest(path: str, head: bytes) -> NotAManifest:
+    """Why a file whose first non-blank byte is not ``{`` is no manifest."""
+    start = head.lstrip(_BLANK)
+    if not head:
+        why = "not JSON: the file is empty"
+    elif not start:
+        blank = "the file is" if len(head) < _SNIFF_BYTES else f"its first {len(head):,} bytes are"
+        why = f"not JSON: {blank} blank"
+    else:
+        first = start[:1]
+        shown = repr(first.decode()) if 0x20 < first[0] < 0x7F else f"byte 0x{first[0]:02x}"
+        kind = "not a JSON object" if first in _JSON_STARTS else "not JSON"
+        why = f"{kind}: it starts with {shown}, a manifest with '{{'"
+    return NotAManifest(f"{path}: {why}")
+
+
 def load_manifest(path: str | os.PathLike[str]) -> Manifest:
+    """Read a manifest file; ManifestError (NotAManifest for other files) on any problem.
+
+    Only the first bytes are read to tell a manifest from other files, and at
+    most ``MAX_MANIFEST_BYTES`` in all, whatever the file: memory stays bounded.
+    """
     p = os.fspath(path)
+    too_big = (
+        f"more than a manifest may have (at most {MAX_MANIFEST_BYTES:,} bytes, 1 GiB); "
+        "compare the run folder itself, or hash it with a larger --chunk-size"
+    )
     try:
         with open(p, "rb") as fh:
-            raw = fh.read()
+            head = fh.read(_SNIFF_BYTES)
+            if not head.removeprefix(_BOM).lstrip(_BLANK).startswith(b"{"):
+                raise _not_a_manifest(p, head.removeprefix(_BOM))
+            size = os.fstat(fh.fileno()).st_size
+            if size > MAX_MANIFEST_BYTES:
+                raise ManifestError(f"{p}: {size:,} bytes, {too_big}")
+            raw = bytearray(head)
+            while len(raw) <= MAX_MANIFEST_BYTES:  # in pieces: the file may grow meanwhile
+                piece = fh.read(min(1 << 24, MAX_MANIFEST_BYTES + 1 - len(raw)))
+                if not piece:
+                    break
+                raw += piece
     except OSError as exc:
         raise ManifestError(f"{p}: cannot read manifest: {exc.strerror}") from exc
+    if len(raw) > MAX_MANIFEST_BYTES:
+        raise ManifestError(f"{p}: grew while it was read, {too_big}")
     try:
         doc = json.loads(raw)
     except (ValueError, RecursionError) as exc:

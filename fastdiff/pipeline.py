@@ -21,7 +21,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from .discover import DumpFile, RunSource, open_run
+from .discover import (
+    DumpFile,
+    RunSource,
+    display_path,
+    dump_subfolder,
+    holds_no_dumps,
+    no_dumps_problem,
+    open_run,
+)
 from .dtypes import get_dtype
 from .hash import DEFAULT_CHUNK_SIZE, FileDigest, check_chunk_size, differing_ranges, hash_batch
 from .kernel import EXACT, Tolerance
@@ -335,6 +343,21 @@ class _Scheduler:
             self.next_emit += 1
 
 
+def _empty_sides(sa: RunSource, sb: RunSource, hints: dict[str, str | None]) -> list[Problem]:
+    """A run side with no dumps at all is an error, never a divergence.
+    ``hints``: each empty folder's subfolder that holds dumps, looked up once."""
+    empty = [(side, s) for side, s in (("A", sa), ("B", sb)) if holds_no_dumps(s.listing)]
+    for _, s in empty:
+        if s.spec not in hints:
+            hints[s.spec] = None if s.is_manifest else dump_subfolder(s.spec)
+    if len(empty) < 2:
+        return [no_dumps_problem(s, side, hints[s.spec]) for side, s in empty]
+    subs = [display_path(sub) for sub in dict.fromkeys(hints[s.spec] for _, s in empty) if sub]
+    hint = f"; did you mean {' or '.join(subs)}?" if subs else ""
+    where = f"{display_path(sa.spec)} and {display_path(sb.spec)}"
+    return [Problem(where, NOTHING_TO_COMPARE + hint)]
+
+
 def compare_pairs(
     pairs: Sequence[tuple[str | os.PathLike[str], str | os.PathLike[str]]],
     options: CompareOptions | None = None,
@@ -356,13 +379,15 @@ def compare_pairs(
     chunk_size = min(manifest_sizes) if manifest_sizes else opts.chunk_size
 
     plans: list[_Plan] = []
+    hints: dict[str, str | None] = {}
     for i, (ra, rb) in enumerate(pairs):
         sa, sb = sources[os.fspath(ra)], sources[os.fspath(rb)]
-        errors = [*sa.listing.errors, *sb.listing.errors]
-        both = sa.listing.readable and sb.listing.readable
+        empty = _empty_sides(sa, sb, hints)
+        errors = [*sa.listing.errors, *sb.listing.errors, *empty]
+        # An unreadable or empty run's buffers are unknown, not absent: nothing
+        # is paired against it (else every buffer of the other would diverge).
+        both = sa.listing.readable and sb.listing.readable and not empty
         paired = pair_runs(sa.listing, sb.listing, opts.schema) if both else ()
-        if not paired and not errors:
-            errors.append(Problem(f"{sa.spec} and {sb.spec}", NOTHING_TO_COMPARE))
         decided, size_problems, to_hash = size_stage(paired)
         plans.append(_Plan(i, sa, sb, decided, errors + size_problems, to_hash))
 

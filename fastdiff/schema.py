@@ -67,8 +67,14 @@ class Schema:
     def __post_init__(self) -> None:
         exact: dict[str, tuple[str, str]] = {}
         globs: list[tuple[str, str, str]] = []
+        owner: dict[str, str] = {}
         for g in self.groups:
             for m in g.members:
+                if owner.setdefault(m.pattern, g.key) != g.key:
+                    raise SchemaError(
+                        f"schema {self.name!r}: member {m.pattern!r} is in groups "
+                        f"{owner[m.pattern]!r} and {g.key!r}; a buffer belongs to one group"
+                    )
                 if m.is_glob:
                     globs.append((m.pattern, g.key, m.dtype))
                 else:
@@ -198,6 +204,25 @@ def _line_of(text: str, group_index: int | None, key: str) -> int:
     return 1
 
 
+def _member_line(text: str, group_index: int, name: str) -> int:
+    """1-based line of member ``name`` in the n-th [[group]]'s ``[group.members]``
+    table; else the line of its ``members`` key (an inline table), or its header."""
+    member = re.compile(r"""^\s*(?:{0}|"{0}"|'{0}')\s*=""".format(re.escape(name)))
+    block = -1
+    in_members = False
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if re.match(r"^\s*\[\[\s*group\s*\]\]", line):
+            block += 1
+            in_members = False
+        elif re.match(r"^\s*\[", line):
+            in_members = block == group_index and bool(
+                re.match(r"^\s*\[\s*group\s*\.\s*members\s*\]", line)
+            )
+        elif in_members and member.match(line):
+            return lineno
+    return _line_of(text, group_index, "members")
+
+
 def load_schema(path: str | os.PathLike[str]) -> Schema:
     """Load a TOML schema; SchemaError names the file, line and key on any problem."""
     import tomllib
@@ -240,6 +265,7 @@ def parse_schema(doc: dict[str, object], text: str = "", origin: str = "<schema>
         raise fail(None, "group", "must be an array of tables, written [[group]]")
     groups: list[Group] = []
     seen: set[str] = set()
+    owner: dict[str, tuple[str, int]] = {}  # member -> (group key, group index)
     for gi, g in enumerate(raw_groups):
         if not isinstance(g, dict):
             raise fail(gi, "group", "must be a table")
@@ -271,6 +297,15 @@ def parse_schema(doc: dict[str, object], text: str = "", origin: str = "<schema>
                 raise fail(gi, "members", "a member name is empty")
             if not isinstance(mtype, str) or mtype not in DTYPES:
                 raise fail(gi, f"members.{mname}", _dtype_problem(mtype))
+            if mname in owner:
+                first, first_index = owner[mname]
+                raise SchemaError(
+                    f"{origin}:{_member_line(text, gi, mname)}: group {gi + 1} key "
+                    f"{'members.' + mname!r}: member {mname!r} of group {key!r} is already in "
+                    f"group {first!r} (line {_member_line(text, first_index, mname)}); a "
+                    "buffer belongs to one group: remove one of them"
+                )
+            owner[mname] = (key, gi)
             parsed.append(Member(mname, mtype))
         groups.append(Group(key, title, hint, tuple(parsed)))
     return Schema(name=name, groups=tuple(groups), default_dtype=default_dtype)

@@ -135,3 +135,57 @@ def test_resolve_schema_errors() -> None:
         resolve_schema("nope")
     with pytest.raises(SchemaError, match="--default-dtype"):
         resolve_schema("rl-state", "f128")
+
+
+DUPLICATE = """name = "dup"
+
+[[group]]
+key = "C"
+title = "member of two groups"
+[group.members]
+rewards = "f32"
+"unit_*" = "f32"
+
+[[group]]
+key = "D"
+[group.members]
+actions = "i32"
+{second}
+"""
+
+
+@pytest.mark.parametrize(
+    ("second", "member"),
+    [("'rewards' = \"f32\"", "rewards"), ('rewards = "i32"', "rewards"),
+     ('"unit_*" = "f32"', "unit_*")],
+)  # fmt: skip
+def test_a_member_in_two_groups_is_refused(tmp_path: Path, second: str, member: str) -> None:
+    p = _write(tmp_path, DUPLICATE.format(second=second))
+    with pytest.raises(SchemaError) as err:
+        load_schema(p)
+    first_line = 7 if member == "rewards" else 8
+    assert str(err.value) == (
+        f"{p}:14: group 2 key 'members.{member}': member {member!r} of group 'D' is already "
+        f"in group 'C' (line {first_line}); a buffer belongs to one group: remove one of them"
+    )
+
+
+def test_a_member_in_two_inline_member_tables_names_their_lines(tmp_path: Path) -> None:
+    text = (
+        '[[group]]\nkey = "C"\nmembers = { x = "u8" }\n\n'
+        '[[group]]\nkey = "D"\ntitle = "x"\nmembers = { y = "u8", x = "u8" }\n'
+    )
+    p = _write(tmp_path, text)
+    with pytest.raises(SchemaError, match=r"s\.toml:8: .*'x' of group 'D' is already in group "
+                       r"'C' \(line 3\)"):  # fmt: skip
+        load_schema(p)
+
+
+def test_a_schema_built_in_code_refuses_a_member_in_two_groups() -> None:
+    from fastdiff.schema import Group, Member, Schema
+
+    def group(key: str) -> Group:
+        return Group(key, key, "", (Member("x", "u8"),))
+
+    with pytest.raises(SchemaError, match="member 'x' is in groups 'C' and 'D'"):
+        Schema("mine", (group("C"), group("D")))
