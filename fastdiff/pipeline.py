@@ -16,6 +16,7 @@ first.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -29,6 +30,7 @@ from .pair import Pair, pair_runs
 from .pool import Runner, batches, default_jobs, open_runner, resolve_executor_kind
 from .progress import Progress
 from .results import BufferResult, Problem, Report, Work
+from .runschema import choose_schema
 from .scan import ScanJob, ScanOutcome, scan_batch
 from .schema import RL_STATE, Schema
 from .size import size_stage
@@ -47,7 +49,9 @@ NOTHING_TO_COMPARE = (
 
 @dataclass(frozen=True)
 class CompareOptions:
-    schema: Schema = field(default=RL_STATE)
+    #: None: the schema a manifest records (run A's, else run B's), else rl-state
+    #: (``runschema.choose_schema``); a schema given here wins over a manifest's.
+    schema: Schema | None = None
     tolerance: Tolerance = EXACT
     chunk_size: int = DEFAULT_CHUNK_SIZE
     engine: str = "auto"  # auto | numba | numpy | python
@@ -159,6 +163,7 @@ class _Plan:
     waiting: set[_Key] = field(default_factory=set)  # digests it still needs
     scans_left: int = 0
     work: Work = field(default_factory=Work)
+    schema: Schema = RL_STATE  # the schema this pair is read with
 
 
 def pair_chunk_size(src_a: RunSource, src_b: RunSource, opts: CompareOptions) -> int:
@@ -349,7 +354,7 @@ class _Scheduler:
         self.reports[plan.index] = build_report(
             plan.src_a.spec,
             plan.src_b.spec,
-            self.opts.schema,
+            plan.schema,
             plan.results,
             [*plan.src_a.listing.skipped, *plan.src_b.listing.skipped],
             plan.errors,
@@ -372,26 +377,34 @@ def compare_pairs(
     on_report: Callable[[int, Report], None] | None = None,
     progress: Progress | None = None,
 ) -> list[Report]:
-    """Compare run pairs (folders or manifests), hashing every file once.
+    """Compare run pairs (folders or manifests), hashing every file once per
+    chunk size it is needed at.
 
     Reports come back in input order; ``on_report(i, report)`` is called for
     each as soon as it and all before it are done. ``executor``: any
     concurrent.futures executor the caller owns (only ``submit`` is called).
+    Each pair is read with the schema ``runschema.choose_schema`` picks for
+    it; what it says about the choice goes to stderr, once per line.
     """
     opts = options or CompareOptions()
     specs = [os.fspath(s) for pair in pairs for s in pair]
     sources = {s: open_run(s) for s in dict.fromkeys(specs)}
 
     plans: list[_Plan] = []
+    notes: dict[str, None] = {}
     for i, (ra, rb) in enumerate(pairs):
         sa, sb = sources[os.fspath(ra)], sources[os.fspath(rb)]
+        schema, said = choose_schema((sa, sb), opts.schema)
+        notes.update(dict.fromkeys(said))
         errors = [*sa.listing.errors, *sb.listing.errors]
         both = sa.listing.readable and sb.listing.readable
-        paired = pair_runs(sa.listing, sb.listing, opts.schema) if both else ()
+        paired = pair_runs(sa.listing, sb.listing, schema) if both else ()
         if not paired and not errors:
             errors.append(Problem(f"{sa.spec} and {sb.spec}", NOTHING_TO_COMPARE))
         decided, size_problems, to_hash = size_stage(paired)
-        plans.append(_Plan(i, sa, sb, decided, errors + size_problems, to_hash))
+        plans.append(_Plan(i, sa, sb, decided, errors + size_problems, to_hash, schema=schema))
+    for note in notes:  # like the digest cache's warnings: once each, on stderr
+        print(f"fastdiff: {note}", file=sys.stderr)
 
     jobs = opts.jobs or default_jobs()
     sched = _Scheduler(plans, opts, jobs, cache, on_report, progress)
