@@ -85,8 +85,8 @@ def _add_schema_options(p: argparse.ArgumentParser) -> None:
         "--schema",
         default=None,
         metavar="NAME|FILE.toml",
-        help="a preset (rl-state, raw) or a TOML schema file (default: the one a manifest "
-        "records, else rl-state); 'fastdiff schema' prints one to start from",
+        help="a preset (rl-state, raw) or a TOML schema file (default: rl-state; a manifest "
+        "is read with the schema it records); 'fastdiff schema' prints one to start from",
     )
     schema.add_argument(
         "--default-dtype",

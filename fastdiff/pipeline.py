@@ -1,12 +1,13 @@
 """The scheduler that drives the stages over one or many run pairs.
 
 For every run pair: pair (stage 2) and size (stage 3) decide what they can;
-every file that still needs a digest is hashed once (stage 4), however many
-pairs it belongs to, unless a manifest or the digest cache already knows
-it; a pair whose files are all hashed is decided by digest, and only its
-differing chunks are scanned (stage 5); a pair whose scans are done gets
-its verdict (stage 6) and is handed to ``on_report`` at once, in input
-order, so a long sweep loses nothing that finished.
+every file that still needs a digest is hashed once (stage 4) per chunk size
+its pairs need (a manifest's, else the options'), however many pairs it
+belongs to, unless a manifest or the digest cache already knows it; a pair
+whose files are all hashed is decided by digest, and only its differing
+chunks are scanned (stage 5); a pair whose scans are done gets its verdict
+(stage 6) and is handed to ``on_report`` at once, in input order, so a long
+sweep loses nothing that finished.
 
 Work goes through any ``concurrent.futures.Executor`` (only ``submit`` is
 called on it); hashing is submitted run by run, so the first pairs finish
