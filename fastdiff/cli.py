@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from .cache import DigestCache
     from .pipeline import CompareOptions
     from .results import Report
+    from .schema import Schema
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([kKmMgG]?)(i?[bB])?\s*$")
 
@@ -82,10 +83,10 @@ def _add_schema_options(p: argparse.ArgumentParser) -> None:
     schema = p.add_argument_group("schema")
     schema.add_argument(
         "--schema",
-        default="rl-state",
+        default=None,
         metavar="NAME|FILE.toml",
-        help="a preset (rl-state, raw) or a TOML schema file (default: rl-state); "
-        "'fastdiff schema' prints one to start from",
+        help="a preset (rl-state, raw) or a TOML schema file (default: rl-state; a manifest "
+        "is read with the schema it records); 'fastdiff schema' prints one to start from",
     )
     schema.add_argument(
         "--default-dtype",
@@ -261,16 +262,25 @@ def write_stdout(text: str) -> None:
         os.dup2(devnull, sys.stdout.fileno())
 
 
+def _given_schema(args: argparse.Namespace) -> Schema | None:
+    """The schema the options choose; None when neither --schema nor
+    --default-dtype is given (a manifest's own schema, else rl-state)."""
+    from .schema import resolve_schema
+
+    if args.schema is None and args.default_dtype is None:
+        return None
+    return resolve_schema(args.schema, args.default_dtype)
+
+
 def _options(args: argparse.Namespace) -> CompareOptions:
     from .hash import DEFAULT_CHUNK_SIZE
     from .kernel import Tolerance
     from .pipeline import CompareOptions
-    from .schema import resolve_schema
 
     executor = "auto" if args.executor == "dask" else args.executor
     try:
         return CompareOptions(
-            schema=resolve_schema(args.schema, args.default_dtype),
+            schema=_given_schema(args),
             tolerance=Tolerance(
                 getattr(args, "atol", None),
                 getattr(args, "rtol", None),
@@ -503,10 +513,11 @@ def _add_bench_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def _run_stats(args: argparse.Namespace) -> int:
-    from .schema import resolve_schema
     from .stats import render_stats_json, render_stats_text, stats_for
 
-    stats = stats_for(args.run, resolve_schema(args.schema, args.default_dtype), args.top)
+    stats = stats_for(args.run, _given_schema(args), args.top)
+    for note in stats.notes:
+        print(f"fastdiff: {note}", file=sys.stderr)
     for e in stats.errors:
         print(f"fastdiff: error: {e.path}: {e.message}", file=sys.stderr)
     write_stdout(render_stats_json(stats) if args.format == "json" else render_stats_text(stats))

@@ -14,13 +14,14 @@ from __future__ import annotations
 import os
 import re
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .results import Problem, Skipped
 
 if TYPE_CHECKING:
     from .hash import FileDigest
+    from .schema import Schema
 
 #: Only ASCII digits make a step number (``\d`` would take other scripts'
 #: digits too); ``\Z``, as ``$`` would also match before a final newline.
@@ -218,6 +219,8 @@ class RunSource:
     listing: RunListing
     digests: dict[str, FileDigest]  # by DumpFile.path
     chunk_size: int | None  # set for manifests: local files must be hashed alike
+    schema: Schema | None = None  # the schema a manifest records (None: a folder, or none)
+    dtypes: dict[str, str] = field(default_factory=dict)  # a manifest's dtype per buffer name
 
     @property
     def is_manifest(self) -> bool:
@@ -257,7 +260,7 @@ def open_run(spec: str | os.PathLike[str]) -> RunSource:
                 )
             problem = Problem(shown, msg)
             return RunSource(s, RunListing(s, (), (), (problem,), readable=False), {}, None)
-        return RunSource(s, m.listing, m.digests, m.chunk_size)
+        return RunSource(s, m.listing, m.digests, m.chunk_size, m.schema, m.dtypes)
     return RunSource(s, discover(s), {}, None)
 
 

@@ -8,6 +8,14 @@ a local run tells which local files still match what was hashed.
 
 The format is versioned (``fastdiff_manifest``); a loader refuses versions
 it does not know, and any malformed content, with a one-line error.
+
+A manifest records the schema it was hashed under (key ``schema``: the
+schema as data, in the shape of a TOML schema file) and each file's dtype,
+so ``stats`` and ``compare`` see the same groups and dtypes as on the folder
+(``runschema`` picks the schema a comparison uses). The key was added within
+format 1, which older fastdiffs still read (they ignore it); a manifest
+without it, from an older fastdiff, is still read: its schema is unknown
+(``Manifest.schema`` is None), and its files' dtypes are kept.
 """
 
 from __future__ import annotations
@@ -16,15 +24,17 @@ import contextlib
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from .discover import DumpFile, RunListing, discover, is_inside, parse_dump_name
-from .errors import FastdiffError
+from .dtypes import DTYPES
+from .errors import FastdiffError, SchemaError
 from .hash import FileDigest, check_chunk_size, hash_batch
 from .pool import batches, default_jobs, open_runner, resolve_executor_kind
 from .results import Problem, Skipped
+from .schema import RL_STATE, Schema, parse_schema
 
 if TYPE_CHECKING:
     from .cache import DigestCache
@@ -49,6 +59,11 @@ class Manifest:
     chunk_size: int
     listing: RunListing
     digests: dict[str, FileDigest]  # by DumpFile.path
+    #: The schema it was hashed under; None for a manifest of an older
+    #: fastdiff, which did not record it.
+    schema: Schema | None = None
+    #: The dtype recorded for each buffer name (those of its files).
+    dtypes: dict[str, str] = field(default_factory=dict)
 
 
 def entry_path(manifest_path: str, filename: str) -> str:
@@ -56,8 +71,19 @@ def entry_path(manifest_path: str, filename: str) -> str:
     return f"{manifest_path}:{filename}"
 
 
+def schema_dict(schema: Schema) -> dict[str, Any]:
+    """A schema as data: the keys of a TOML schema file (``parse_schema`` reads it)."""
+    groups = []
+    for g in schema.groups:
+        members: dict[str, str] = {}
+        for m in g.members:
+            members.setdefault(m.pattern, m.dtype)  # the first one classifies
+        groups.append({"key": g.key, "title": g.title, "hint": g.hint, "members": members})
+    return {"name": schema.name, "default_dtype": schema.default_dtype, "group": groups}
+
+
 def manifest_dict(
-    listing: RunListing, digests: dict[str, FileDigest], chunk_size: int, dtypes: dict[str, str]
+    listing: RunListing, digests: dict[str, FileDigest], chunk_size: int, schema: Schema
 ) -> dict[str, Any]:
     files = []
     for f in listing.files:
@@ -68,7 +94,7 @@ def manifest_dict(
                 "step": f.step,
                 "buffer": f.name,
                 "size": f.size,
-                "dtype": dtypes.get(f.name),
+                "dtype": schema.classify(f.name)[1],
                 "digest": d.digest.hex(),
                 "chunks": [c.hex() for c in d.chunks],
             }
@@ -78,6 +104,7 @@ def manifest_dict(
         "run": os.path.abspath(listing.root),
         "created_utc": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "chunk_size": chunk_size,
+        "schema": schema_dict(schema),
         "files": files,
         "skipped": [{"path": s.path, "reason": s.reason} for s in listing.skipped],
     }
@@ -112,9 +139,11 @@ def parse_manifest(doc: object, path: str) -> Manifest:
     except ValueError as exc:
         raise _fail(path, str(exc)) from None
     run = _expect(path, doc, "run", str)
+    schema = _parse_schema(path, doc)
     raw_files = _expect(path, doc, "files", list)
     files: list[DumpFile] = []
     digests: dict[str, FileDigest] = {}
+    dtypes: dict[str, str] = {}
     seen: set[tuple[int, str]] = set()
     for i, entry in enumerate(raw_files):
         where = f"files[{i}]: "
@@ -145,6 +174,16 @@ def parse_manifest(doc: object, path: str) -> Manifest:
         if not _HEX32.match(digest) or d.digest.hex() != digest:
             raise _fail(path, f"{where}file digest does not match its chunk digests (damaged?)")
         step, buffer = parsed
+        dtype = entry.get("dtype")
+        if schema is not None:
+            want = schema.classify(buffer)[1]
+            if dtype != want:
+                raise _fail(
+                    path, f"{where}dtype {dtype!r} is not the {want!r} its schema "
+                    f"{schema.name!r} gives buffer {buffer!r} (damaged?)"
+                )  # fmt: skip
+        if isinstance(dtype, str) and dtype in DTYPES:
+            dtypes.setdefault(buffer, dtype)
         f = DumpFile(entry_path(path, name), step, buffer, size, 0, 0, 0, 0)
         files.append(f)
         digests[f.path] = d
@@ -157,7 +196,21 @@ def parse_manifest(doc: object, path: str) -> Manifest:
         if isinstance(s, dict) and isinstance(s.get("path"), str)
     ]
     listing = RunListing(path, tuple(files), tuple(skipped), ())
-    return Manifest(path, run, chunk_size, listing, digests)
+    return Manifest(path, run, chunk_size, listing, digests, schema, dtypes)
+
+
+def _parse_schema(path: str, doc: dict[str, Any]) -> Schema | None:
+    """The schema a manifest records, or None when it records none (an older fastdiff's)."""
+    if "schema" not in doc:
+        return None
+    raw = doc["schema"]
+    if not isinstance(raw, dict):
+        raise _fail(path, f"key 'schema' must be dict, got {type(raw).__name__}")
+    try:
+        return parse_schema(raw, "", "schema")
+    except SchemaError as exc:
+        # parse_schema names "schema:<line>: ..."; a manifest has no lines.
+        raise _fail(path, f"key 'schema': {str(exc).split(': ', 1)[-1]}") from None
 
 
 #: A manifest is read whole, so files larger than this are refused. At about
@@ -272,8 +325,8 @@ def write_manifest(
         cache.put_many(fresh)
     if problems:
         return "", problems
-    dtypes = {f.name: options.schema.classify(f.name)[1] for f in files}
-    text = json.dumps(manifest_dict(listing, digests, options.chunk_size, dtypes), indent=1) + "\n"
+    schema = options.schema or RL_STATE
+    text = json.dumps(manifest_dict(listing, digests, options.chunk_size, schema), indent=1) + "\n"
     if output is not None:
         _write_output(os.fspath(output), text)
     return text, []

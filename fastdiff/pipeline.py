@@ -1,12 +1,13 @@
 """The scheduler that drives the stages over one or many run pairs.
 
 For every run pair: pair (stage 2) and size (stage 3) decide what they can;
-every file that still needs a digest is hashed once (stage 4), however many
-pairs it belongs to, unless a manifest or the digest cache already knows
-it; a pair whose files are all hashed is decided by digest, and only its
-differing chunks are scanned (stage 5); a pair whose scans are done gets
-its verdict (stage 6) and is handed to ``on_report`` at once, in input
-order, so a long sweep loses nothing that finished.
+every file that still needs a digest is hashed once (stage 4) per chunk size
+its pairs need (a manifest's, else the options'), however many pairs it
+belongs to, unless a manifest or the digest cache already knows it; a pair
+whose files are all hashed is decided by digest, and only its differing
+chunks are scanned (stage 5); a pair whose scans are done gets its verdict
+(stage 6) and is handed to ``on_report`` at once, in input order, so a long
+sweep loses nothing that finished.
 
 Work goes through any ``concurrent.futures.Executor`` (only ``submit`` is
 called on it); hashing is submitted run by run, so the first pairs finish
@@ -16,6 +17,7 @@ first.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -37,6 +39,7 @@ from .pair import Pair, pair_runs
 from .pool import Runner, batches, default_jobs, open_runner, resolve_executor_kind
 from .progress import Progress
 from .results import BufferResult, Problem, Report, Work
+from .runschema import choose_schema
 from .scan import ScanJob, ScanOutcome, scan_batch
 from .schema import RL_STATE, Schema
 from .size import size_stage
@@ -55,7 +58,9 @@ NOTHING_TO_COMPARE = (
 
 @dataclass(frozen=True)
 class CompareOptions:
-    schema: Schema = field(default=RL_STATE)
+    #: None: the schema a manifest records (run A's, else run B's), else rl-state
+    #: (``runschema.choose_schema``); a schema given here wins over a manifest's.
+    schema: Schema | None = None
     tolerance: Tolerance = EXACT
     chunk_size: int = DEFAULT_CHUNK_SIZE
     engine: str = "auto"  # auto | numba | numpy | python
@@ -150,6 +155,10 @@ def by_digest(p: Pair, da: FileDigest, db: FileDigest, data: bool) -> BufferResu
 # --- the scheduler ----------------------------------------------------------------
 
 
+#: A digest is of a file at a chunk size: (path, chunk size).
+_Key = tuple[str, int]
+
+
 @dataclass
 class _Plan:
     """One run pair on its way through the stages."""
@@ -160,19 +169,33 @@ class _Plan:
     results: list[BufferResult]
     errors: list[Problem]
     to_hash: list[Pair]
-    waiting: set[str] = field(default_factory=set)  # paths whose digests it still needs
+    waiting: set[_Key] = field(default_factory=set)  # digests it still needs
     scans_left: int = 0
     work: Work = field(default_factory=Work)
+    schema: Schema = RL_STATE  # the schema this pair is read with
+
+
+def pair_chunk_size(src_a: RunSource, src_b: RunSource, opts: CompareOptions) -> int:
+    """The chunk size a pair's local files are hashed at: a manifest's (run A's
+    when both are manifests), else the options'. The same for the pair in a
+    sweep as for it alone."""
+    for src in (src_a, src_b):
+        if src.chunk_size is not None:
+            return src.chunk_size
+    return opts.chunk_size
 
 
 class _Scheduler:
-    """Feeds hash and scan tasks to a runner and finishes plans as they complete."""
+    """Feeds hash and scan tasks to a runner and finishes plans as they complete.
+
+    Digests are keyed by (path, chunk size): a file paired against manifests
+    of different chunk sizes is hashed once at each of them, and never more.
+    """
 
     def __init__(
         self,
         plans: list[_Plan],
         opts: CompareOptions,
-        chunk_size: int,
         jobs: int,
         cache: DigestCache | None,
         on_report: Callable[[int, Report], None] | None,
@@ -180,41 +203,52 @@ class _Scheduler:
     ) -> None:
         self.plans = plans
         self.opts = opts
-        self.chunk_size = chunk_size
         self.jobs = jobs
         self.cache = cache
         self.on_report = on_report
         self.progress = progress
-        self.digests: dict[str, FileDigest] = {}
-        self.failed: dict[str, Problem] = {}
-        self.needed: dict[str, tuple[DumpFile, str]] = {}  # path -> (file, run spec)
-        self.waiters: dict[str, list[_Plan]] = {}
+        self.digests: dict[_Key, FileDigest] = {}
+        self.failed: dict[_Key, Problem] = {}
+        self.needed: dict[_Key, tuple[DumpFile, str]] = {}  # key -> (file, run spec)
+        self.waiters: dict[_Key, list[_Plan]] = {}
         self.reports: dict[int, Report] = {}
         self.next_emit = 0
         self.kind = "serial"
         self.t0 = time.perf_counter()
         self._collect_needed()
 
+    def _key(self, plan: _Plan, f: DumpFile, src: RunSource) -> _Key:
+        """Where a file of this plan finds its digest: a manifest's own chunk
+        size, else the chunk size of the pair."""
+        if src.chunk_size is not None:
+            return f.path, src.chunk_size
+        return f.path, pair_chunk_size(plan.src_a, plan.src_b, self.opts)
+
     def _collect_needed(self) -> None:
-        """Which files need a digest; manifests and the cache supply the rest."""
+        """Which files need a digest at which chunk size; manifests and the
+        cache supply the rest."""
         for plan in self.plans:
             for p in plan.to_hash:
                 for f, src in ((p.a, plan.src_a), (p.b, plan.src_b)):
                     assert f is not None
+                    key = self._key(plan, f, src)
                     if f.path in src.digests:
-                        self.digests[f.path] = src.digests[f.path]
-                    elif f.path not in self.needed:
-                        self.needed[f.path] = (f, src.spec)
-                    plan.waiting.add(f.path)
+                        self.digests[key] = src.digests[f.path]
+                    elif key not in self.needed:
+                        self.needed[key] = (f, src.spec)
+                    plan.waiting.add(key)
         if self.cache is not None:
-            hits = self.cache.get_many([f for f, _ in self.needed.values()], self.chunk_size)
-            for path, hit in hits.items():
-                self.digests[path] = hit
-                del self.needed[path]
+            by_size: dict[int, list[DumpFile]] = {}
+            for (_, size), (f, _) in self.needed.items():
+                by_size.setdefault(size, []).append(f)
+            for size, files in by_size.items():
+                for path, hit in self.cache.get_many(files, size).items():
+                    self.digests[(path, size)] = hit
+                    del self.needed[(path, size)]
         for plan in self.plans:
             plan.waiting -= self.digests.keys()
-            for path in plan.waiting:
-                self.waiters.setdefault(path, []).append(plan)
+            for key in plan.waiting:
+                self.waiters.setdefault(key, []).append(plan)
 
     @property
     def bytes_to_hash(self) -> int:
@@ -227,16 +261,16 @@ class _Scheduler:
         for plan in self.plans:
             if not plan.waiting:
                 self._decide(plan, runner)
-        by_run: dict[str, list[DumpFile]] = {}
-        for f, spec in self.needed.values():
-            by_run.setdefault(spec, []).append(f)
+        by_run: dict[tuple[str, int], list[DumpFile]] = {}
+        for (_, size), (f, spec) in self.needed.items():
+            by_run.setdefault((spec, size), []).append(f)
         # Run by run, so that the first pairs are ready first.
-        for files in by_run.values():
+        for (_, size), files in by_run.items():
             for group in batches(files, lambda f: f.size, self.jobs):
-                runner.submit(("hash", group), hash_batch, group, self.chunk_size)
+                runner.submit(("hash", group, size), hash_batch, group, size)
         for (what, *payload), result, exc in runner.results():
             if what == "hash":
-                self._hashed(payload[0], result, exc, runner)
+                self._hashed(payload[0], payload[1], result, exc, runner)
             else:
                 self._scanned(payload[0], payload[1], result, exc)
         if self.progress is not None:
@@ -244,7 +278,7 @@ class _Scheduler:
         return [self.reports[i] for i in range(len(self.plans))]
 
     def _hashed(
-        self, group: list[DumpFile], result: list[FileDigest | Problem] | None,
+        self, group: list[DumpFile], size: int, result: list[FileDigest | Problem] | None,
         exc: BaseException | None, runner: Runner,
     ) -> None:  # fmt: skip
         if exc is not None or result is None:
@@ -252,17 +286,17 @@ class _Scheduler:
         fresh = []
         for item in result:
             if isinstance(item, FileDigest):
-                self.digests[item.path] = item
-                fresh.append((self.needed[item.path][0], item))
+                self.digests[(item.path, size)] = item
+                fresh.append((self.needed[(item.path, size)][0], item))
             else:
-                self.failed[item.path] = item
+                self.failed[(item.path, size)] = item
         if self.cache is not None:
             self.cache.put_many(fresh)
         if self.progress is not None:
             self.progress.files_done(len(group), sum(f.size for f in group))
         for f in group:
-            for plan in self.waiters.pop(f.path, []):
-                plan.waiting.discard(f.path)
+            for plan in self.waiters.pop((f.path, size), []):
+                plan.waiting.discard((f.path, size))
                 if not plan.waiting:
                     self._decide(plan, runner)
 
@@ -272,12 +306,13 @@ class _Scheduler:
         scan_jobs: list[ScanJob] = []
         for p in plan.to_hash:
             assert p.a is not None and p.b is not None
-            bad = [self.failed[f.path] for f in (p.a, p.b) if f.path in self.failed]
+            key_a, key_b = self._key(plan, p.a, plan.src_a), self._key(plan, p.b, plan.src_b)
+            bad = [self.failed[k] for k in (key_a, key_b) if k in self.failed]
             if bad:
                 plan.errors += bad
                 plan.results.append(p.result("error", message=bad[0].message))
                 continue
-            decided = by_digest(p, self.digests[p.a.path], self.digests[p.b.path], data)
+            decided = by_digest(p, self.digests[key_a], self.digests[key_b], data)
             if isinstance(decided, ScanJob):
                 scan_jobs.append(decided)
             else:
@@ -328,7 +363,7 @@ class _Scheduler:
         self.reports[plan.index] = build_report(
             plan.src_a.spec,
             plan.src_b.spec,
-            self.opts.schema,
+            plan.schema,
             plan.results,
             [*plan.src_a.listing.skipped, *plan.src_b.listing.skipped],
             plan.errors,
@@ -366,33 +401,39 @@ def compare_pairs(
     on_report: Callable[[int, Report], None] | None = None,
     progress: Progress | None = None,
 ) -> list[Report]:
-    """Compare run pairs (folders or manifests), hashing every file once.
+    """Compare run pairs (folders or manifests), hashing every file once per
+    chunk size it is needed at.
 
     Reports come back in input order; ``on_report(i, report)`` is called for
     each as soon as it and all before it are done. ``executor``: any
     concurrent.futures executor the caller owns (only ``submit`` is called).
+    Each pair is read with the schema ``runschema.choose_schema`` picks for
+    it; what it says about the choice goes to stderr, once per line.
     """
     opts = options or CompareOptions()
     specs = [os.fspath(s) for pair in pairs for s in pair]
     sources = {s: open_run(s) for s in dict.fromkeys(specs)}
-    manifest_sizes = {src.chunk_size for src in sources.values() if src.chunk_size}
-    chunk_size = min(manifest_sizes) if manifest_sizes else opts.chunk_size
 
     plans: list[_Plan] = []
     hints: dict[str, str | None] = {}
+    notes: dict[str, None] = {}
     for i, (ra, rb) in enumerate(pairs):
         sa, sb = sources[os.fspath(ra)], sources[os.fspath(rb)]
+        schema, said = choose_schema((sa, sb), opts.schema)
+        notes.update(dict.fromkeys(said))
         empty = _empty_sides(sa, sb, hints)
         errors = [*sa.listing.errors, *sb.listing.errors, *empty]
         # An unreadable or empty run's buffers are unknown, not absent: nothing
         # is paired against it (else every buffer of the other would diverge).
         both = sa.listing.readable and sb.listing.readable and not empty
-        paired = pair_runs(sa.listing, sb.listing, opts.schema) if both else ()
+        paired = pair_runs(sa.listing, sb.listing, schema) if both else ()
         decided, size_problems, to_hash = size_stage(paired)
-        plans.append(_Plan(i, sa, sb, decided, errors + size_problems, to_hash))
+        plans.append(_Plan(i, sa, sb, decided, errors + size_problems, to_hash, schema=schema))
+    for note in notes:  # like the digest cache's warnings: once each, on stderr
+        print(f"fastdiff: {note}", file=sys.stderr)
 
     jobs = opts.jobs or default_jobs()
-    sched = _Scheduler(plans, opts, chunk_size, jobs, cache, on_report, progress)
+    sched = _Scheduler(plans, opts, jobs, cache, on_report, progress)
     kind = "external" if executor is not None else resolve_executor_kind(
         opts.executor, sched.bytes_to_hash
     )  # fmt: skip

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from .discover import DumpFile, RunListing, open_run
@@ -23,6 +23,7 @@ from .dtypes import DTYPES, get_dtype
 from .errors import FastdiffError
 from .render import plural
 from .results import Problem, Skipped
+from .runschema import choose_schema
 from .schema import OTHER_GROUP, Schema
 
 STATS_SCHEMA_VERSION = 1
@@ -108,6 +109,9 @@ class RunStats:
     malformed: tuple[Malformed, ...]
     skipped: tuple[Skipped, ...]
     errors: tuple[Problem, ...]
+    #: About the schema used, for stderr (``note: ...``/``warning: ...``):
+    #: see ``runschema.choose_schema``. Not part of the JSON.
+    notes: tuple[str, ...] = ()
 
 
 # --- computing ---------------------------------------------------------------
@@ -233,9 +237,14 @@ def run_stats(
     )
 
 
-def stats_for(run: str | os.PathLike[str], schema: Schema, top: int = DEFAULT_TOP) -> RunStats:
+def stats_for(
+    run: str | os.PathLike[str], schema: Schema | None = None, top: int = DEFAULT_TOP
+) -> RunStats:
     """``run_stats`` of a run folder or a manifest written by ``fastdiff hash``.
 
+    ``schema``: None reads a manifest with the schema it records (a folder,
+    or a manifest that records none, with rl-state); a schema given wins,
+    and ``RunStats.notes`` names the buffers whose recorded dtype it changes.
     Raises FastdiffError when the run cannot be listed at all, or holds no
     dumps; problems with single entries are kept in ``RunStats.errors``.
     """
@@ -248,7 +257,9 @@ def stats_for(run: str | os.PathLike[str], schema: Schema, top: int = DEFAULT_TO
             f"{src.spec}: no step_<N>_<name>.bin dumps in it; give the folder that holds "
             "the dumps, or a manifest written by 'fastdiff hash'"
         )
-    return run_stats(src.listing, schema, top, "manifest" if src.is_manifest else "folder")
+    chosen, notes = choose_schema((src,), schema)
+    stats = run_stats(src.listing, chosen, top, "manifest" if src.is_manifest else "folder")
+    return replace(stats, notes=notes)
 
 
 # --- JSON --------------------------------------------------------------------

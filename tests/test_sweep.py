@@ -314,3 +314,89 @@ def test_progress_on_stderr_only_when_asked_or_a_terminal(
     assert "hashed 0/272 files" in shown.stderr and "pairs 0/1" in shown.stderr
     assert shown.stderr.endswith("\x1b[K")  # the line is erased at the end
     assert len(shown.stdout.splitlines()) == len(quiet.stdout.splitlines()) == 2
+
+
+# --- manifests of different chunk sizes in one sweep (issue 8, item 6) --------------------
+
+
+def _pair_json(record: dict[str, object]) -> dict[str, object]:
+    """A pair's JSON without what depends on the run (timings, sweep index)."""
+    return {k: v for k, v in record.items() if k not in ("work", "record", "index")}
+
+
+@pytest.fixture(scope="module")
+def chunk_manifests(runs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """base hashed in 256-byte chunks, divD in 64-byte chunks."""
+    out = tmp_path_factory.mktemp("manifests")
+    made = []
+    for run, chunk in (("base", "256"), ("divD", "64")):
+        m = out / f"{run}-{chunk}.manifest.json"
+        r = cli("hash", str(runs[run]), "-o", str(m), "--chunk-size", chunk, "--no-cache")
+        assert r.returncode == 0, r.stderr
+        made.append(m)
+    return made
+
+
+def test_each_pair_of_a_sweep_gets_what_compare_gives_it_alone(
+    runs: dict[str, Path], chunk_manifests: list[Path], tmp_path: Path
+) -> None:
+    m256, m64 = chunk_manifests
+    pairs = [
+        (m256, runs["same1"]),  # identical, compared in 256-byte chunks
+        (m64, runs["same1"]),  # diverged, compared in 64-byte chunks: same1 is hashed twice
+        (runs["divF"], m64),
+        (runs["base"], runs["divD"]),  # two folders: the --chunk-size of the options
+    ]
+    f = tmp_path / "pairs.txt"
+    f.write_text("".join(f"{a} {b}\n" for a, b in pairs))
+    opts = ["--chunk-size", "128", "--no-cache"]
+    r = cli("sweep", "--pairs", str(f), "--format", "jsonl", *opts)
+    assert r.returncode == 1, r.stderr
+    assert r.stderr == ""
+    records = [strict_json(line) for line in r.stdout.splitlines()][:-1]
+    assert [rec["verdict"] for rec in records] == ["identical", "diverged", "diverged", "diverged"]
+    for (a, b), got in zip(pairs, records, strict=True):
+        alone = cli("compare", str(a), str(b), "--format", "json", *opts)
+        assert alone.returncode == (1 if got["verdict"] == "diverged" else 0), alone.stderr
+        assert _pair_json(got) == _pair_json(strict_json(alone.stdout))  # type: ignore[arg-type]
+    # The 64-byte manifest's pair names its first differing chunk in 64-byte units.
+    lots = next(x for x in records[1]["buffers"] if (x["step"], x["name"]) == (1, "unit_lots"))
+    assert lots["first_divergent_chunk"] == [0, 64]
+
+
+def test_a_file_is_hashed_once_per_chunk_size_it_is_needed_at(
+    runs: dict[str, Path],
+    chunk_manifests: list[Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: Counter[tuple[str, int]] = Counter()
+    real = fastdiff.hash.hash_file
+
+    def counting(f, chunk_size=fastdiff.hash.DEFAULT_CHUNK_SIZE):  # type: ignore[no-untyped-def]
+        calls[(f.path, chunk_size)] += 1
+        return real(f, chunk_size)
+
+    monkeypatch.setattr(fastdiff.hash, "hash_file", counting)
+    m256, m64 = chunk_manifests
+    same1, same2 = str(runs["same1"]), str(runs["same2"])
+    pairs = [(str(m256), same1), (same1, str(m64)), (same1, same2), (str(m64), same1)]
+    opts = CompareOptions(chunk_size=128, executor="thread", jobs=2)
+    cache = DigestCache(tmp_path / "cache", min_age_s=0)
+    reports, summary = sweep(pairs, opts, cache=cache)
+    cache.close()
+    assert [r.verdict for r in reports] == ["identical", "diverged", "identical", "diverged"]
+    assert not any(r.errors for r in reports)
+    files1 = sorted(str(p) for p in runs["same1"].iterdir())
+    files2 = sorted(str(p) for p in runs["same2"].iterdir())
+    want = {(p, c) for p in files1 for c in (256, 64, 128)} | {(p, 128) for p in files2}
+    assert set(calls) == want
+    assert set(calls.values()) == {1}
+    # The cache is looked up at each chunk size a file is needed at.
+    calls.clear()
+    warm = DigestCache(tmp_path / "cache", min_age_s=0)
+    again, summary = sweep(pairs, opts, cache=warm)
+    warm.close()
+    assert calls == Counter()
+    assert summary.cache_hits == len(want)
+    assert [_without_work(r) for r in again] == [_without_work(r) for r in reports]
