@@ -28,7 +28,7 @@ from .kernel import EXACT, Tolerance
 from .pair import Pair, pair_runs
 from .pool import Runner, batches, default_jobs, open_runner, resolve_executor_kind
 from .progress import Progress
-from .results import BufferResult, Problem, Report, Work
+from .results import COUNT_FIELDS, BufferResult, Problem, Report, Work
 from .scan import ScanJob, ScanOutcome, scan_batch
 from .schema import RL_STATE, Schema
 from .size import size_stage
@@ -125,8 +125,10 @@ def by_digest(p: Pair, da: FileDigest, db: FileDigest, data: bool) -> BufferResu
         return ScanJob(p, ranges, mismatched)
     status = "length_mismatch" if n_a != n_b else "diverged" if mismatched else "equal"
     fields: dict[str, object] = {"n_elements_a": n_a, "n_elements_b": n_b}
-    if not mismatched and (data or n_a == n_b):
-        fields["n_diff"] = 0
+    if not ranges:
+        # Digests decided the whole common prefix equal: every count is 0,
+        # wherever the shorter file ends relative to the chunks.
+        fields.update(dict.fromkeys(COUNT_FIELDS, 0))
     if mismatched:
         start = next(s for s, _ in ranges)
         k = start // da.chunk_size

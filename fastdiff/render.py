@@ -171,8 +171,10 @@ def format_buffer(b: BufferResult) -> str:
     parts = []
     if b.status == "length_mismatch":
         parts.append(f"LENGTH MISMATCH: A has {b.n_elements_a} elements, B {b.n_elements_b}")
-        if not b.n_diff and not b.n_within_tolerance:
+        if b.n_diff == 0 and not b.n_within_tolerance:
             parts.append("common prefix equal")
+        elif b.n_diff is None and b.first_divergent_chunk is None and b.message:
+            parts.append(display_path(b.message))  # a prefix digests alone cannot decide
     label = "DIVERGED" if b.status == "diverged" else "within tolerance"
     if b.status != "length_mismatch":
         parts.append(label)
