@@ -12,7 +12,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, NoReturn
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from .cache import DigestCache
     from .pipeline import CompareOptions
-    from .results import Report
+    from .results import Problem, Report
     from .schema import Schema
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([kKmMgG]?)(i?[bB])?\s*$")
@@ -336,9 +336,18 @@ def _dask_executor(args: argparse.Namespace) -> Iterator[Executor | None]:
         client.close()
 
 
+def print_problems(problems: Iterable[Problem]) -> None:
+    """One line on stderr per problem, its path and message escaped as in the reports."""
+    from .discover import display_path
+
+    for e in problems:
+        print(
+            f"fastdiff: error: {display_path(e.path)}: {display_path(e.message)}", file=sys.stderr
+        )
+
+
 def _print_errors(report: Report) -> None:
-    for e in report.errors:
-        print(f"fastdiff: error: {e.path}: {e.message}", file=sys.stderr)
+    print_problems(report.errors)
 
 
 def _run_compare(args: argparse.Namespace) -> int:
@@ -426,8 +435,7 @@ def _run_hash(args: argparse.Namespace) -> int:
     finally:
         if cache is not None:
             cache.close()
-    for pr in problems:
-        print(f"fastdiff: error: {pr.path}: {pr.message}", file=sys.stderr)
+    print_problems(problems)
     if problems:
         print("fastdiff: error: no manifest written: fix the errors above", file=sys.stderr)
         return EXIT_TROUBLE
@@ -518,8 +526,7 @@ def _run_stats(args: argparse.Namespace) -> int:
     stats = stats_for(args.run, _given_schema(args), args.top)
     for note in stats.notes:
         print(f"fastdiff: {note}", file=sys.stderr)
-    for e in stats.errors:
-        print(f"fastdiff: error: {e.path}: {e.message}", file=sys.stderr)
+    print_problems(stats.errors)
     write_stdout(render_stats_json(stats) if args.format == "json" else render_stats_text(stats))
     return EXIT_TROUBLE if stats.errors else 0
 

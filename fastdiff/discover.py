@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import unicodedata
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -56,8 +57,9 @@ class RunListing:
     #: its buffers are unknown, not absent, so nothing is paired against it.
     readable: bool = True
     #: Dumps named in the folder that could not be compared (a FIFO, a broken
-    #: link, ...), by (step, name), with the reason: present, not absent.
-    broken: tuple[tuple[tuple[int, str], str], ...] = ()
+    #: link, ...), by (step, name), with the entry's path and the reason:
+    #: present, not absent.
+    broken: tuple[tuple[tuple[int, str], Problem], ...] = ()
 
     def by_key(self) -> dict[tuple[int, str], DumpFile]:
         return {(f.step, f.name): f for f in self.files}
@@ -81,9 +83,47 @@ def parse_dump_name(filename: str) -> tuple[int, str] | None:
     return int(parts[0]), parts[1]
 
 
-def display_path(path: str) -> str:
-    """A path safe to print: undecodable bytes shown as \\xNN escapes."""
-    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+_SHORT_ESCAPES = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape_char(c: str) -> str:
+    if c in _SHORT_ESCAPES:
+        return _SHORT_ESCAPES[c]
+    cp = ord(c)
+    if 0xDC80 <= cp <= 0xDCFF:  # an undecodable byte, as os.listdir gives it
+        return f"\\x{cp - 0xDC00:02x}"
+    if c.isprintable() or unicodedata.category(c) == "Zs":
+        return c
+    if cp < 0x80:
+        return f"\\x{cp:02x}"
+    return f"\\u{cp:04x}" if cp <= 0xFFFF else f"\\U{cp:08x}"
+
+
+def display_path(text: str) -> str:
+    """A path, name or message as one printable line, the same in every report.
+
+    Backslash escapes, so that no name can pass for a line of a report:
+    ``\\\\`` for a backslash; ``\\n`` ``\\r`` ``\\t``; ``\\xNN`` for the other
+    ASCII controls and DEL (NN < 80) and for a byte that is not UTF-8 (NN >=
+    80: an undecodable byte of a file name); ``\\uNNNN`` (``\\UNNNNNNNN``) for
+    every other character Python does not call printable, spaces aside: C1
+    controls such as U+0085, the separators U+2028 and U+2029, format
+    characters (bidi overrides, zero-width ones), lone surrogates, private
+    use and unassigned code points. Everything else is kept (``é`` stays
+    ``é``). Each original has one escaped form, so the escaping reverses.
+    """
+    if "\\" not in text and text.isprintable():
+        return text  # the usual case: nothing to escape
+    return "".join(map(_escape_char, text))
+
+
+def is_utf8(text: str) -> bool:
+    """True unless ``text`` holds undecodable bytes (or other lone surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _kind(mode: int) -> str:
@@ -117,7 +157,7 @@ def _unreadable(root: str, problem: Problem) -> RunListing:
 
 def discover(run: str | os.PathLike[str]) -> RunListing:
     root = os.fspath(run)
-    shown = display_path(root)
+    shown = root  # paths stay as the OS gave them; renderers escape them
     if "\0" in root:
         return _unreadable(root, Problem(shown, "a path cannot contain a NUL character"))
     try:
@@ -141,17 +181,18 @@ def discover(run: str | os.PathLike[str]) -> RunListing:
     files: list[DumpFile] = []
     skipped: list[Skipped] = []
     errors: list[Problem] = []
-    broken: dict[tuple[int, str], str] = {}
+    broken: dict[tuple[int, str], Problem] = {}
     seen: dict[tuple[int, str], str] = {}
 
     def fail(shown_path: str, parsed: tuple[int, str] | None, message: str) -> None:
-        errors.append(Problem(shown_path, message))
+        problem = Problem(shown_path, message)
+        errors.append(problem)
         if parsed is not None:
-            broken.setdefault(parsed, message)
+            broken.setdefault(parsed, problem)
 
     for entry_name in names:
         path = os.path.join(root, entry_name)
-        shown_path = display_path(path)
+        shown_path = path
         parts = split_dump_name(entry_name)
         if parts is not None and len(parts[0]) > MAX_STEP_DIGITS:  # an error, not a skip
             message = (
@@ -190,7 +231,7 @@ def discover(run: str | os.PathLike[str]) -> RunListing:
         if parsed is None:
             skipped.append(Skipped(shown_path, "not a dump: name is not step_<N>_<name>.bin"))
             continue
-        if display_path(entry_name) != entry_name:
+        if not is_utf8(entry_name):
             fail(shown_path, parsed, "file name is not valid UTF-8; rename it to compare it")
             continue
         step, name = parsed
@@ -238,10 +279,10 @@ def open_run(spec: str | os.PathLike[str]) -> RunSource:
     if os.path.isfile(s):  # a regular file given as a run is read as a manifest
         from .manifest import ManifestError, NotAManifest, load_manifest
 
-        shown = display_path(s)
+        shown = s  # renderers escape paths when they print them
         base = os.path.basename(s)
         if split_dump_name(base) is not None:
-            folder = display_path(os.path.dirname(s) or os.curdir)
+            folder = os.path.dirname(s) or os.curdir
             problem = Problem(shown, f"this is a dump file; pass its folder {folder} instead")
             return RunSource(s, RunListing(s, (), (), (problem,), readable=False), {}, None)
         try:
@@ -302,7 +343,7 @@ def dump_subfolder(root: str) -> str | None:
 def no_dumps_problem(src: RunSource, side: str, subfolder: str | None = None) -> Problem:
     """The error for run ``side`` ("A" or "B") holding no dumps; ``subfolder``:
     one that does hold some (``dump_subfolder``), to suggest."""
-    shown = display_path(src.spec)
+    shown = src.spec  # escaped by whoever prints it
     if src.is_manifest:
         return Problem(
             shown,
@@ -312,7 +353,7 @@ def no_dumps_problem(src: RunSource, side: str, subfolder: str | None = None) ->
     n = len(src.listing.skipped)
     others = f" (only {n} other {'entry' if n == 1 else 'entries'}, skipped)" if n else ""
     if subfolder is not None:
-        what = f"did you mean {display_path(subfolder)}?"
+        what = f"did you mean {subfolder}?"
     else:
         what = "give the folder that holds them"
     return Problem(shown, f"run {side} holds no step_<N>_<name>.bin dumps{others}; {what}")

@@ -27,6 +27,9 @@ class Pair:
     #: Why this buffer cannot be compared (an entry of that name is in a run
     #: but could not be read); an error, not a buffer missing from one run.
     problem: str | None = None
+    #: The paths of such unreadable entries, in run A and run B.
+    broken_a: str | None = None
+    broken_b: str | None = None
 
     def result(self, status: Status, **fields: Any) -> BufferResult:
         """A BufferResult for this pair, with its identity filled in."""
@@ -36,8 +39,8 @@ class Pair:
             group=self.group,
             dtype=self.dtype,
             status=status,
-            path_a=self.a.path if self.a else None,
-            path_b=self.b.path if self.b else None,
+            path_a=self.a.path if self.a else self.broken_a,
+            path_b=self.b.path if self.b else self.broken_b,
             **fields,
         )
 
@@ -45,14 +48,26 @@ class Pair:
 def pair_runs(run_a: RunListing, run_b: RunListing, schema: Schema) -> tuple[Pair, ...]:
     files_a = run_a.by_key()
     files_b = run_b.by_key()
-    broken = {**dict(run_b.broken), **dict(run_a.broken)}
+    broken_a, broken_b = dict(run_a.broken), dict(run_b.broken)
     order = schema.order
     pairs = []
-    for key in files_a.keys() | files_b.keys() | broken.keys():
+    for key in files_a.keys() | files_b.keys() | broken_a.keys() | broken_b.keys():
         step, name = key
         group, dtype = schema.classify(name)
+        pa, pb = broken_a.get(key), broken_b.get(key)
+        problem = pa or pb
         pairs.append(
-            Pair(step, name, group, dtype, files_a.get(key), files_b.get(key), broken.get(key))
+            Pair(
+                step,
+                name,
+                group,
+                dtype,
+                files_a.get(key),
+                files_b.get(key),
+                problem.message if problem else None,
+                pa.path if pa else None,
+                pb.path if pb else None,
+            )
         )
     pairs.sort(key=lambda p: (p.step, order[p.group], p.name))
     return tuple(pairs)

@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING
 from .discover import (
     DumpFile,
     RunSource,
-    display_path,
     dump_subfolder,
     holds_no_dumps,
     no_dumps_problem,
@@ -38,7 +37,7 @@ from .kernel import EXACT, Tolerance
 from .pair import Pair, pair_runs
 from .pool import Runner, batches, default_jobs, open_runner, resolve_executor_kind
 from .progress import Progress
-from .results import BufferResult, Problem, Report, Work
+from .results import COUNT_FIELDS, BufferResult, Problem, Report, Work
 from .runschema import choose_schema
 from .scan import ScanJob, ScanOutcome, scan_batch
 from .schema import RL_STATE, Schema
@@ -138,8 +137,10 @@ def by_digest(p: Pair, da: FileDigest, db: FileDigest, data: bool) -> BufferResu
         return ScanJob(p, ranges, mismatched)
     status = "length_mismatch" if n_a != n_b else "diverged" if mismatched else "equal"
     fields: dict[str, object] = {"n_elements_a": n_a, "n_elements_b": n_b}
-    if not mismatched and (data or n_a == n_b):
-        fields["n_diff"] = 0
+    if not ranges:
+        # Digests decided the whole common prefix equal: every count is 0,
+        # wherever the shorter file ends relative to the chunks.
+        fields.update(dict.fromkeys(COUNT_FIELDS, 0))
     if mismatched:
         start = next(s for s, _ in ranges)
         k = start // da.chunk_size
@@ -387,9 +388,9 @@ def _empty_sides(sa: RunSource, sb: RunSource, hints: dict[str, str | None]) -> 
             hints[s.spec] = None if s.is_manifest else dump_subfolder(s.spec)
     if len(empty) < 2:
         return [no_dumps_problem(s, side, hints[s.spec]) for side, s in empty]
-    subs = [display_path(sub) for sub in dict.fromkeys(hints[s.spec] for _, s in empty) if sub]
+    subs = [sub for sub in dict.fromkeys(hints[s.spec] for _, s in empty) if sub]
     hint = f"; did you mean {' or '.join(subs)}?" if subs else ""
-    where = f"{display_path(sa.spec)} and {display_path(sb.spec)}"
+    where = f"{sa.spec} and {sb.spec}"
     return [Problem(where, NOTHING_TO_COMPARE + hint)]
 
 

@@ -4,6 +4,12 @@
 JSON: non-finite numbers become the strings "nan", "inf", "-inf"; integers
 stay exact). ``render_text`` is for people: one line per step, the buffers
 that differ, and the verdict with the suspect groups and what to inspect.
+
+Names, paths and messages reach the renderers as the OS gave them. The text
+report shows each through ``display_path`` (backslash escapes: no name can
+pass for a line of the report); the JSON report keeps every string valid
+UTF-8, writing a string that is not as its escaped form, with the exact
+bytes in a ``<field>_bytes_hex`` field beside it.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ import math
 from dataclasses import asdict, fields
 from typing import TYPE_CHECKING, Any
 
-from .discover import display_path
+from .discover import display_path, is_utf8
 from .results import BufferResult, Report
 
 if TYPE_CHECKING:
@@ -36,49 +42,92 @@ def json_number(value: Any) -> Any:
     return value
 
 
+def json_text(text: str) -> str:
+    """``text`` as valid UTF-8: itself, or, holding bytes that are not UTF-8,
+    its escaped form (as the text report shows it)."""
+    return text if is_utf8(text) else display_path(text)
+
+
+def os_bytes_hex(text: str) -> str:
+    """The bytes of a name or path as the OS has them, in lowercase hex."""
+    try:
+        raw = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a lone surrogate that is no undecodable byte
+        raw = text.encode("utf-8", "surrogatepass")
+    return raw.hex()
+
+
+def _put_text(d: dict[str, Any], key: str, text: str | None) -> None:
+    """``d[key] = text`` as valid UTF-8, plus ``key_bytes_hex`` where it is not."""
+    if text is None or is_utf8(text):
+        d[key] = text
+    else:
+        d[key] = display_path(text)
+        d[f"{key}_bytes_hex"] = os_bytes_hex(text)
+
+
 _BUFFER_FIELDS = tuple(f.name for f in fields(BufferResult))
+_OS_TEXT_FIELDS = frozenset({"name", "path_a", "path_b"})
 
 
 def buffer_dict(b: BufferResult) -> dict[str, Any]:
     """A buffer's JSON object (flat, so no deep copy as ``asdict`` would make)."""
-    d = {k: getattr(b, k) for k in _BUFFER_FIELDS}
+    d: dict[str, Any] = {}
+    for k in _BUFFER_FIELDS:
+        value = getattr(b, k)
+        if k in _OS_TEXT_FIELDS:
+            _put_text(d, k, value)
+        elif isinstance(value, str):
+            d[k] = json_text(value)
+        else:
+            d[k] = value
     for k in ("a", "b", "max_abs_delta"):
         d[k] = json_number(d[k])
-    for k in ("path_a", "path_b"):
-        if d[k] is not None:
-            d[k] = display_path(d[k])
     if d["first_divergent_chunk"] is not None:
         d["first_divergent_chunk"] = list(d["first_divergent_chunk"])
     return d
 
 
+def path_record(path: str, key: str, text: str) -> dict[str, Any]:
+    """A skipped or error entry: its path (with bytes where not UTF-8), and why."""
+    d: dict[str, Any] = {}
+    _put_text(d, "path", path)
+    d[key] = json_text(text)
+    return d
+
+
 def report_dict(report: Report) -> dict[str, Any]:
     buffers = [buffer_dict(b) for b in report.buffers]
+    head: dict[str, Any] = {"schema_version": JSON_SCHEMA_VERSION}
+    _put_text(head, "run_a", report.run_a)
+    _put_text(head, "run_b", report.run_b)
     return {
-        "schema_version": JSON_SCHEMA_VERSION,
-        "run_a": display_path(report.run_a),
-        "run_b": display_path(report.run_b),
-        "schema": report.schema,
+        **head,
+        "schema": json_text(report.schema),
         "verdict": report.verdict,
         "first_divergent_step": report.first_divergent_step,
-        "first_divergent_groups": list(report.first_divergent_groups),
+        "first_divergent_groups": [json_text(k) for k in report.first_divergent_groups],
         "groups": [
             {
-                "key": g.key,
-                "title": g.title,
+                "key": json_text(g.key),
+                "title": json_text(g.title),
                 "status": g.status,
-                "diverged": list(g.diverged),
-                "hint": g.hint,
+                "diverged": [json_text(n) for n in g.diverged],
+                "hint": json_text(g.hint),
             }
             for g in report.groups
         ],
         "steps": [
-            {"step": s.step, "counts": dict(s.counts), "diverged_groups": list(s.diverged_groups)}
+            {
+                "step": s.step,
+                "counts": dict(s.counts),
+                "diverged_groups": [json_text(k) for k in s.diverged_groups],
+            }
             for s in report.steps
         ],
         "buffers": buffers,
-        "skipped": [asdict(s) for s in report.skipped],
-        "errors": [asdict(e) for e in report.errors],
+        "skipped": [path_record(s.path, "reason", s.reason) for s in report.skipped],
+        "errors": [path_record(e.path, "message", e.message) for e in report.errors],
         "tolerance": {k: json_number(v) for k, v in report.tolerance.items()},
         "work": asdict(report.work),
     }
@@ -111,19 +160,21 @@ def _delta(value: int | float | None) -> str:
 
 
 def format_buffer(b: BufferResult) -> str:
-    head = f"{b.group:>5}  {b.name} [{b.dtype}]"
+    head = f"{display_path(b.group):>5}  {display_path(b.name)} [{b.dtype}]"
     if b.status == "equal":
         return f"{head}  equal ({b.n_elements_a} elements)"
     if b.status in ("only_in_a", "only_in_b"):
         side = "A" if b.status == "only_in_a" else "B"
         return f"{head}  only in run {side}"
     if b.status in ("malformed", "error"):
-        return f"{head}  {b.status.upper()}: {b.message}"
+        return f"{head}  {b.status.upper()}: {display_path(b.message or '')}"
     parts = []
     if b.status == "length_mismatch":
         parts.append(f"LENGTH MISMATCH: A has {b.n_elements_a} elements, B {b.n_elements_b}")
-        if not b.n_diff and not b.n_within_tolerance:
+        if b.n_diff == 0 and not b.n_within_tolerance:
             parts.append("common prefix equal")
+        elif b.n_diff is None and b.first_divergent_chunk is None and b.message:
+            parts.append(display_path(b.message))  # a prefix digests alone cannot decide
     label = "DIVERGED" if b.status == "diverged" else "within tolerance"
     if b.status != "length_mismatch":
         parts.append(label)
@@ -150,20 +201,25 @@ def format_buffer(b: BufferResult) -> str:
 
 
 def render_text(report: Report, verbose: bool = False) -> str:
-    lines = [f"A: {report.run_a}", f"B: {report.run_b}", f"schema: {report.schema}"]
+    lines = [
+        f"A: {display_path(report.run_a)}",
+        f"B: {display_path(report.run_b)}",
+        f"schema: {display_path(report.schema)}",
+    ]
     for s in report.steps:
         counts = ", ".join(f"{n} {status.replace('_', ' ')}" for status, n in s.counts)
-        groups = f"  diverged: {' '.join(s.diverged_groups)}" if s.diverged_groups else ""
+        keys = " ".join(map(display_path, s.diverged_groups))
+        groups = f"  diverged: {keys}" if keys else ""
         lines.append(f"step {s.step}: {counts}{groups}")
         for b in report.buffers:
             if b.step == s.step and (verbose or b.status != "equal"):
                 lines.append(format_buffer(b))
     if report.skipped:
         lines.append(f"skipped {plural(len(report.skipped), 'entry', 'entries')}:")
-        lines += [f"  {s.path}: {s.reason}" for s in report.skipped]
+        lines += [f"  {display_path(s.path)}: {display_path(s.reason)}" for s in report.skipped]
     if report.errors:
         lines.append(f"{plural(len(report.errors), 'error')}:")
-        lines += [f"  {e.path}: {e.message}" for e in report.errors]
+        lines += [f"  {display_path(e.path)}: {display_path(e.message)}" for e in report.errors]
     lines.append("")
     lines += _verdict_lines(report)
     return "\n".join(lines) + "\n"
@@ -186,20 +242,22 @@ def _verdict_lines(report: Report) -> list[str]:
             "no divergence among the buffers that could be compared"
         ]
     head = "VERDICT: diverged" if report.verdict == "diverged" else "VERDICT: error, and diverged"
-    titles = {g.key: g.title for g in report.groups}
-    suspects = ", ".join(f"{k} ({titles[k]})" for k in report.first_divergent_groups)
+    keys = {g.key: display_path(g.key) for g in report.groups}
+    titles = {g.key: display_path(g.title) for g in report.groups}
+    suspects = ", ".join(f"{keys[k]} ({titles[k]})" for k in report.first_divergent_groups)
     out = [f"{head}: first divergent step {report.first_divergent_step}; groups: {suspects}"]
-    width = max(len(g.title) for g in report.groups) + 4
+    width = max(len(t) for t in titles.values()) + 4
     for g in report.groups:
         state = g.status.upper() if g.status == "diverged" else g.status
-        tail = f": {', '.join(g.diverged)}" if g.diverged else ""
-        out.append(f"  {g.key:>5}  {g.title:<{width}}{state}{tail}")
+        tail = f": {', '.join(map(display_path, g.diverged))}" if g.diverged else ""
+        out.append(f"  {keys[g.key]:>5}  {titles[g.key]:<{width}}{state}{tail}")
     for g in report.groups:
         if g.status == "diverged" and g.hint:
             out.append("")
             import textwrap
 
-            out += textwrap.wrap(f"next, {g.key}: {g.hint}", width=88, subsequent_indent="  ")
+            hint = f"next, {keys[g.key]}: {display_path(g.hint)}"
+            out += textwrap.wrap(hint, width=88, subsequent_indent="  ")
     return out
 
 
@@ -240,7 +298,7 @@ def format_sweep_row(report: Report) -> str:
         what = f"diverged at step {report.first_divergent_step} [{groups}]"
     else:
         what = "identical"
-    return f"{report.run_a}  {report.run_b}  {what}"
+    return f"{display_path(report.run_a)}  {display_path(report.run_b)}  {display_path(what)}"
 
 
 def render_sweep_summary_text(summary: SweepSummary) -> str:

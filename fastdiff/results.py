@@ -28,6 +28,13 @@ TROUBLE: frozenset[str] = frozenset({"malformed", "error"})
 
 Number = int | float
 
+#: The element counts of a buffer. Where elements were compared (the whole
+#: buffer, or the common prefix of a length mismatch, decided by digest or by
+#: scan) each is an int, 0 when nothing differs; where they were not (a
+#: buffer in one run only, malformed, an error, a prefix a manifest's digests
+#: cannot decide) each is None.
+COUNT_FIELDS = ("n_diff", "n_within_tolerance", "n_nan_mismatch", "n_inf_mismatch")
+
 
 @dataclass(frozen=True)
 class BufferResult:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .dtypes import get_dtype
 from .pair import Pair
-from .results import BufferResult, Problem
+from .results import COUNT_FIELDS, BufferResult, Problem
 
 
 def malformed_message(size: int, itemsize: int, dtype: str) -> str:
@@ -45,7 +45,8 @@ def size_stage(
         elif p.b is None:
             decided.append(p.result("only_in_a", n_elements_a=n_a))
         elif p.a.size == 0 and p.b.size == 0:
-            decided.append(p.result("equal", n_elements_a=0, n_elements_b=0, n_diff=0))
+            zeros = dict.fromkeys(COUNT_FIELDS, 0)
+            decided.append(p.result("equal", n_elements_a=0, n_elements_b=0, **zeros))
         else:
             to_hash.append(p)
     return decided, problems, to_hash

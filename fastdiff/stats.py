@@ -18,10 +18,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from .discover import DumpFile, RunListing, open_run
+from .discover import DumpFile, RunListing, display_path, open_run
 from .dtypes import DTYPES, get_dtype
 from .errors import FastdiffError
-from .render import plural
+from .render import path_record, plural
 from .results import Problem, Skipped
 from .runschema import choose_schema
 from .schema import OTHER_GROUP, Schema
@@ -338,8 +338,8 @@ def stats_dict(s: RunStats) -> dict[str, Any]:
             }
             for m in s.malformed
         ],
-        "skipped": [{"path": k.path, "reason": k.reason} for k in s.skipped],
-        "errors": [{"path": e.path, "message": e.message} for e in s.errors],
+        "skipped": [path_record(k.path, "reason", k.reason) for k in s.skipped],
+        "errors": [path_record(e.path, "message", e.message) for e in s.errors],
     }
 
 
@@ -394,7 +394,7 @@ def _cells(t: Tally) -> list[str]:
 
 def render_stats_text(s: RunStats) -> str:
     t = s.total
-    lines = [f"run: {s.run} ({s.source}), schema {s.schema}"]
+    lines = [f"run: {display_path(s.run)} ({s.source}), schema {display_path(s.schema)}"]
     per_step = [st.total.bytes for st in s.steps]
     lines.append(
         f"total: {plural(s.n_steps, 'step')}, {plural(s.n_buffers, 'buffer')}, "
@@ -438,7 +438,7 @@ def render_stats_text(s: RunStats) -> str:
         for b in s.largest:
             rows.append(
                 [
-                    b.name,
+                    display_path(b.name),
                     b.group,
                     b.dtype,
                     "-" if b.elements is None else f"{b.elements:,}",
@@ -454,7 +454,7 @@ def render_stats_text(s: RunStats) -> str:
         lines.append(f"missing at some steps ({plural(len(s.missing), 'buffer')}):")
         for m in s.missing:
             lines.append(
-                f"  {m.name} ({m.group}): missing at step"
+                f"  {display_path(m.name)} ({m.group}): missing at step"
                 f"{'s' if len(m.missing_steps) > 1 else ''} {format_steps(m.missing_steps)} "
                 f"(present at {m.present_steps} of {s.n_steps})"
             )
@@ -462,11 +462,14 @@ def render_stats_text(s: RunStats) -> str:
         lines.append("missing at some steps: none (every buffer is at every step)")
     if s.malformed:
         lines.append(f"malformed ({plural(len(s.malformed), 'file')}, no elements counted):")
-        lines += [f"  step {m.step} {m.name} [{m.dtype}]: {m.message}" for m in s.malformed]
+        lines += [
+            f"  step {m.step} {display_path(m.name)} [{m.dtype}]: {display_path(m.message)}"
+            for m in s.malformed
+        ]
     if s.skipped:
         lines.append(f"skipped ({plural(len(s.skipped), 'entry', 'entries')}):")
-        lines += [f"  {k.path}: {k.reason}" for k in s.skipped]
+        lines += [f"  {display_path(k.path)}: {display_path(k.reason)}" for k in s.skipped]
     if s.errors:
         lines.append(f"{plural(len(s.errors), 'error')}:")
-        lines += [f"  {e.path}: {e.message}" for e in s.errors]
+        lines += [f"  {display_path(e.path)}: {display_path(e.message)}" for e in s.errors]
     return "\n".join(lines) + "\n"

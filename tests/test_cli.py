@@ -102,12 +102,21 @@ def n_elements(name: str) -> int:
     return ISV if name == "isv_full" else BATCH
 
 
+#: The counts of a buffer whose compared elements all agree: 0, never null.
+NO_DIFFERENCES = {
+    "n_diff": 0,
+    "n_within_tolerance": 0,
+    "n_nan_mismatch": 0,
+    "n_inf_mismatch": 0,
+}
+
+
 def equal(n: int) -> dict[str, Any]:
     return {
         "status": "equal",
         "n_elements_a": n,
         "n_elements_b": n,
-        "n_diff": 0,
+        **NO_DIFFERENCES,
         "first_index": None,
         "a": None,
         "b": None,
@@ -121,6 +130,7 @@ def diverged(
 ) -> dict[str, Any]:
     return {
         "status": "diverged",
+        **NO_DIFFERENCES,
         "n_diff": n_diff,
         "first_index": first,
         "a": a,
@@ -133,6 +143,9 @@ def diverged(
 
 ABSENT = {
     "n_diff": None,
+    "n_within_tolerance": None,
+    "n_nan_mismatch": None,
+    "n_inf_mismatch": None,
     "first_index": None,
     "a": None,
     "b": None,
@@ -255,7 +268,7 @@ EXPECT: dict[str, Expect] = {
                 "n_elements_a": 16,
                 "n_elements_b": 20,
                 **ABSENT,
-                "n_diff": 0,
+                **NO_DIFFERENCES,  # the common prefix was compared, whatever the chunk size
             },
             (1, "unit_lots"): diverged(1, 2, 40, 41, 1, 2)
             | {"status": "length_mismatch", "n_elements_a": 16, "n_elements_b": 12},
