@@ -100,6 +100,8 @@ def split_words(line: str) -> list[str]:
 
 def read_pairs_file(path: str) -> list[RunPair]:
     """Two paths per line, quoted as in a shell; blank lines and # comments skipped."""
+    if not path:
+        raise FastdiffError("--pairs: empty file name; give the file that lists the pairs")
     try:
         # Paths that are not UTF-8 pass through as the OS gave them.
         with open(path, encoding="utf-8", errors="surrogateescape") as fh:

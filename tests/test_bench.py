@@ -218,6 +218,7 @@ def test_like_with_the_ladder_and_keep(tmp_path: Path) -> None:
         (("--no-ladder",), "--no-ladder leaves nothing to measure; add --like RUN"),
         (("--plot", "/nonexistent/x.png"), "--plot /nonexistent/x.png: folder /nonexistent does"),
         (("--workdir", "/nonexistent"), "--workdir /nonexistent: not a folder"),
+        (("--plot", ""), "--plot: empty file name; give the PNG file to write"),
         (
             ("--chunk-size", "12"),
             "--chunk-size must be a positive multiple of 8 bytes, at most 1 GiB, got 12",
