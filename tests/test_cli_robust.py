@@ -230,14 +230,17 @@ NUMBERS = st.one_of(
 WORDS = st.text(
     alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\0/"), max_size=10
 )
-#: Options that name a run: given a run, or a path that does not exist.
+#: Options that name a run: given a run, or the missing run.
 RUN_OPTIONS = ("baseline", "like")
 
 
 def values(sandbox: dict[str, str]) -> st.SearchStrategy[str]:
-    paths = st.sampled_from(
-        [sandbox["a"], sandbox["b"], sandbox["missing"], sandbox["pairs"], "", ".", ".."]
-    )
+    """Any option's value. Never the runs nor the missing run: a --cache-dir
+    there would write into a run, or make the missing run a folder without
+    dumps (compared with a run, a divergence). A path below a regular file
+    can be made by nobody."""
+    unmakeable = os.path.join(sandbox["pairs"], "no")
+    paths = st.sampled_from([sandbox["pairs"], unmakeable, "", ".", ".."])
     return st.one_of(NUMBERS, WORDS, paths)
 
 
@@ -308,6 +311,7 @@ def test_random_option_values_never_exit_1_nor_crash(sandbox: dict[str, str]) ->
             return
         with tempfile.TemporaryDirectory(dir=sandbox["root"]) as here, contextlib.chdir(here):
             code, err = run_in_process(argv)
+        assert not os.path.lexists(sandbox["missing"]), argv
         assert code in (0, 2), (argv, code, err)
         assert "Traceback" not in err, (argv, err)
         assert BUG not in err, (argv, err)
