@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from . import synth, timing
-from .discover import open_run
+from .discover import is_inside, open_run
 from .dtypes import get_dtype
 from .errors import FastdiffError
 from .pool import SERIAL_MAX_BYTES
@@ -253,7 +253,20 @@ def plan_bench(
         raise FastdiffError(str(exc)) from None
     if not ladder_on and like is None:
         raise FastdiffError("--no-ladder leaves nothing to measure; add --like RUN")
+    # Checked before anything is made: not even a temporary folder may appear
+    # (and move the run folder's times) in a run folder. Without --workdir,
+    # the variables tempfile reads are checked before gettempdir, which tries
+    # each candidate by writing a file into it.
+    refuse = "and fastdiff never writes into a run folder; give a --workdir outside it"
+    if like is not None and not workdir:
+        for var in ("TMPDIR", "TEMP", "TMP"):
+            value = os.environ.get(var)
+            if value and is_inside(value, like):
+                raise FastdiffError(f"{var}={value} is inside the run folder {like}, {refuse}")
     folder = workdir or tempfile.gettempdir()
+    if like is not None and is_inside(folder, like):
+        where_from = "--workdir" if workdir else "the temporary folder"
+        raise FastdiffError(f"{where_from} {folder} is inside the run folder {like}, {refuse}")
     if not os.path.isdir(folder):
         raise FastdiffError(f"--workdir {folder}: not a folder; create it or give another")
 

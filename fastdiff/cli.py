@@ -2,7 +2,10 @@
 
 Nothing heavy is imported here: numpy and numba load only when a pair
 differs (``kernel``). Library errors become one ``fastdiff: error: ...``
-line on stderr and exit code 2; a closed pipe (``| head``) ends quietly.
+line on stderr and exit code 2; so does any unexpected exception (a bug:
+the line says so, the traceback only with --debug or FASTDIFF_DEBUG=1), as
+exit 1 means "diverged" to every script. A closed pipe (``| head``) ends
+quietly; Ctrl-C exits 130.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import os
 import re
 import sys
 import time
+import traceback
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, NoReturn
@@ -27,6 +31,14 @@ if TYPE_CHECKING:
     from .pipeline import CompareOptions
     from .results import Problem, Report
     from .schema import Schema
+
+#: The longest --cache-min-age: digests of no file are kept beyond it anyway.
+MAX_SECONDS = 1e9
+#: The largest bench --scale: a 1-byte file becomes 1 GB (sizes are lowered to
+#: what memory and disk allow anyway); beyond it sizes overflow a float.
+MAX_SCALE = 1e9
+#: Where unexpected errors (bugs) are to be reported.
+BUG_REPORTS = "the fastdiff maintainers"
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([kKmMgG]?)(i?[bB])?\s*$")
 
@@ -46,6 +58,17 @@ def _non_negative_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not (value >= 0 and value != float("inf")):
         raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    """A duration for --cache-min-age: finite, >= 0, at most MAX_SECONDS."""
+    value = _non_negative_float(text)
+    if value > MAX_SECONDS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is more than {MAX_SECONDS:.0e} seconds (about 31 years); give a "
+            "smaller number, or --no-cache for no cache at all"
+        )
     return value
 
 
@@ -169,7 +192,7 @@ def _add_cache_options(p: argparse.ArgumentParser, default_cache: bool) -> None:
     cache.add_argument("--cache-dir", metavar="DIR", help="use this folder for the cache")
     cache.add_argument(
         "--cache-min-age",
-        type=_non_negative_float,
+        type=_seconds,
         default=60.0,
         metavar="SECONDS",
         help="cache only digests of files unchanged for this long (default 60): a file still "
@@ -249,6 +272,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     sch = sub.add_parser("schema", help="print a schema as TOML (a start for your own)")
     sch.add_argument("name", nargs="?", default="rl-state", metavar="NAME|FILE.toml")
+
+    debug_help = "on an unexpected error (a bug), print the traceback (also: FASTDIFF_DEBUG=1)"
+    parser.add_argument("--debug", action="store_true", help=debug_help)
+    for command in sub.choices.values():
+        # SUPPRESS: a subcommand without --debug leaves the top level's value alone.
+        command.add_argument(
+            "--debug", action="store_true", default=argparse.SUPPRESS, help=debug_help
+        )
     return parser
 
 
@@ -258,8 +289,16 @@ def write_stdout(text: str) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
     except BrokenPipeError:
+        _silence_stdout()
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the flush at exit does not fail again."""
+    try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no file descriptor (stdout replaced in-process)
+        pass
 
 
 def _given_schema(args: argparse.Namespace) -> Schema | None:
@@ -328,6 +367,11 @@ def _dask_executor(args: argparse.Namespace) -> Iterator[Executor | None]:
         ) from None
     try:
         client = Client(args.scheduler, timeout="10s")
+    except ValueError as exc:  # distributed's word for an address it cannot parse
+        raise FastdiffError(
+            f"--scheduler {args.scheduler}: not a scheduler address ({exc}); "
+            "give tcp://HOST:PORT, as printed by dask scheduler"
+        ) from exc
     except (OSError, TimeoutError) as exc:
         raise FastdiffError(f"--scheduler {args.scheduler}: cannot connect ({exc})") from exc
     try:
@@ -378,7 +422,8 @@ def _run_sweep(args: argparse.Namespace) -> int:
     )
     from .sweep import all_pairs, baseline_pairs, read_pairs_file, summarize, sweep
 
-    if args.pairs:
+    # ``is not None``: an empty value (--pairs "") is still the mode it names.
+    if args.pairs is not None:
         if args.runs:
             raise FastdiffError("--pairs FILE takes no run arguments; list the pairs in FILE")
         pairs = read_pairs_file(args.pairs)
@@ -444,13 +489,19 @@ def _run_hash(args: argparse.Namespace) -> int:
     return 0
 
 
-def _positive_float(text: str) -> float:
+def _scale(text: str) -> float:
+    """bench --scale: a number > 0, at most MAX_SCALE."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not (value > 0 and value != float("inf")):
         raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+    if value > MAX_SCALE:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is more than {MAX_SCALE:.0e}; give a smaller factor (sizes are lowered "
+            "to what memory and disk allow anyway)"
+        )
     return value
 
 
@@ -496,7 +547,7 @@ def _add_bench_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )  # fmt: skip
     bn.add_argument("--like", metavar="RUN", help="also a run shaped like RUN (folder or manifest)")
     bn.add_argument(
-        "--scale", type=_positive_float, default=1.0, metavar="X",
+        "--scale", type=_scale, default=1.0, metavar="X",
         help="with --like: file sizes times X (default: 1)",
     )  # fmt: skip
     bn.add_argument(
@@ -536,6 +587,16 @@ def _run_bench(args: argparse.Namespace) -> int:
     from .progress import StatusLine
     from .schema import resolve_schema
 
+    if args.plot == "":
+        raise FastdiffError("--plot: empty file name; give the PNG file to write")
+    if args.plot and args.like is not None:
+        from .discover import is_inside
+
+        if is_inside(args.plot, args.like):
+            raise FastdiffError(
+                f"--plot {args.plot} is inside the run folder {args.like}, and fastdiff never "
+                "writes into a run folder; write the plot elsewhere"
+            )
     if args.plot:
         from .plot import require_matplotlib
 
@@ -590,9 +651,41 @@ _COMMANDS = {
 }
 
 
+def _debug_requested(argv: Sequence[str]) -> bool:
+    """--debug on the command line (before any ``--``), or FASTDIFF_DEBUG set and not 0."""
+    if os.environ.get("FASTDIFF_DEBUG", "") not in ("", "0"):
+        return True
+    words = list(argv)
+    return "--debug" in (words[: words.index("--")] if "--" in words else words)
+
+
+def _unexpected(exc: Exception, command: str, debug: bool) -> int:
+    """An exception fastdiff did not foresee: a bug. Say so briefly; exit 2, never 1."""
+    if debug:
+        traceback.print_exception(exc)
+    detail = str(exc).splitlines()[0] if str(exc).strip() else ""
+    what = type(exc).__name__ + (f": {detail}" if detail else "")
+    print(
+        f"fastdiff: error: {command} failed unexpectedly ({what}). This is a bug in fastdiff: "
+        f"please report it, with the command line, to {BUG_REPORTS}"
+        + (" and the traceback above" if debug else
+           "; run with --debug or FASTDIFF_DEBUG=1 for the traceback"),
+        file=sys.stderr,
+    )  # fmt: skip
+    return EXIT_TROUBLE
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """Run one command; return its exit code (0 identical, 1 diverged, 2 trouble,
+    130 interrupted). Whatever goes wrong, the code is never 1 unless runs differ:
+    an unexpected exception is reported in one line as a bug, with exit 2."""
+    words = sys.argv[1:] if argv is None else list(argv)
+    debug = _debug_requested(words)
+    command = "fastdiff"
     try:
+        args = build_parser().parse_args(words)
+        command = f"fastdiff {args.command}"
+        debug = debug or args.debug
         return _COMMANDS[args.command](args)
     except FastdiffError as exc:
         print(f"fastdiff: error: {exc}", file=sys.stderr)
@@ -600,6 +693,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("fastdiff: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # A reader that went away: nothing more can be said there, and nothing
+        # needs saying here (write_stdout already handles the usual case).
+        _silence_stdout()
+        return EXIT_TROUBLE
+    except Exception as exc:
+        return _unexpected(exc, command, debug)
 
 
 if __name__ == "__main__":  # pragma: no cover

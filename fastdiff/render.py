@@ -278,7 +278,16 @@ def sweep_summary_dict(summary: SweepSummary) -> dict[str, Any]:
         "identical": summary.identical,
         "diverged": summary.diverged,
         "error": summary.error,
-        "classes": [list(c) for c in summary.classes] if summary.classes is not None else None,
+        "classes": (
+            [[display_path(r) for r in c] for c in summary.classes]
+            if summary.classes is not None
+            else None
+        ),
+        "unclassified": (
+            [{"run": display_path(u.run), "reason": u.reason} for u in summary.unclassified]
+            if summary.unclassified is not None
+            else None
+        ),
         "cache_hits": summary.cache_hits,
         "elapsed_s": summary.elapsed_s,
         "interrupted": summary.interrupted,
@@ -310,6 +319,12 @@ def render_sweep_summary_text(summary: SweepSummary) -> str:
     if summary.interrupted:
         lines[0] = "interrupted; finished " + lines[0]
     if summary.classes is not None:
-        lines.append("classes of bit-identical runs:")
-        lines += [f"  {i}: {' '.join(c)}" for i, c in enumerate(summary.classes, 1)]
+        lines.append("classes of bit-identical runs:" + ("" if summary.classes else " none"))
+        lines += [
+            f"  {i}: {' '.join(display_path(r) for r in c)}"
+            for i, c in enumerate(summary.classes, 1)
+        ]
+    if summary.unclassified:
+        lines.append("in no class (a pair ended in error):")
+        lines += [f"  {display_path(u.run)}: {u.reason}" for u in summary.unclassified]
     return "\n".join(lines) + "\n"

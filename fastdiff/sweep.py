@@ -2,13 +2,13 @@
 
 The pair lists (one baseline against candidates, every pair of a set, or
 pairs read from a file), the summary, and the classes of runs that are
-bit-identical to each other. The work itself is ``pipeline.compare_pairs``.
+bit-identical to each other (never merely within tolerance). The work
+itself is ``pipeline.compare_pairs``.
 """
 
 from __future__ import annotations
 
 import os
-import shlex
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
@@ -37,20 +37,86 @@ def all_pairs(runs: Sequence[str]) -> list[RunPair]:
     return list(combinations(unique, 2))
 
 
+def split_words(line: str) -> list[str]:
+    """A line split into words by the POSIX shell's rules for quotes and comments.
+
+    Blanks (space, tab) separate words; ``'...'`` keeps everything literally;
+    inside ``"..."`` a backslash escapes only a backslash, ``"``, ``$`` and a
+    backquote; outside quotes it escapes any character. ``#`` starts a
+    comment only where a word would start (at the line start or after a
+    blank), never inside a word or quotes: ``a#b`` and ``"a"#b`` are one word
+    each (``shlex.split(..., comments=True)`` cuts ``a#b`` after ``a``, which
+    the shell does not). Raises ValueError for an unclosed quote or a
+    trailing backslash.
+    """
+    words: list[str] = []
+    word: list[str] | None = None  # None: between words
+    i, n = 0, len(line)
+    while i < n:
+        c = line[i]
+        if c in " \t":
+            if word is not None:
+                words.append("".join(word))
+                word = None
+            i += 1
+            continue
+        if word is None:
+            if c == "#":
+                break  # a comment, to the end of the line
+            word = []
+        if c == "'":
+            end = line.find("'", i + 1)
+            if end < 0:
+                raise ValueError("no closing single quote")
+            word.append(line[i + 1 : end])
+            i = end + 1
+        elif c == '"':
+            i += 1
+            while True:
+                if i >= n:
+                    raise ValueError("no closing double quote")
+                c = line[i]
+                if c == '"':
+                    i += 1
+                    break
+                if c == "\\" and i + 1 < n and line[i + 1] in '\\"$`':
+                    word.append(line[i + 1])
+                    i += 2
+                else:
+                    word.append(c)
+                    i += 1
+        elif c == "\\":
+            if i + 1 >= n:
+                raise ValueError("a backslash at the end of the line escapes nothing")
+            word.append(line[i + 1])
+            i += 2
+        else:
+            word.append(c)
+            i += 1
+    if word is not None:
+        words.append("".join(word))
+    return words
+
+
 def read_pairs_file(path: str) -> list[RunPair]:
-    """Two paths per line (shell quoting for spaces); blank lines and # comments skipped."""
+    """Two paths per line, quoted as in a shell; blank lines and # comments skipped."""
+    if not path:
+        raise FastdiffError("--pairs: empty file name; give the file that lists the pairs")
     try:
         # Paths that are not UTF-8 pass through as the OS gave them.
         with open(path, encoding="utf-8", errors="surrogateescape") as fh:
-            lines = fh.read().splitlines()
+            # Universal newlines: \n, \r\n and \r all end a line; nothing else does.
+            lines = fh.read().split("\n")
     except OSError as exc:
         raise FastdiffError(f"--pairs {path}: cannot read ({exc})") from exc
     pairs: list[RunPair] = []
     for lineno, line in enumerate(lines, 1):
         try:
-            words = shlex.split(line, comments=True)
+            words = split_words(line)
         except ValueError as exc:
-            raise FastdiffError(f"{path}:{lineno}: cannot parse line ({exc})") from None
+            raise FastdiffError(
+                f"{path}:{lineno}: cannot parse the line ({exc}); quote paths as in a shell"
+            ) from None
         if not words:
             continue
         if any("\0" in w for w in words):
@@ -66,25 +132,80 @@ def read_pairs_file(path: str) -> list[RunPair]:
     return pairs
 
 
-def identical_classes(runs: Sequence[str], reports: Sequence[Report]) -> list[list[str]]:
-    """Runs grouped by bit-identity (from the identical pairs), in first-seen order."""
-    parent = {r: r for r in runs}
+def bit_identical(report: Report) -> bool:
+    """True when every buffer of the pair is bitwise equal: an ``identical``
+    verdict reached through a tolerance (a ``within_tolerance`` buffer) is not."""
+    return report.verdict == "identical" and all(b.status == "equal" for b in report.buffers)
 
-    def root(r: str) -> str:
-        while parent[r] != r:
-            parent[r] = parent[parent[r]]
-            r = parent[r]
-        return r
 
+@dataclass(frozen=True)
+class UnclassifiedRun:
+    """A run left out of the identity classes, and why."""
+
+    run: str
+    reason: str
+
+
+def identity_classes(
+    runs: Sequence[str], reports: Sequence[Report]
+) -> tuple[list[list[str]], list[UnclassifiedRun]]:
+    """The runs grouped into classes of bit-identical runs, and the runs left out.
+
+    Only pairs whose every buffer is bitwise equal join runs: a pair that is
+    merely within tolerance never does (tolerance is not transitive). A run
+    joins a class only if it is bit-identical to every member, so nothing
+    chains. A class claims that its runs are equal to each other and differ
+    from every other class, so a run is classified only if it was compared
+    cleanly with every other classified run: a run whose pairs all ended in
+    error, or one whose pair with an otherwise sound run ended in error, is
+    listed apart with the reason instead. Classes keep first-seen order.
+    """
+    wanted = list(dict.fromkeys(runs))
+    pairs_of: dict[str, list[Report]] = {r: [] for r in wanted}
+    equal: set[frozenset[str]] = set()
     for rep in reports:
-        if rep.verdict == "identical" and rep.run_a in parent and rep.run_b in parent:
-            ra, rb = root(rep.run_a), root(rep.run_b)
-            if ra != rb:
-                parent[rb] = ra
-    classes: dict[str, list[str]] = {}
-    for r in runs:
-        classes.setdefault(root(r), []).append(r)
-    return list(classes.values())
+        a, b = rep.run_a, rep.run_b
+        if a == b or a not in pairs_of or b not in pairs_of:
+            continue
+        pairs_of[a].append(rep)
+        pairs_of[b].append(rep)
+        if bit_identical(rep):
+            equal.add(frozenset((a, b)))
+
+    unclassified: dict[str, str] = {}
+    broken: set[str] = set()
+    for r in wanted:
+        if not pairs_of[r]:
+            unclassified[r] = "in no pair of the sweep"
+        elif all(rep.verdict == "error" for rep in pairs_of[r]):
+            broken.add(r)
+            unclassified[r] = "every pair with it ended in error"
+    for r in wanted:
+        if r in unclassified:
+            continue
+        failed = [
+            rep.run_b if rep.run_a == r else rep.run_a
+            for rep in pairs_of[r]
+            if rep.verdict == "error"
+        ]
+        failed = [other for other in failed if other not in broken]
+        if failed:
+            unclassified[r] = (
+                f"its pair with {', '.join(failed)} ended in error, so whether they are "
+                "bit-identical is unknown"
+            )
+
+    classes: list[list[str]] = []
+    for r in wanted:
+        if r in unclassified:
+            continue
+        for members in classes:
+            if all(frozenset((r, m)) in equal for m in members):
+                members.append(r)
+                break
+        else:
+            classes.append([r])
+    return classes, [UnclassifiedRun(r, unclassified[r]) for r in wanted if r in unclassified]
 
 
 @dataclass(frozen=True)
@@ -97,6 +218,8 @@ class SweepSummary:
     cache_hits: int
     elapsed_s: float
     interrupted: bool = False
+    #: Runs of ``classes_of`` in no class (a pair ended in error), None with ``classes``.
+    unclassified: tuple[UnclassifiedRun, ...] | None = None
 
     @property
     def exit_code(self) -> int:
@@ -130,10 +253,11 @@ def summarize(
     """The summary of the pairs in ``reports`` (all of them, or those that
     finished before an interrupt)."""
     verdicts = [r.verdict for r in reports]
-    classes = None
+    classes = unclassified = None
     if classes_of is not None and not interrupted:
-        runs = [os.fspath(r) for r in classes_of]
-        classes = tuple(tuple(c) for c in identical_classes(runs, reports))
+        grouped, left_out = identity_classes([os.fspath(r) for r in classes_of], reports)
+        classes = tuple(tuple(c) for c in grouped)
+        unclassified = tuple(left_out)
     return SweepSummary(
         pairs=len(reports),
         identical=verdicts.count("identical"),
@@ -143,4 +267,5 @@ def summarize(
         cache_hits=cache_hits,
         elapsed_s=elapsed_s,
         interrupted=interrupted,
+        unclassified=unclassified,
     )

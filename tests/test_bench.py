@@ -218,6 +218,7 @@ def test_like_with_the_ladder_and_keep(tmp_path: Path) -> None:
         (("--no-ladder",), "--no-ladder leaves nothing to measure; add --like RUN"),
         (("--plot", "/nonexistent/x.png"), "--plot /nonexistent/x.png: folder /nonexistent does"),
         (("--workdir", "/nonexistent"), "--workdir /nonexistent: not a folder"),
+        (("--plot", ""), "--plot: empty file name; give the PNG file to write"),
         (
             ("--chunk-size", "12"),
             "--chunk-size must be a positive multiple of 8 bytes, at most 1 GiB, got 12",
@@ -484,3 +485,66 @@ def test_plan_refuses_a_like_run_that_cannot_fit() -> None:
     run = f"{ROOT}/{FIXTURES}/identical/a"  # 136 files
     with pytest.raises(FastdiffError, match="even one element per file does not fit"):
         plan(like=run, schema=RL_STATE, mem_available=1000, ladder_on=False)
+
+
+def _folder_state(folder: Path) -> list[tuple[str, int, int]]:
+    """Every entry below ``folder`` (and the folder) with its mtime and ctime."""
+    paths = [folder, *sorted(folder.rglob("*"))]
+    return [(str(p), p.lstat().st_mtime_ns, p.lstat().st_ctime_ns) for p in paths]
+
+
+@pytest.mark.parametrize("where", ["run", "below", "link", "tmpdir"])
+def test_workdir_inside_the_like_run_is_refused_untouched(tmp_path: Path, where: str) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "step_0_buffer.bin").write_bytes(b"\0" * 64)
+    (run / "sub").mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(run, target_is_directory=True)
+    workdir = {"run": run, "below": run / "sub", "link": link / "sub", "tmpdir": None}[where]
+    before = _folder_state(run)
+    args = ["bench", "--like", str(run), "--no-ladder", "--repeat", "1", "--warmup", "0"]
+    args += ["--keep"]  # would keep the dumps there, were it allowed
+    env = dict(os.environ)
+    if workdir is None:
+        env["TMPDIR"] = str(run / "sub")
+    else:
+        args += ["--workdir", str(workdir)]
+    p = subprocess.run(
+        [sys.executable, "-m", "fastdiff", *args],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    assert p.returncode == 2, p.stderr
+    assert p.stdout == ""
+    shown = f"--workdir {workdir}" if workdir else f"TMPDIR={run / 'sub'}"
+    assert p.stderr == (
+        f"fastdiff: error: {shown} is inside the run folder {run}, and fastdiff never writes "
+        "into a run folder; give a --workdir outside it\n"
+    )
+    assert _folder_state(run) == before
+
+
+def test_workdir_next_to_the_like_run_is_fine(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "step_0_buffer.bin").write_bytes(b"\0" * 64)
+    before = _folder_state(run)
+    bench_json(
+        tmp_path, "--like", str(run), "--no-ladder", "--repeat", "1", "--warmup", "0",
+        "--jobs", "1",
+    )  # fmt: skip
+    assert _folder_state(run) == before
+
+
+def test_plot_inside_the_like_run_is_refused(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "step_0_buffer.bin").write_bytes(b"\0" * 64)
+    before = _folder_state(run)
+    p = fastdiff("bench", "--like", str(run), "--no-ladder", "--plot", str(run / "x.png"))
+    assert p.returncode == 2
+    assert p.stderr == (
+        f"fastdiff: error: --plot {run / 'x.png'} is inside the run folder {run}, and fastdiff "
+        "never writes into a run folder; write the plot elsewhere\n"
+    )
+    assert _folder_state(run) == before

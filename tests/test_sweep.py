@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
+import struct
 import subprocess
 import sys
 from collections import Counter
@@ -12,12 +14,24 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import fastdiff.hash
 from fastdiff import render_json
 from fastdiff.cache import DigestCache
+from fastdiff.errors import FastdiffError
 from fastdiff.pipeline import CompareOptions
-from fastdiff.sweep import all_pairs, baseline_pairs, read_pairs_file, sweep
+from fastdiff.results import BufferResult, Report
+from fastdiff.sweep import (
+    UnclassifiedRun,
+    all_pairs,
+    baseline_pairs,
+    identity_classes,
+    read_pairs_file,
+    split_words,
+    sweep,
+)
 from fastdiff.synth import write_rl_run
 
 REPO = Path(__file__).resolve().parents[1]
@@ -107,6 +121,129 @@ def test_all_sweep_text_classes(runs: dict[str, Path], cache_env: dict[str, str]
     ]
 
 
+def f32_run(path: Path, *bits: int) -> str:
+    """A run of one f32 buffer ``rewards`` at step 0, from bit patterns."""
+    path.mkdir()
+    (path / "step_0_rewards.bin").write_bytes(struct.pack(f"<{len(bits)}I", *bits))
+    return str(path)
+
+
+def f32_bits(x: float) -> int:
+    return int.from_bytes(struct.pack("<f", x), "little")
+
+
+def sweep_summaries(*args: str) -> tuple[list[str], dict[str, object], int]:
+    """(text summary lines, JSONL summary record, exit code) of one sweep, both formats."""
+    text = cli("sweep", *args, "--no-cache", "--format", "text")
+    jsonl = cli("sweep", *args, "--no-cache", "--format", "jsonl")
+    assert text.returncode == jsonl.returncode
+    lines = text.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("classes of"))
+    return lines[start:], strict_json(jsonl.stdout.splitlines()[-1]), text.returncode  # type: ignore[return-value]
+
+
+def test_runs_within_tolerance_never_form_a_class(tmp_path: Path) -> None:
+    """The issue's case: 0.0, 0.6, 1.2 with --atol 1. R0~R1 and R1~R2 are within
+    tolerance, R0-R2 diverges, and no two runs are bit-identical: three classes
+    (before: one class of all three, chained through R1)."""
+    runs = [f32_run(tmp_path / f"R{i}", f32_bits(v)) for i, v in enumerate((0.0, 0.6, 1.2))]
+    text, summary, code = sweep_summaries("--all", *runs, "--atol", "1")
+    assert code == 1
+    assert (summary["identical"], summary["diverged"]) == (2, 1)
+    assert summary["classes"] == [[runs[0]], [runs[1]], [runs[2]]]
+    assert summary["unclassified"] == []
+    assert text == [
+        "classes of bit-identical runs:",
+        *[f"  {i}: {r}" for i, r in enumerate(runs, 1)],
+    ]
+
+
+QNAN, QNAN_PAYLOAD, NEG_QNAN = 0x7FC00000, 0x7FC00001, 0xFFC00000
+ONE = 0x3F800000
+
+
+@pytest.mark.parametrize(
+    ("option", "others"),
+    [
+        (("--atol", "1"), (f32_bits(1.5), f32_bits(1.9))),
+        (("--rtol", "0.5"), (f32_bits(1.4), f32_bits(1.9))),
+        (("--ulp", "1"), (ONE + 1, ONE + 2)),
+        (("--nan-equal",), (QNAN_PAYLOAD, NEG_QNAN)),
+    ],
+)
+def test_only_bitwise_equal_pairs_join_a_class(
+    tmp_path: Path, option: tuple[str, ...], others: tuple[int, int]
+) -> None:
+    """A and its copy form a class whatever the tolerance; B and C, each within
+    tolerance of A (and of each other, or not), stay alone."""
+    first = QNAN if option == ("--nan-equal",) else ONE
+    a = f32_run(tmp_path / "A", first)
+    copy = f32_run(tmp_path / "A-copy", first)
+    b, c = (f32_run(tmp_path / n, x) for n, x in zip("BC", others, strict=True))
+    text, summary, code = sweep_summaries("--all", a, b, copy, c, *option)
+    assert code in (0, 1)
+    assert summary["classes"] == [[a, copy], [b], [c]]
+    assert text == ["classes of bit-identical runs:", f"  1: {a} {copy}", f"  2: {b}", f"  3: {c}"]
+
+
+def test_runs_whose_pairs_all_failed_are_in_no_class(runs: dict[str, Path], tmp_path: Path) -> None:
+    missing = str(tmp_path / "missing")
+    names = [str(runs["base"]), missing, str(runs["same1"]), str(runs["divF"])]
+    text, summary, code = sweep_summaries("--all", *names)
+    assert code == 2
+    assert summary["classes"] == [[names[0], names[2]], [names[3]]]
+    reason = "every pair with it ended in error"
+    assert summary["unclassified"] == [{"run": missing, "reason": reason}]
+    assert text == [
+        "classes of bit-identical runs:",
+        f"  1: {names[0]} {names[2]}",
+        f"  2: {names[3]}",
+        "in no class (a pair ended in error):",
+        f"  {missing}: {reason}",
+    ]
+    # Nothing could be compared: no class at all, and both runs set apart.
+    text, summary, code = sweep_summaries("--all", missing, names[0])
+    assert summary["classes"] == []
+    assert [u["run"] for u in summary["unclassified"]] == [missing, names[0]]  # type: ignore[attr-defined]
+    assert text[0] == "classes of bit-identical runs: none"
+
+
+def _report(a: str, b: str, verdict: str, status: str = "equal") -> Report:
+    buffer = BufferResult(0, "rewards", "F", "f32", status)  # type: ignore[arg-type]
+    return Report(a, b, "rl-state", verdict, None, (), (), (), (buffer,), (), ())  # type: ignore[arg-type]
+
+
+def test_identity_classes_never_chain_and_set_doubtful_runs_apart() -> None:
+    eq, tol = "identical", "within_tolerance"
+    # Bitwise A=B and B=C but A-C reported diverged (say, a file changed mid-sweep):
+    # C cannot join A's class, whose members must all equal it.
+    reports = [
+        _report("A", "B", eq),
+        _report("B", "C", eq),
+        _report("A", "C", "diverged", "diverged"),
+    ]
+    assert identity_classes(["A", "B", "C"], reports) == ([["A", "B"], ["C"]], [])
+    # An identical verdict through a tolerance joins nothing.
+    assert identity_classes(["A", "B"], [_report("A", "B", eq, tol)]) == ([["A"], ["B"]], [])
+    # D failed with everyone: apart. A-B failed though both are sound: whether they
+    # are equal is unknown, so neither is classified. E took part in no pair.
+    reports = [
+        _report("A", "B", "error", "error"),
+        _report("A", "C", "diverged", "diverged"),
+        _report("B", "C", "diverged", "diverged"),
+        *[_report(x, "D", "error", "error") for x in "ABC"],
+    ]
+    classes, apart = identity_classes(["A", "B", "C", "D", "E"], reports)
+    assert classes == [["C"]]
+    doubt = "ended in error, so whether they are bit-identical is unknown"
+    assert apart == [
+        UnclassifiedRun("A", f"its pair with B {doubt}"),
+        UnclassifiedRun("B", f"its pair with A {doubt}"),
+        UnclassifiedRun("D", "every pair with it ended in error"),
+        UnclassifiedRun("E", "in no pair of the sweep"),
+    ]
+
+
 def test_pairs_file(runs: dict[str, Path], tmp_path: Path, cache_env: dict[str, str]) -> None:
     f = tmp_path / "pairs.txt"
     f.write_text(
@@ -123,6 +260,82 @@ def test_pairs_file(runs: dict[str, Path], tmp_path: Path, cache_env: dict[str, 
     assert bad.stderr.strip() == (
         f"fastdiff: error: {f}:1: expected two run paths, found 1 (quote paths that contain spaces)"
     )
+
+
+def test_pairs_file_hash_inside_a_word_is_not_a_comment(
+    runs: dict[str, Path], tmp_path: Path, cache_env: dict[str, str]
+) -> None:
+    """The issue's line ``"pf/run a" pf/r#c``: shlex cut it to ``pf/r``, which
+    exists and is identical, and the sweep said identical."""
+    pf = tmp_path / "pf"
+    pf.mkdir()
+    shutil.copytree(runs["base"], pf / "run a")
+    shutil.copytree(runs["same1"], pf / "r")
+    shutil.copytree(runs["divF"], pf / "r#c")
+    f = tmp_path / "pairs.txt"
+    f.write_text(f'"{pf}/run a" {pf}/r#c\n')
+    r = cli("sweep", "--pairs", str(f), "--format", "jsonl", "--no-cache", env=cache_env)
+    assert r.returncode == 1, r.stderr
+    pair = strict_json(r.stdout.splitlines()[0])
+    assert (pair["run_a"], pair["run_b"]) == (f"{pf}/run a", f"{pf}/r#c")
+    assert pair["verdict"] == "diverged"
+
+
+@pytest.mark.parametrize(
+    ("line", "words"),
+    [
+        ("# the whole line", []),
+        ("   # after blanks only", []),
+        ("a b # a comment after whitespace", ["a", "b"]),
+        ("a b\t#after a tab", ["a", "b"]),
+        ("a b#c", ["a", "b#c"]),
+        ("a#b c#", ["a#b", "c#"]),
+        ("'a #b' c", ["a #b", "c"]),
+        ('"a #b" c', ["a #b", "c"]),
+        ("'#a' \"#b\"", ["#a", "#b"]),
+        ('"x"#y z', ["x#y", "z"]),
+        ("'x'#y z", ["x#y", "z"]),
+        ('"x" #y z', ["x"]),
+        ("\\#a b", ["#a", "b"]),
+        ("a\\ b c", ["a b", "c"]),
+        ('"a\\"b\\\\" c', ['a"b\\', "c"]),
+        ('"a\\b" c', ["a\\b", "c"]),
+        ("'' c", ["", "c"]),
+    ],
+)
+def test_split_words_comments_only_where_a_word_starts(line: str, words: list[str]) -> None:
+    assert split_words(line) == words
+
+
+@given(st.text(alphabet="ab #'\"\\\t", max_size=16))
+@settings(max_examples=150, deadline=None)
+def test_split_words_agrees_with_the_shell(line: str) -> None:
+    """The words bash makes of the line (globbing off; no $, `, operators or
+    globs in the alphabet), or an error where bash finds the quotes unclosed."""
+    if line.endswith("\\"):
+        return  # bash keeps a final backslash; fastdiff refuses it (and says so)
+    script = "set -f\nprintf '%s\\0' X " + line + "\n"
+    sh = subprocess.run(["bash", "-c", script], capture_output=True, timeout=30, check=False)
+    if sh.returncode != 0:
+        with pytest.raises(ValueError):
+            split_words(line)
+        return
+    assert split_words(line) == sh.stdout.decode().split("\0")[1:-1]
+
+
+def test_pairs_file_syntax_errors_name_file_and_line(tmp_path: Path) -> None:
+    f = tmp_path / "pairs.txt"
+    for text, why in [
+        ("a b\n'c d\n", "no closing single quote"),
+        ('a b\n"c d\n', "no closing double quote"),
+        ("a b\nc d\\\n", "a backslash at the end of the line escapes nothing"),
+    ]:
+        f.write_text(text)
+        with pytest.raises(FastdiffError) as info:
+            read_pairs_file(str(f))
+        assert str(info.value) == f"{f}:2: cannot parse the line ({why}); quote paths as in a shell"
+    f.write_bytes(b"# runs\r\nx#1 'y #2'  # two\r\n\r\n")
+    assert read_pairs_file(str(f)) == [("x#1", "y #2")]
 
 
 def test_sweep_errors_give_exit_2_and_keep_other_pairs(
