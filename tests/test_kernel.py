@@ -1,17 +1,23 @@
-"""scan_bytes (both engines) against the naive twin in tests/naive.py.
+"""scan_bytes (every engine) against the naive twin in tests/naive.py.
 
 Property tests draw arrays of every dtype with special values and random
 differences, plus tolerance variants, and compare the whole ScanStats with
-the naive twin; anchor tests pin the tricky cases by hand; chunk tests check
-that scanning in pieces and combining with ``shifted``/``merged`` equals one
-whole scan.
+the naive twin; anchor tests pin the tricky cases by hand; integer tolerance
+tests check the exact atol/rtol decision at the 64-bit extremes; chunk tests
+check that scanning in pieces and combining with ``shifted``/``merged``
+equals one whole scan.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 import math
+import os
+import subprocess
+import sys
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -617,8 +623,6 @@ def test_integer_tolerance_is_exact(dtype: str, engine: str, data) -> None:
 def test_integer_bound_is_exact(d, m, atol, rtol, k, at_bound) -> None:
     """IntegerBound (the algorithm of the numpy and numba kernels) and both
     kernels' versions of it, one element at a time, against Fractions."""
-    from fractions import Fraction
-
     from fastdiff import _numba_kernels, _numpy_kernels
 
     if at_bound and m:
@@ -683,11 +687,6 @@ def test_integer_tolerance_examples(engine, dtype, tol, a, b, within) -> None:
 @pytest.mark.parametrize("engine", ENGINES)
 def test_cli_integer_atol_is_exact(tmp_path, engine) -> None:
     """The issue's case through the CLI: 0 vs 2**53+1 is not within --atol 2**53."""
-    import json
-    import os
-    import subprocess
-    import sys
-
     for run, value in (("A", 0), ("B", 2**53 + 1)):
         (tmp_path / run).mkdir()
         (tmp_path / run / "step_0_x.bin").write_bytes(enc("i64", value))
