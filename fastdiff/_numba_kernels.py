@@ -3,15 +3,20 @@
 The kernels are pure functions over arrays and scalars, with no I/O, compiled
 ahead of their first call for explicit signatures and cached on disk
 (``cache=True``), so a later process loads them in milliseconds instead of
-compiling. They compare bit patterns through unsigned views and never use
-``fastmath`` (it changes NaN and infinity results). ``nogil`` lets several
-threads scan at once.
+compiling. The exception is the kernel for integers with ``--rtol``, built
+the same way but only when first needed, since few runs need it. They
+compare bit patterns through unsigned views and never use ``fastmath`` (it
+changes NaN and infinity results). ``nogil`` lets several threads scan at
+once.
 
 Output slots (``out_i``): n_diff, n_within, first_diff, first_any,
 max_index, n_nan, n_inf; the maximum delta goes to ``out_max[0]``.
 """
 
 from __future__ import annotations
+
+import threading
+from typing import Any
 
 import numba as nb
 import numpy as np
@@ -35,16 +40,14 @@ _I64_OUT = nb.types.Array(nb.int64, 1, "C")
 
 def _int_sig(t: nb.types.Integer) -> nb.core.typing.templates.Signature:
     arr = _ro(t, 1, "C", readonly=True)
+    return nb.void(arr, arr, nb.uint64, nb.boolean, _I64_OUT, nb.types.Array(nb.uint64, 1, "C"))
+
+
+def _int_close_sig(t: nb.types.Integer) -> nb.core.typing.templates.Signature:
+    arr = _ro(t, 1, "C", readonly=True)
+    words = (nb.uint64,) * 6  # IntegerBound: atol_floor rtol_mant atol_scaled lshift rshift frame
     return nb.void(
-        arr,
-        arr,
-        nb.uint64,
-        nb.float64,
-        nb.float64,
-        nb.boolean,
-        nb.boolean,
-        _I64_OUT,
-        nb.types.Array(nb.uint64, 1, "C"),
+        arr, arr, nb.uint64, nb.boolean, *words, _I64_OUT, nb.types.Array(nb.uint64, 1, "C")
     )
 
 
@@ -70,9 +73,60 @@ def _float_sig(bits: nb.types.Integer, vals: nb.types.Float) -> nb.core.typing.t
 
 _INT_TYPES = (nb.uint8, nb.int8, nb.uint16, nb.int16, nb.uint32, nb.int32, nb.uint64, nb.int64)
 
+_M32 = np.uint64(0xFFFFFFFF)
+_S32 = np.uint64(32)
+_S64 = np.uint64(64)
+_S128 = np.uint64(128)
+
+
+# The exact rtol test for integers is built on first use: loading its eight
+# compiled variants from the cache would cost every numba start tens of ms.
+# Its helpers have no signature of their own: they are compiled, for uint64
+# arguments only, into the kernel that calls them.
+
+
+@nb.jit(**JIT_FLAGS)
+def _shr128(hi, lo, k):  # type: ignore[no-untyped-def]
+    """(hi, lo) >> k for 0 <= k <= 128 (LLVM leaves a shift by 64 or more undefined)."""
+    if k == 0:
+        return hi, lo
+    if k >= _S128:
+        return np.uint64(0), np.uint64(0)
+    if k >= _S64:
+        return np.uint64(0), hi >> (k - _S64)
+    return hi >> k, (lo >> k) | (hi << (_S64 - k))
+
+
+@nb.jit(**JIT_FLAGS)
+def _rtol_close(d, m, rtol_mant, atol_scaled, lshift, rshift, frame):  # type: ignore[no-untyped-def]
+    """Exactly ``d <= atol + rtol*m`` for d > atol, rtol > 0 and m > 0:
+    steps 2 and 3 of ``kernel.IntegerBound``, in two-word arithmetic."""
+    # P = rtol_mant * m, below 2**117, from four 32x32-bit products
+    rl = rtol_mant & _M32
+    rh = rtol_mant >> _S32
+    ml = m & _M32
+    mh = m >> _S32
+    ll = rl * ml
+    lh = rl * mh
+    hl = rh * ml
+    mid = (ll >> _S32) + (lh & _M32) + (hl & _M32)
+    lo = (ll & _M32) | (mid << _S32)
+    hi = rh * mh + (lh >> _S32) + (hl >> _S32) + (mid >> _S32)
+    if lshift > 0:
+        # rtol >= 2: frame and rshift are 0; a product reaching 2**64 is within
+        if hi != 0 or lshift >= _S64 or (lo >> (_S64 - lshift)) != 0:
+            return True
+        lo = lo << lshift
+    hi, lo = _shr128(hi, lo, rshift)
+    total = lo + atol_scaled
+    if total < lo:
+        hi += np.uint64(1)
+    hi, total = _shr128(hi, total, frame)
+    return hi != 0 or total >= d
+
 
 @nb.jit([_int_sig(t) for t in _INT_TYPES], **JIT_FLAGS)
-def _scan_int(a, b, ulp, atol, rtol, use_ulp, use_close, out_i, out_max):  # type: ignore[no-untyped-def]
+def _scan_int(a, b, ulp, use_ulp, out_i, out_max):  # type: ignore[no-untyped-def]
     n_diff = 0
     n_within = 0
     first_diff = -1
@@ -91,9 +145,46 @@ def _scan_int(a, b, ulp, atol, rtol, use_ulp, use_close, out_i, out_max):  # typ
             if best_i < 0 or d > best:
                 best = d
                 best_i = i
-            within = (use_ulp and d <= ulp) or (
-                use_close and np.float64(d) <= atol + rtol * abs(np.float64(y))
-            )
+            if use_ulp and d <= ulp:
+                n_within += 1
+            else:
+                n_diff += 1
+                if first_diff < 0:
+                    first_diff = i
+    out_i[0] = n_diff
+    out_i[1] = n_within
+    out_i[2] = first_diff
+    out_i[3] = first_any
+    out_i[4] = best_i
+    out_i[5] = 0
+    out_i[6] = 0
+    out_max[0] = best
+
+
+def _scan_int_close(  # type: ignore[no-untyped-def]
+    a, b, ulp, use_ulp, atol_floor, rtol_mant, atol_scaled, lshift, rshift, frame, out_i, out_max
+):
+    """``_scan_int`` with atol and an rtol > 0, decided exactly (``kernel.IntegerBound``)."""
+    n_diff = 0
+    n_within = 0
+    first_diff = -1
+    first_any = -1
+    best = np.uint64(0)
+    best_i = -1
+    for i in range(a.shape[0]):
+        x = a[i]
+        y = b[i]
+        if x != y:
+            if first_any < 0:
+                first_any = i
+            d = np.uint64(x) - np.uint64(y) if x > y else np.uint64(y) - np.uint64(x)
+            if best_i < 0 or d > best:
+                best = d
+                best_i = i
+            within = d <= atol_floor or (use_ulp and d <= ulp)
+            if not within and y != 0:
+                m = np.uint64(0) - np.uint64(y) if y < 0 else np.uint64(y)  # |y|, exact
+                within = _rtol_close(d, m, rtol_mant, atol_scaled, lshift, rshift, frame)
             if within:
                 n_within += 1
             else:
@@ -108,6 +199,19 @@ def _scan_int(a, b, ulp, atol, rtol, use_ulp, use_close, out_i, out_max):  # typ
     out_i[5] = 0
     out_i[6] = 0
     out_max[0] = best
+
+
+_close_lock = threading.Lock()
+_close_kernel: list[Any] = []  # the compiled _scan_int_close, once built
+
+
+def _int_close_kernel() -> Any:
+    """``_scan_int_close`` compiled for every integer type (or loaded from the cache)."""
+    with _close_lock:
+        if not _close_kernel:
+            sigs = [_int_close_sig(t) for t in _INT_TYPES]
+            _close_kernel.append(nb.jit(sigs, **JIT_FLAGS)(_scan_int_close))
+        return _close_kernel[0]
 
 
 @nb.jit(
@@ -215,7 +319,15 @@ def scan(a: object, b: object, dt: DType, tol: Tolerance) -> ScanStats:
         umax = np.zeros(1, np.uint64)
         va = _readonly(np.frombuffer(a, dt.numpy))  # type: ignore[call-overload]
         vb = _readonly(np.frombuffer(b, dt.numpy))  # type: ignore[call-overload]
-        _scan_int(va, vb, np.uint64(ulp), atol, rtol, use_ulp, use_close, out_i, umax)
+        ib = tol.integer_bound
+        if use_close and ib.rtol_mant:
+            words = (ib.atol_floor, ib.rtol_mant, ib.atol_scaled, ib.lshift, ib.rshift, ib.frame)
+            kernel = _int_close_kernel()
+            kernel(va, vb, np.uint64(ulp), use_ulp, *map(np.uint64, words), out_i, umax)
+        else:
+            # without rtol, d <= atol is d <= floor(atol): one limit with --ulp
+            limit = max(ulp if use_ulp else 0, ib.atol_floor if use_close else 0)
+            _scan_int(va, vb, np.uint64(limit), use_ulp or use_close, out_i, umax)
         max_delta = int(umax[0])
     n_diff, n_within, first_diff, first_any, max_index, n_nan, n_inf = (int(v) for v in out_i)
     return ScanStats(

@@ -14,7 +14,7 @@ import numpy as np
 
 from ._values import float64_values
 from .dtypes import DType
-from .kernel import ScanStats, Tolerance
+from .kernel import IntegerBound, ScanStats, Tolerance
 
 
 def _first(idx: np.ndarray, mask: np.ndarray) -> int:
@@ -32,6 +32,57 @@ def _ulp_distance(xa: np.ndarray, xb: np.ndarray, itemsize: int) -> np.ndarray:
     same_sign = (ua & sign) == (ub & sign)
     apart = np.where(ma >= mb, ma - mb, mb - ma)
     return np.where(same_sign, apart, ma + mb)
+
+
+_M32 = np.uint64(0xFFFFFFFF)
+_S32 = np.uint64(32)
+
+
+def _shr128(hi: np.ndarray, lo: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Two-word numbers (hi, lo) shifted right by 0 <= k <= 128."""
+    if k == 0:
+        return hi, lo
+    if k >= 128:
+        return np.zeros_like(hi), np.zeros_like(lo)
+    if k >= 64:
+        return np.zeros_like(hi), hi >> np.uint64(k - 64)
+    s, back = np.uint64(k), np.uint64(64 - k)
+    return hi >> s, (lo >> s) | (hi << back)
+
+
+def _int_close(d: np.ndarray, m: np.ndarray, ib: IntegerBound) -> np.ndarray:
+    """Exactly ``d <= atol + rtol*m`` for uint64 deltas d >= 1 and magnitudes m.
+
+    ``kernel.IntegerBound`` in two-word arithmetic, as in the compiled kernel.
+    """
+    within = d <= np.uint64(ib.atol_floor)
+    if ib.rtol_mant == 0:
+        return within
+    todo = np.flatnonzero(~within & (m != 0))
+    if not todo.size:
+        return within
+    dt, mt = d[todo], m[todo]
+    r = np.uint64(ib.rtol_mant)
+    rl, rh = r & _M32, r >> _S32
+    ml, mh = mt & _M32, mt >> _S32
+    ll, lh, hl = rl * ml, rl * mh, rh * ml
+    mid = (ll >> _S32) + (lh & _M32) + (hl & _M32)
+    lo = (ll & _M32) | (mid << _S32)
+    hi = rh * mh + (lh >> _S32) + (hl >> _S32) + (mid >> _S32)
+    if ib.lshift > 0:
+        # rtol >= 2: frame and rshift are 0; a product reaching 2**64 is within
+        if ib.lshift >= 64:
+            big = np.ones(todo.size, dtype=bool)
+        else:
+            big = (hi != 0) | ((lo >> np.uint64(64 - ib.lshift)) != 0)
+        lo = lo << np.uint64(min(ib.lshift, 63))
+        hi = np.where(big, np.uint64(1), np.uint64(0))
+    hi, lo = _shr128(hi, lo, ib.rshift)
+    total = lo + np.uint64(ib.atol_scaled)
+    hi = hi + (total < lo).astype(np.uint64)
+    hi, total = _shr128(hi, total, ib.frame)
+    within[todo] = (hi != 0) | (total >= dt)
+    return within
 
 
 def scan(a: object, b: object, dt: DType, tol: Tolerance) -> ScanStats:
@@ -84,8 +135,9 @@ def scan(a: object, b: object, dt: DType, tol: Tolerance) -> ScanStats:
         if tol.ulp is not None:
             within |= delta <= np.uint64(tol.ulp)
         if tol.uses_close:
-            bound = (tol.atol or 0.0) + (tol.rtol or 0.0) * np.abs(vb.astype(np.float64))
-            within |= delta.astype(np.float64) <= bound
+            # |b| as uint64 (exact for -2**63 too), then the exact test
+            mag = np.where(vb < 0, np.uint64(0) - b64, b64)
+            within |= _int_close(delta, mag, tol.integer_bound)
         k = int(np.argmax(delta))
         max_delta, max_index = int(delta[k]), int(idx[k])
     out = ~within

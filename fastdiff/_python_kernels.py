@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Callable
 
 from .dtypes import DType
 from .kernel import ScanStats, Tolerance
@@ -29,6 +30,25 @@ def _float_value(dt: DType, bits: int) -> float:
     return float(
         struct.unpack("<" + _VALUES[dt.name], struct.pack("<" + _BITS[dt.itemsize], bits))[0]
     )
+
+
+def _exact_close(atol: float, rtol: float) -> Callable[[int, int], bool]:
+    """``d <= atol + rtol*m`` decided exactly for integers d and m.
+
+    atol and rtol are dyadic fractions (their denominators are powers of
+    two), so over their common denominator the test is one comparison of
+    Python integers.
+    """
+    a_num, a_den = atol.as_integer_ratio()
+    r_num, r_den = rtol.as_integer_ratio()
+    den = max(a_den, r_den)
+    a_num *= den // a_den
+    r_num *= den // r_den
+
+    def close(d: int, m: int) -> bool:
+        return d * den <= a_num + r_num * m
+
+    return close
 
 
 def scan(a: object, b: object, dt: DType, tol: Tolerance) -> ScanStats:
@@ -76,13 +96,14 @@ def scan(a: object, b: object, dt: DType, tol: Tolerance) -> ScanStats:
         vcode = f"<{n}{_VALUES[dt.name]}"
         va_all = struct.unpack(vcode, a)  # type: ignore[arg-type]
         vb_all = struct.unpack(vcode, b)  # type: ignore[arg-type]
+        close = _exact_close(atol, rtol) if use_close else None
         for i in diff:
             x, y = va_all[i], vb_all[i]
             d = abs(x - y)
             if best is None or d > best:
                 best, best_i = d, i
             within = (tol.ulp is not None and d <= tol.ulp) or (
-                use_close and float(d) <= atol + rtol * abs(float(y))
+                close is not None and close(d, abs(y))
             )
             if not within:
                 outside.append(i)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import struct
+from fractions import Fraction
 
 # name -> (itemsize in bytes, kind)
 DTYPES: dict[str, tuple[int, str]] = {
@@ -69,10 +70,18 @@ def ulp_distance(dtype: str, a_bits: int, b_bits: int) -> int:
 
 
 def is_close(d: float, b: float, atol: float | None, rtol: float | None) -> bool:
-    """|a-b| <= atol + rtol*|b|, with an unset atol/rtol counting as 0."""
+    """|a-b| <= atol + rtol*|b| in float64, with an unset atol/rtol counting as 0."""
     if atol is None and rtol is None:
         return False
     return d <= (atol or 0.0) + (rtol or 0.0) * abs(b)
+
+
+def is_close_exact(d: int, b: int, atol: float | None, rtol: float | None) -> bool:
+    """|a-b| <= atol + rtol*|b| in exact rationals: integers against the exact
+    binary values of atol and rtol. An unset atol/rtol counts as 0."""
+    if atol is None and rtol is None:
+        return False
+    return Fraction(d) <= Fraction(atol or 0.0) + Fraction(rtol or 0.0) * abs(b)
 
 
 def naive_scan(
@@ -137,7 +146,7 @@ def naive_scan(
             within = False
             if ulp is not None and d <= ulp:
                 within = True
-            if is_close(float(d), float(vb), atol, rtol):
+            if is_close_exact(d, vb, atol, rtol):
                 within = True
 
         if d is not None and (max_delta is None or d > max_delta):

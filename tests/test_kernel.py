@@ -1,17 +1,23 @@
-"""scan_bytes (both engines) against the naive twin in tests/naive.py.
+"""scan_bytes (every engine) against the naive twin in tests/naive.py.
 
 Property tests draw arrays of every dtype with special values and random
 differences, plus tolerance variants, and compare the whole ScanStats with
-the naive twin; anchor tests pin the tricky cases by hand; chunk tests check
-that scanning in pieces and combining with ``shifted``/``merged`` equals one
-whole scan.
+the naive twin; anchor tests pin the tricky cases by hand; integer tolerance
+tests check the exact atol/rtol decision at the 64-bit extremes; chunk tests
+check that scanning in pieces and combining with ``shifted``/``merged``
+equals one whole scan.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 import math
+import os
+import subprocess
+import sys
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -507,6 +513,195 @@ def test_buffer_kinds(engine, dtype) -> None:
         (memoryview(pad_a)[1:], memoryview(pad_b)[1:]),
     ]:
         assert_matches(scan_bytes(x, y, dtype, engine=engine), want, dtype)
+
+
+# --------------------------------------------------------------------------
+# Integer tolerances are decided exactly
+# --------------------------------------------------------------------------
+
+TWO53, TWO63, TWO64 = 2**53, 2**63, 2**64
+
+#: Integers float64 cannot hold, and their neighbours (wrapped into each dtype).
+WIDE_INTS = sorted(
+    {v + k for v in (0, TWO53, TWO63, TWO64, -TWO53, -TWO63) for k in (-2, -1, 0, 1, 2)}
+    | {TWO64 - 2047, TWO64 - 2048, TWO64 - 2049, 3 * 2**52 + 1, 10, 13, 100}
+)
+
+
+def int_range(dtype: str) -> tuple[int, int]:
+    w = nbits(dtype)
+    return (0, (1 << w) - 1) if kind(dtype) == "uint" else (-(1 << (w - 1)), (1 << (w - 1)) - 1)
+
+
+def wrap(dtype: str, v: int) -> int:
+    """v as a value of dtype (two's complement wrap-around)."""
+    lo, hi = int_range(dtype)
+    return (v - lo) % (hi - lo + 1) + lo
+
+
+def nudge(x: float, k: int) -> float:
+    """x moved k float64 steps (up for k > 0), staying >= 0 and finite."""
+    for _ in range(abs(k)):
+        x = math.nextafter(x, math.inf if k > 0 else 0.0)
+    return x if math.isfinite(x) else 0.0
+
+
+def float_tol(x: float, k: int) -> float:
+    return nudge(float(x), k)
+
+
+#: atol and rtol values around where float64 stops holding integers
+TOL_FLOATS = [0.0, 5e-324, 2.0**-64, 2.0**-53, 0.1, 0.25, 0.3, 0.5, 0.75, 1.0, 2.0, 1e300]
+TOL_FLOATS += [float_tol(x, k) for x in (1.0, 2.0**53, 2.0**63, 2.0**64) for k in (-1, 0, 1)]
+TOL_FLOATS += [float(x) for x in (3, 10, 2**11, 2**52, 2**54, 2**65)]
+
+tol_values = st.one_of(
+    st.none(),
+    st.sampled_from(TOL_FLOATS),
+    st.floats(0.0, 2.0**70, allow_nan=False, allow_infinity=False),
+)
+
+
+@st.composite
+def wide_int_pairs(draw, dtype: str):
+    """Two buffers of extreme integers and their neighbours, and the values."""
+    lo, hi = int_range(dtype)
+    value = st.one_of(st.sampled_from(WIDE_INTS), st.integers(lo, hi), st.integers(-300, 300))
+    pairs = draw(st.lists(st.tuples(value, value), min_size=1, max_size=40))
+    xs = [wrap(dtype, x) for x, _ in pairs]
+    ys = [wrap(dtype, y) for _, y in pairs]
+    return xs, ys
+
+
+@st.composite
+def boundary_tolerance(draw, xs: list[int], ys: list[int]) -> Tolerance:
+    """A tolerance at (or a few float steps from) the exact bound of one element."""
+    i = draw(st.integers(0, len(xs) - 1))
+    d, m = abs(xs[i] - ys[i]), abs(ys[i])
+    k = draw(st.integers(-2, 2))
+    how = draw(st.sampled_from(["atol", "rtol", "both"]))
+    if how == "atol" or m == 0:
+        return Tolerance(atol=float_tol(d, k))
+    if how == "rtol":
+        return Tolerance(rtol=float_tol(d / m, k))
+    # part of d from atol, the rest from rtol*m
+    share = draw(st.integers(0, max(d, 0)))
+    return Tolerance(
+        atol=float_tol(share, k), rtol=float_tol((d - share) / m, draw(st.integers(-2, 2)))
+    )
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", ["i64", "u64", "i32", "u8"])
+@PROPERTY
+@given(data=st.data())
+def test_integer_tolerance_is_exact(dtype: str, engine: str, data) -> None:
+    """Extremes of the wide integers, atol/rtol around 2**53, 2**63 and 2**64
+    and at each element's own bound: every engine agrees with the exact twin."""
+    xs, ys = data.draw(wide_int_pairs(dtype), label="values")
+    if data.draw(st.booleans(), label="at a bound"):
+        tol = data.draw(boundary_tolerance(xs, ys), label="tol")
+    else:
+        atol = data.draw(tol_values, label="atol")
+        rtol = data.draw(tol_values, label="rtol")
+        ulp = data.draw(st.sampled_from([None, 0, 1, 2**53, 2**63, 2**64 - 2]), label="ulp")
+        tol = Tolerance(atol=atol, rtol=rtol, ulp=ulp)
+    scan_and_check(enc(dtype, *xs), enc(dtype, *ys), dtype, tol, engine)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(
+    d=st.one_of(st.sampled_from([1, 2, TWO53 - 1, TWO53, TWO53 + 1, TWO63, TWO64 - 1]),
+                st.integers(1, TWO64 - 1)),
+    m=st.one_of(st.sampled_from([0, 1, 10, TWO53 + 1, TWO63, TWO64 - 1]),
+                st.integers(0, TWO64 - 1)),
+    atol=st.one_of(st.sampled_from(TOL_FLOATS), st.floats(0.0, 1e300)),
+    rtol=st.one_of(st.sampled_from(TOL_FLOATS), st.floats(0.0, 1e300)),
+    k=st.integers(-2, 2),
+    at_bound=st.booleans(),
+)  # fmt: skip
+def test_integer_bound_is_exact(d, m, atol, rtol, k, at_bound) -> None:
+    """IntegerBound (the algorithm of the numpy and numba kernels) and both
+    kernels' versions of it, one element at a time, against Fractions."""
+    from fastdiff import _numba_kernels, _numpy_kernels
+
+    if at_bound and m:
+        rtol = float_tol(max(Fraction(d) - Fraction(atol), Fraction(0)) / m, k)
+    want = Fraction(d) <= Fraction(atol) + Fraction(rtol) * m
+    tol = Tolerance(atol=atol, rtol=rtol)
+    ib = tol.integer_bound
+    assert ib.within(d, m) == want
+    du, mu = np.array([d], np.uint64), np.array([m], np.uint64)
+    assert bool(_numpy_kernels._int_close(du, mu, ib)[0]) == want
+    words = (d, m, ib.rtol_mant, ib.atol_scaled, ib.lshift, ib.rshift, ib.frame)
+    steps_2_3 = ib.rtol_mant != 0 and m != 0 and _numba_kernels._rtol_close(*map(np.uint64, words))
+    assert (d <= ib.atol_floor or steps_2_3) == want
+    # and through whole scans, where some u64 value lies d away from m
+    x = m - d if d <= m else m + d
+    if x < TWO64:
+        for engine in ENGINES:
+            got = scan_bytes(enc("u64", x), enc("u64", m), "u64", tol, engine=engine)
+            assert got.n_within == int(want), engine
+
+
+@engines
+@pytest.mark.parametrize(
+    "dtype, tol, a, b, within",
+    [
+        # the issue: 2**53+1 rounds to 2**53 in float64
+        ("i64", Tolerance(atol=2.0**53), 0, 2**53 + 1, False),
+        ("i64", Tolerance(atol=2.0**53), 0, 2**53, True),
+        ("i64", Tolerance(atol=2.0**53), 2**63 - 1, 2**63 - 1 - 2**53 - 1, False),
+        ("u64", Tolerance(atol=2.0**64 - 2048), 0, 2**64 - 2047, False),
+        ("u64", Tolerance(atol=2.0**64 - 2048), 1, 2**64 - 2047, True),
+        ("u64", Tolerance(atol=2.0**64), 0, 2**64 - 1, True),
+        ("i64", Tolerance(atol=2.0**63), -(2**63), 2**63 - 1, False),
+        ("i64", Tolerance(atol=2.0**63), -(2**63), 0, True),
+        # rtol: |b| = 2**63-1 and rtol 0.5 give 2**62 - 0.5, plus atol 0.5
+        ("u64", Tolerance(atol=0.5, rtol=0.5), 2**63 - 1 + 2**62, 2**63 - 1, True),
+        ("u64", Tolerance(atol=0.5, rtol=0.5), 2**63 + 2**62, 2**63 - 1, False),
+        # 2*|b| is 2**64-2 and 2**64 (float64: 2**64 for both)
+        ("i64", Tolerance(rtol=2.0), -(2**63), 2**63 - 1, False),
+        ("i64", Tolerance(rtol=2.0), 2**63 - 1, -(2**63), True),
+        # the binary value of 0.3 is just below 3/10 (float64 rounds 0.3*10 to 3)
+        ("i32", Tolerance(rtol=0.3), 13, 10, False),
+        ("i32", Tolerance(rtol=0.3), 12, 10, True),
+        ("i8", Tolerance(rtol=0.25), 15, 12, True),
+        # fractional parts of atol and rtol*|b| that add up to a whole unit
+        ("u8", Tolerance(atol=0.75, rtol=0.25), 2, 1, True),
+        ("u8", Tolerance(atol=math.nextafter(0.75, 0.0), rtol=0.25), 2, 1, False),
+        ("u16", Tolerance(atol=5e-324, rtol=math.nextafter(1.0, 0.0)), 0, 1, False),
+        # rtol*|b| just below 1 and 2 (float64: 1 and 2)
+        ("u64", Tolerance(rtol=2.0**-64), 2**64 - 2, 2**64 - 1, False),
+        ("u64", Tolerance(rtol=2.0**-63), 2**64 - 3, 2**64 - 1, False),
+        ("u64", Tolerance(rtol=2.0**-63), 2**64 - 2, 2**64 - 1, True),
+        ("u64", Tolerance(rtol=2.0**-63), 2**63 + 1, 2**63, True),
+        ("u64", Tolerance(rtol=1e300), 0, 1, True),
+    ],
+)
+def test_integer_tolerance_examples(engine, dtype, tol, a, b, within) -> None:
+    got = scan_and_check(enc(dtype, a), enc(dtype, b), dtype, tol, engine)
+    assert (got.n_within, got.n_diff) == ((1, 0) if within else (0, 1))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_cli_integer_atol_is_exact(tmp_path, engine) -> None:
+    """The issue's case through the CLI: 0 vs 2**53+1 is not within --atol 2**53."""
+    for run, value in (("A", 0), ("B", 2**53 + 1)):
+        (tmp_path / run).mkdir()
+        (tmp_path / run / "step_0_x.bin").write_bytes(enc("i64", value))
+    r = subprocess.run(
+        [sys.executable, "-m", "fastdiff", "compare", str(tmp_path / "A"), str(tmp_path / "B"),
+         "--schema", "raw", "--default-dtype", "i64", "--atol", "9007199254740992",
+         "--engine", engine, "--format", "json"],
+        capture_output=True, text=True, timeout=120, check=False, env=dict(os.environ),
+    )  # fmt: skip
+    assert r.returncode == 1, r.stderr
+    doc = json.loads(r.stdout)
+    (buf,) = doc["buffers"]
+    assert buf["status"] == "diverged"
+    assert buf["max_abs_delta"] == 2**53 + 1
+    assert doc["verdict"] == "diverged"
 
 
 # --------------------------------------------------------------------------
