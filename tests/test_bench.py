@@ -484,3 +484,77 @@ def test_plan_refuses_a_like_run_that_cannot_fit() -> None:
     run = f"{ROOT}/{FIXTURES}/identical/a"  # 136 files
     with pytest.raises(FastdiffError, match="even one element per file does not fit"):
         plan(like=run, schema=RL_STATE, mem_available=1000, ladder_on=False)
+
+
+def test_hash_once_reads_every_byte_on_any_number_of_threads(tmp_path: Path) -> None:
+    a, b = synth.write_pair(tmp_path / "a", tmp_path / "b", "x", "f32", MIB + 4)
+    empty = tmp_path / "a" / "step_1_empty.bin"
+    empty.touch()  # an empty file cannot be mapped: it counts 0 bytes
+    for threads in (1, 2, 3, 8):
+        assert timing.hash_once([a, b, empty], threads) == 2 * (MIB + 4)
+    assert timing.hash_once([tmp_path / "a"], threads=2) == MIB + 4  # a folder: its files
+    assert timing.hash_once([], threads=2) == 0
+    with pytest.raises(FileNotFoundError):  # raised in a worker thread, re-raised here
+        timing.hash_once([a, tmp_path / "nope"], threads=2)
+
+
+def test_peak_rss_is_the_commands_not_the_parents() -> None:
+    """ru_maxrss of a child counts its parent's memory at fork; the starter is small."""
+    ballast = b"x" * (64 * MIB)  # this process is large, whatever pytest loaded
+    bare = timing.peak_rss("bare", [sys.executable, "-S", "-c", "pass"])
+    big = timing.peak_rss("big", [sys.executable, "-S", "-c", "b = b'x' * (96 << 20)"])
+    assert bare.seconds > 0 and bare.max_rss > 0
+    assert bare.max_rss < 48 * MIB < len(ballast)
+    assert big.max_rss - bare.max_rss >= 90 * MIB
+    shell = timing.peak_rss("sh", f"{sys.executable} -S -c \"b = b'x' * (96 << 20)\"")
+    assert shell.max_rss >= 90 * MIB  # a shell string: the largest command it waited for
+    exits = [sys.executable, "-S", "-c", "raise SystemExit(3)"]
+    assert timing.peak_rss("accepted", exits, ok_codes=(3,)).max_rss > 0
+    with pytest.raises(timing.CommandFailed) as failed:
+        timing.peak_rss("fails", exits)
+    assert (failed.value.name, failed.value.returncode, failed.value.command) == (
+        "fails", 3, exits
+    )  # fmt: skip
+
+
+def test_write_sparse_pair(tmp_path: Path) -> None:
+    a, b = synth.write_sparse_pair(tmp_path / "a", tmp_path / "b", "x", 64 * MIB, step=2)
+    assert (a.name, b.name) == ("step_2_x.bin", "step_2_x.bin")
+    for path in (a, b):
+        st = path.stat()
+        assert st.st_size == 64 * MIB
+        assert st.st_blocks * 512 < MIB  # a hole, not 64 MiB of data
+        with open(path, "rb") as f:
+            assert f.read(4096) == bytes(4096)
+    with pytest.raises(ValueError, match="must be >= 0"):
+        synth.write_sparse_pair(tmp_path / "a", tmp_path / "b", "y", -1)
+
+
+def test_venv_folder_is_keyed_on_the_requirements(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[project]\ndependencies = ["b>=2", "a"]\n')
+    folder, requirements = timing.venv_folder(tmp_path, tmp_path / "cache")
+    assert requirements == ["a", "b>=2"]
+    assert folder.parent == tmp_path / "cache"
+    assert folder.name.startswith(f"venv-py{sys.version_info.major}{sys.version_info.minor}-")
+    assert timing.venv_folder(tmp_path, tmp_path / "cache")[0] == folder  # reused
+    (tmp_path / "pyproject.toml").write_text('[project]\ndependencies = ["a", "b>=3"]\n')
+    assert timing.venv_folder(tmp_path, tmp_path / "cache")[0] != folder
+    assert timing.bench_cache_dir().name == "fastdiff-bench"
+    assert ROOT not in timing.bench_cache_dir().parents  # outside the checkout
+
+
+def test_copy_source_leaves_out_what_pip_must_not_build_from(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    files = [
+        "pyproject.toml", "README.md", "pkg/__init__.py", "pkg/build/kept.py",
+        "pkg/__pycache__/x.pyc", "build/lib/pkg/stale.py", "pkg.egg-info/PKG-INFO",
+        ".git", "tests/test_x.py", "benchmarks/b.py", ".ruff_cache/x",
+    ]  # fmt: skip
+    for name in files:
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(name)
+    timing.copy_source(repo, tmp_path / "copy")
+    copied = sorted(
+        str(p.relative_to(tmp_path / "copy")) for p in (tmp_path / "copy").rglob("*") if p.is_file()
+    )
+    assert copied == ["README.md", "pkg/__init__.py", "pkg/build/kept.py", "pyproject.toml"]
