@@ -558,3 +558,41 @@ def test_copy_source_leaves_out_what_pip_must_not_build_from(tmp_path: Path) -> 
         str(p.relative_to(tmp_path / "copy")) for p in (tmp_path / "copy").rglob("*") if p.is_file()
     )
     assert copied == ["README.md", "pkg/__init__.py", "pkg/build/kept.py", "pyproject.toml"]
+
+
+def test_bench_compare_quick_runs_end_to_end(tmp_path: Path) -> None:
+    """The compare benchmark's script, on the workloads that load neither numpy nor
+    numba, with this interpreter (no venv is built): every tool runs and checks
+    out, the tables and the targets are printed, the dumps are removed."""
+    workloads = ("tiny", "long-1x", "long-8x", "sparse")
+    p = subprocess.run(
+        [
+            sys.executable, "benchmarks/bench_compare.py", "--quick", "--repeat", "1",
+            "--warmup", "0", "--python", sys.executable, "--workdir", str(tmp_path),
+            "--workloads", ",".join(workloads),
+        ],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    assert f"`{sys.executable}` (given with --python" in p.stdout
+    rows = [
+        [c.strip() for c in line.strip("|").split("|")]
+        for line in p.stdout.splitlines()
+        if line.startswith("| ") and not line.startswith(("| workload", "| target", "| ---"))
+    ]
+    reference = ["reference"] if "| tiny | reference |" in p.stdout else []
+    timed = [(r[0], r[1]) for r in rows if len(r) == 7]
+    assert timed == [
+        *[("tiny", t) for t in ("fastdiff", "python -c pass", "floor read+xxh3", *reference)],
+        *[(w, t) for w in ("long-1x", "long-8x") for t in ("fastdiff text", "fastdiff json",
+                                                             "floor read+xxh3")],
+    ]  # fmt: skip
+    assert all(float(r[2]) > 0 and r[6] == "" for r in rows if len(r) == 7)  # none failed
+    memory = [(r[0], r[1]) for r in rows if len(r) == 6]
+    assert memory == [("sparse", "fastdiff"), ("sparse", "python -c pass")]
+    verdicts = {r[0]: r[3] for r in rows if len(r) == 4}
+    assert len(verdicts) == 10  # 9 ratios and the peak memory of the sparse pair
+    for label, verdict in verdicts.items():
+        ran = label.startswith(("tiny", "long", "peak RSS"))
+        assert verdict in (("met", "not met") if ran else ("n/a",)), label
+    assert list(tmp_path.iterdir()) == []  # the dumps are gone
