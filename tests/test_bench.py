@@ -37,7 +37,8 @@ GIB = 1 << 30
 
 RESULT_KEYS = {
     "shape", "case", "size", "files", "bytes", "jobs", "executor", "seconds", "gbs", "times",
-    "loops", "floor_seconds", "floor_gbs", "floor_times", "floor_loops", "ratio_to_floor",
+    "loops", "floor_seconds", "floor_gbs", "floor_times", "floor_loops", "floor_kind",
+    "floor_candidates", "ratio_to_floor",
 }  # fmt: skip
 
 
@@ -70,6 +71,12 @@ def check_result(r: dict[str, Any], repeat: int) -> None:
     assert math.isclose(r["gbs"], r["bytes"] / r["seconds"] / 1e9)
     assert math.isclose(r["floor_gbs"], r["bytes"] / r["floor_seconds"] / 1e9)
     assert math.isclose(r["ratio_to_floor"], r["seconds"] / r["floor_seconds"])
+    # the floor is the faster of the two ways of reading the runs, and says which
+    candidates = r["floor_candidates"]
+    assert set(candidates) == set(bench.FLOOR_KINDS) == {"readinto", "mmap+xxh3"}
+    assert r["floor_kind"] == min(candidates, key=candidates.__getitem__)
+    assert r["floor_seconds"] == candidates[r["floor_kind"]]
+    assert r["floor_seconds"] == sorted(r["floor_times"])[repeat // 2]
 
 
 # --- the command ---------------------------------------------------------------
@@ -89,7 +96,7 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Any, str
 
 def test_json_structure(tiny: tuple[Path, Path, Any, str]) -> None:
     work, _, doc, _ = tiny
-    assert doc["schema_version"] == 1
+    assert doc["schema_version"] == 2
     assert set(doc) == {
         "schema_version", "machine", "method", "plan", "folder", "kept", "elapsed_s", "results",
     }  # fmt: skip
@@ -145,9 +152,11 @@ def test_text_table(tmp_path: Path) -> None:
     head = next(i for i, line in enumerate(lines) if line.startswith("|"))
     table = lines[head:]
     assert [c.strip() for c in table[0].strip("|").split("|")] == [
-        "size", "case", "jobs", "executor", "fastdiff", "GB/s", "floor", "floor GB/s", "x floor",
+        "size", "case", "jobs", "executor", "fastdiff", "GB/s", "floor", "floor GB/s",
+        "floor kind", "x floor",
     ]  # fmt: skip
     rows = [[c.strip() for c in line.strip("|").split("|")] for line in table[2:]]
+    assert {r[8] for r in rows} <= {"readinto", "mmap+xxh3"}
     assert [r[:4] for r in rows] == [
         ["4 KiB", "identical", "1", "serial"],
         ["4 KiB", "late-diff", "1", "serial"],
