@@ -78,8 +78,11 @@ TOOLS = (
 )
 #: Tools whose stdout must be a JSON document.
 JSON_TOOLS = ("fastdiff", "fastdiff json")
-#: Bytes of memory per byte compared, for tools that turn whole files into
-#: Python lists (about 32 bytes per 4-byte element, both files at once).
+#: The tools that turn whole files into Python lists and loop over them:
+#: bytes of memory per byte compared (about 32 bytes per 4-byte element, both
+#: files at once). Only these may be estimated from a pilot: their time grows
+#: with the elements, where the others' time on a 16 MiB pilot is mostly
+#: their start-up (numpy's import), which no scaling by bytes predicts.
 LIST_MEMORY = {"reference": 8, "pure-python": 8}
 #: The buffer every pair workload holds: a float32 name of the reference
 #: layout, so the reference script compares it too (at step 0).
@@ -412,10 +415,11 @@ def run_workload(
     """Time the tools on one workload.
 
     With a pilot (the same kind of workload, smaller, already timed), a
-    baseline whose run here would take more than ``--max-run`` seconds,
-    scaling its pilot time by bytes, is estimated that way instead (a lower
-    bound: the pure-Python loop slows down further on big lists). So is one
-    that would need more than half of the available memory.
+    pure-Python baseline (:data:`LIST_MEMORY`) whose run here would take
+    more than ``--max-run`` seconds, scaling its pilot time by bytes, is
+    estimated that way instead (a lower bound: the loop slows down further
+    on big lists). So is one that would need more than half of the
+    available memory. Every other tool is measured.
     """
     cells: dict[str, Cell] = {}
     ok = ok_codes(w, commands)
@@ -423,7 +427,7 @@ def run_workload(
     chosen: dict[str, timing.Command] = {}
     for name, command in commands.items():
         hungry = name in LIST_MEMORY and LIST_MEMORY[name] * w.nbytes > memory / 2
-        measured = pilot[1].get(name) if pilot and name != "fastdiff" else None
+        measured = pilot[1].get(name) if pilot and name in LIST_MEMORY else None
         if measured and measured.times:
             guess = timing.median(measured.times) * w.nbytes / pilot[0].nbytes
             if guess > args.max_run or hungry:
@@ -691,8 +695,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--max-run",
         type=float,
         default=10.0,
-        help="a baseline whose run on a 512 MiB workload would take more than this many "
-        "seconds (its 16 MiB time scaled by bytes) is estimated, not run (default 10)",
+        help="the reference or pure-python, when its run on a 512 MiB workload would take "
+        "more than this many seconds (its 16 MiB time scaled by bytes), is estimated, not run "
+        "(default 10)",
     )
     p.add_argument(
         "--workloads", help="comma-separated keys to run (default all): " + ", ".join(KEYS)
