@@ -21,6 +21,14 @@ the loop's time over its length.
 
 Page cache: this kind of VM evicts files left idle for about a minute, so
 call :func:`read_once` on a workload's inputs right before timing it.
+:func:`read_once` (readinto) and :func:`hash_once` (xxh3 over mmap) are
+also the floors a comparison is measured against. :func:`peak_rss` runs a
+command once for its peak memory.
+
+Which interpreter: users run fastdiff from ``pip install .``, so
+:func:`prepare_venv` installs the working tree into a venv kept outside the
+checkout and returns its interpreter; :func:`prepare_cli` is the quicker
+alternative that puts the tree on PYTHONPATH (not the user's start-up).
 """
 
 from __future__ import annotations
