@@ -473,8 +473,8 @@ def measure_rss(
     out: dict[str, timing.RunStats | str] = {}
     commands = {"fastdiff": commands["fastdiff"], "python -c pass": [py.python, "-c", "pass"]}
     ok = ok_codes(w, commands)
+    timing.read_once([w.a, w.b])
     for name in ("fastdiff", "python -c pass"):
-        timing.read_once([w.a, w.b])
         if check and (problem := verify(name, commands[name], ok[name], args.timeout)):
             out[name] = f"failed: {problem}"
             continue

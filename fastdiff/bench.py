@@ -74,8 +74,6 @@ METHOD = (
     "the digest cache; not counted: the interpreter start and the imports that a CLI run "
     "pays once (numpy and numba load only when a pair differs)"
 )
-#: The two ways of reading both runs once that the floor is the faster of.
-FLOOR_KINDS = ("readinto", "mmap+xxh3")
 FLOOR = (
     "floor: the faster (lower median) of two ways of reading both runs once, timed in the "
     "same rounds: readinto, a plain readinto loop into a reused page-aligned 1 MiB buffer, "
@@ -372,7 +370,7 @@ class Measurement:
     executor: str  # what compare_runs ran on: serial, thread or process
     fastdiff: Timing
     floor: Timing  # the faster of the candidates
-    floor_kind: str  # which one: a name of FLOOR_KINDS
+    floor_kind: str  # which one: "readinto" or "mmap+xxh3"
     floor_candidates: tuple[tuple[str, float], ...]  # (kind, median s) of each
 
     @property
