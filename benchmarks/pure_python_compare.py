@@ -20,9 +20,11 @@ import struct
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from fastdiff.synth import RL_STATE_MEMBERS
+try:  # the installed fastdiff (as in the benchmark's venv), else this checkout's
+    from fastdiff.synth import RL_STATE_MEMBERS
+except ImportError:
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from fastdiff.synth import RL_STATE_MEMBERS
 
 FORMATS = {
     "u8": "B",

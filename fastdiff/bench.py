@@ -10,8 +10,11 @@ temporary folder, one rung at a time, and times with ``timing.time_calls``:
 - fastdiff: one library call ``compare_runs(A, B, CompareOptions(...))``
   per sample, in this process, so neither the interpreter start nor the
   imports are counted (a CLI run pays those once);
-- the floor: reading both runs once with a plain ``readinto`` loop into a
-  reused page-aligned buffer, timed in the same rounds, interleaved.
+- the floor: the faster (lower median) of two ways to read both runs once,
+  each timed in the same rounds, interleaved: a plain ``readinto`` loop into
+  a reused page-aligned buffer, and xxh3 over a memory map of each file,
+  the files dealt out to as many threads as the largest ``jobs`` value
+  (``floor_kind`` says which won).
 
 Each rung is measured twice: the runs identical, then with one element of
 B flipped near the end (``synth.late_offset``). Inputs are read once right
@@ -46,7 +49,9 @@ from .stats import format_bytes
 if TYPE_CHECKING:
     from .compare import CompareOptions
 
-BENCH_SCHEMA_VERSION = 1
+#: 2: the floor is the faster of two ways to read the runs (``floor_kind``,
+#: ``floor_candidates``); version 1's was the readinto loop alone.
+BENCH_SCHEMA_VERSION = 2
 
 MIN_SIZE = 4 << 10
 DEFAULT_MAX_SIZE = 1 << 30
@@ -70,13 +75,15 @@ METHOD = (
     "pays once (numpy and numba load only when a pair differs)"
 )
 FLOOR = (
-    "floor: reading both runs once, a plain readinto loop into a reused page-aligned "
-    "1 MiB buffer, one thread, timed in the same rounds"
+    "floor: the faster (lower median) of two ways of reading both runs once, timed in the "
+    "same rounds: readinto, a plain readinto loop into a reused page-aligned 1 MiB buffer, "
+    "one thread; mmap+xxh3, xxh3_64 over a memory map of each file, the files dealt out to "
+    "as many threads as the largest jobs value"
 )
 STATISTIC = (
     "per case: a check run, a calibration (a sample of a quick call times a loop of calls), "
     "{warmup} untimed round(s), then the median of {repeat} samples taken in interleaved "
-    "rounds (the floor and each jobs value once per round)"
+    "rounds (each floor and each jobs value once per round)"
 )
 GBS = "GB/s: 10^9 bytes of both runs (A + B) per second; x floor: fastdiff time / floor time"
 LATE = (
@@ -375,7 +382,9 @@ class Measurement:
     jobs: int
     executor: str  # what compare_runs ran on: serial, thread or process
     fastdiff: Timing
-    floor: Timing
+    floor: Timing  # the faster of the candidates
+    floor_kind: str  # which one: "readinto" or "mmap+xxh3"
+    floor_candidates: tuple[tuple[str, float], ...]  # (kind, median s) of each
 
     @property
     def bytes(self) -> int:
@@ -452,16 +461,24 @@ def _measure(
     schema: Schema,
     buf: memoryview,
 ) -> list[Measurement]:
-    """Check, then time fastdiff at every jobs value and the floor, interleaved."""
+    """Check, then time fastdiff at every jobs value and both floors, interleaved."""
     from .compare import compare_runs
 
     expected = "identical" if case == "identical" else "diverged"
     total = sum(p.stat().st_size for p in paths)
     size, files = total // 2, len(paths) // 2
-    read = timing.read_once(paths, buf)  # into the page cache
-    if read != total:
-        raise FastdiffError(f"bench: read {read} bytes of {run_a} and {run_b}, not {total}")
-    calls: dict[str, Callable[[], object]] = {"floor": lambda: timing.read_once(paths, buf)}
+    threads = max(plan.jobs)
+    floors: dict[str, Callable[[], int]] = {
+        "readinto": lambda: timing.read_once(paths, buf),
+        "mmap+xxh3": lambda: timing.hash_once(paths, threads),
+    }
+    for kind, floor_call in floors.items():  # the first also fills the page cache
+        read = floor_call()
+        if read != total:
+            raise FastdiffError(
+                f"bench: the {kind} floor read {read} bytes of {run_a} and {run_b}, not {total}"
+            )
+    calls: dict[str, Callable[[], object]] = {f"floor {k}": f for k, f in floors.items()}
     used: dict[int, str] = {}
     for jobs in plan.jobs:
         opts = _options(plan, schema, jobs)
@@ -483,9 +500,22 @@ def _measure(
     def result(name: str) -> Timing:
         return Timing(timing.median(times[name]), tuple(times[name]), loops[name])
 
-    floor = result("floor")
+    candidates = tuple((k, timing.median(times[f"floor {k}"])) for k in floors)
+    best = min(candidates, key=lambda c: c[1])[0]
+    floor = result(f"floor {best}")
     return [
-        Measurement(shape, case, size, files, jobs, used[jobs], result(f"jobs {jobs}"), floor)
+        Measurement(
+            shape,
+            case,
+            size,
+            files,
+            jobs,
+            used[jobs],
+            result(f"jobs {jobs}"),
+            floor,
+            best,
+            candidates,
+        )
         for jobs in plan.jobs
     ]
 
@@ -614,6 +644,8 @@ def measurement_dict(m: Measurement) -> dict[str, Any]:
         "floor_gbs": m.floor_gbs,
         "floor_times": list(m.floor.times),
         "floor_loops": m.floor.loops,
+        "floor_kind": m.floor_kind,
+        "floor_candidates": dict(m.floor_candidates),
         "ratio_to_floor": m.ratio,
     }
 
@@ -686,8 +718,11 @@ def render_bench_text(r: BenchResult) -> str:
         )
     lines += [f"note: {n}" for n in plan.notes]
     rows = [
-        ["size", "case", "jobs", "executor", "fastdiff", "GB/s", "floor", "floor GB/s", "x floor"]
-    ]
+        [
+            "size", "case", "jobs", "executor", "fastdiff", "GB/s",
+            "floor", "floor GB/s", "floor kind", "x floor",
+        ]
+    ]  # fmt: skip
     for m in r.measurements:
         rows.append(
             [
@@ -699,11 +734,12 @@ def render_bench_text(r: BenchResult) -> str:
                 f"{m.gbs:.2f}",
                 format_seconds(m.floor.seconds),
                 f"{m.floor_gbs:.2f}",
+                m.floor_kind,
                 f"{m.ratio:.2f}",
             ]
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    right = {0, 2, 4, 5, 6, 7, 8}
+    right = {0, 2, 4, 5, 6, 7, 9}
 
     def line(cells: list[str]) -> str:
         padded = [

@@ -59,7 +59,8 @@ def write_plot(result: BenchResult, path: str | os.PathLike[str]) -> None:
                     color=colors[jobs],
                     label=f"{case}, jobs {jobs}",
                 )
-    # The floor: reading both files once, measured with every case; its median per size.
+    # The floor: the faster way of reading both files once (readinto, or mmap+xxh3),
+    # measured with every case; its median per size.
     floors: dict[int, list[float]] = {}
     for m in ladder:
         floors.setdefault(m.size, []).append(m.floor_gbs)

@@ -8,14 +8,16 @@ on purpose. Injected differences flip the lowest bit of one element: a float
 stays finite (its last mantissa bit changes), an integer changes by one, a
 0/1 flag swaps.
 
-Three shapes are offered:
+Four shapes are offered:
 
 - :func:`write_rl_run`: the RL-loop state layout that users compare today
   (:data:`RL_STATE_MEMBERS`, 34 buffers per step);
 - :func:`write_pair`: one large buffer per run, written in blocks from a
   repeated random block, so memory stays bounded whatever the size;
 - :func:`write_files`: any list of (step, name, dtype, size), such as the
-  shape of a real run (``fastdiff bench --like RUN``).
+  shape of a real run (``fastdiff bench --like RUN``);
+- :func:`write_sparse_pair`: one identical pair of zeros, sparse, for sizes
+  the disk need not hold.
 
 :func:`flip_element` injects a difference into a file already written.
 
@@ -287,6 +289,30 @@ def write_pair(
     flips = () if diff_at is None else (diff_at,)
     path_b = write_buffer(Path(folder_b) / file_name, dtype, n_bytes, seed=seed, flip_at=flips)
     return path_a, path_b
+
+
+def write_sparse_pair(
+    folder_a: str | os.PathLike[str],
+    folder_b: str | os.PathLike[str],
+    name: str,
+    n_bytes: int,
+    step: int = 0,
+) -> tuple[Path, Path]:
+    """Write ``step_<step>_<name>.bin`` of ``n_bytes`` zero bytes into both
+    folders as sparse files (one hole, no data blocks): an identical pair of
+    any size that costs no disk space, though reading it still fills the page
+    cache. Returns the paths of the A and B files.
+    """
+    if n_bytes < 0:
+        raise ValueError(f"n_bytes={n_bytes} must be >= 0")
+    paths = []
+    for folder in (folder_a, folder_b):
+        path = Path(folder) / dump_name(step, name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "wb") as f:
+            f.truncate(n_bytes)
+        paths.append(path)
+    return paths[0], paths[1]
 
 
 def late_offset(n_bytes: int, itemsize: int = 4) -> int:

@@ -21,6 +21,14 @@ the loop's time over its length.
 
 Page cache: this kind of VM evicts files left idle for about a minute, so
 call :func:`read_once` on a workload's inputs right before timing it.
+:func:`read_once` (readinto) and :func:`hash_once` (xxh3 over mmap) are
+also the floors a comparison is measured against. :func:`peak_rss` runs a
+command once for its peak memory.
+
+Which interpreter: users run fastdiff from ``pip install .``, so
+:func:`prepare_venv` installs the working tree into a venv kept outside the
+checkout and returns its interpreter; :func:`prepare_cli` is the quicker
+alternative that puts the tree on PYTHONPATH (not the user's start-up).
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
+from typing import NamedTuple
 
 #: A command: an argument list (no shell), or a string run by ``/bin/sh``
 #: (for redirections and globs, such as ``cat A/* B/* > /dev/null``).
@@ -48,6 +57,9 @@ Command = list[str] | str
 OkCodes = Collection[int] | Mapping[str, Collection[int]]
 
 _READ_CHUNK = 1 << 20
+
+#: ru_maxrss is in KiB on Linux, in bytes on macOS.
+_MAXRSS_UNIT = 1 if sys.platform == "darwin" else 1024
 
 
 class CommandFailed(RuntimeError):
@@ -205,6 +217,67 @@ def run_captured(
     return proc
 
 
+class RunStats(NamedTuple):
+    """One run of a command: its wall time, and its peak resident memory in
+    bytes (``ru_maxrss``; for a shell string, the largest of the shell and
+    the commands it waited for)."""
+
+    seconds: float
+    max_rss: int
+
+
+#: Runs a command from a small process and writes the command's ru_maxrss (in
+#: the unit of the platform) to the file named first. A child's ru_maxrss
+#: starts at its parent's resident size when it was forked (the copy of the
+#: parent's memory counts until exec), so forking from the benchmark itself,
+#: with numpy loaded, would hide everything below ~50 MiB.
+_SMALL_PARENT = """\
+import os, sys
+report, kind, *cmd = sys.argv[1:]
+if kind == "sh":
+    cmd = ["/bin/sh", "-c", *cmd]
+pid = os.fork()
+if pid == 0:
+    try:
+        os.execvp(cmd[0], cmd)
+    finally:
+        os._exit(127)
+_, status, usage = os.wait4(pid, 0)
+with open(report, "w") as f:
+    f.write(str(usage.ru_maxrss))
+code = os.waitstatus_to_exitcode(status)
+os._exit(code if code >= 0 else 128 - code)
+"""
+
+
+def peak_rss(
+    name: str,
+    command: Command,
+    ok_codes: Collection[int] = (0,),
+    timeout: float | None = None,
+) -> RunStats:
+    """Run a command once; return its wall time and its peak resident memory.
+
+    The command is started by a small Python process (``python -S -E``,
+    about 8 MiB resident, no site hooks) that forks it, waits for it with
+    ``wait4`` and reports its ``ru_maxrss``: the figure cannot be lower than
+    that starter's size at the fork, but a Python tool's own is higher. The
+    wall time includes the starter's start (about 10 ms). Raises
+    :class:`CommandFailed` like :func:`run_once`.
+    """
+    import tempfile
+
+    kind, argv = ("sh", [command]) if isinstance(command, str) else ("argv", command)
+    with tempfile.NamedTemporaryFile("r", prefix="fastdiff-rss-", suffix=".txt") as report:
+        starter = [sys.executable, "-S", "-E", "-c", _SMALL_PARENT, report.name, kind, *argv]
+        try:
+            seconds = run_once(name, starter, ok_codes, timeout)
+        except CommandFailed as exc:  # name the command, not the starter
+            raise CommandFailed(name, command, exc.returncode, exc.detail, exc.status) from None
+        max_rss = int(report.read() or 0)
+    return RunStats(seconds, max_rss * _MAXRSS_UNIT)
+
+
 def time_commands(
     commands: Mapping[str, Command],
     repeat: int = 5,
@@ -333,22 +406,188 @@ def _read_into(files: list[Path], view: memoryview) -> int:
     return total
 
 
-def prepare_cli(repo: str | os.PathLike[str]) -> float:
+def hash_once(paths: Iterable[str | os.PathLike[str]], threads: int = 1) -> int:
+    """Hash files in full with xxh3_64 over a read-only memory map; return bytes hashed.
+
+    The other floor of comparing runs, next to :func:`read_once`: no copy
+    into a buffer, the hash reads the mapped page cache directly. With
+    ``threads`` > 1 the files are dealt out in turn to that many threads
+    (xxhash releases the GIL), so a pair of files is hashed side by side.
+    A directory stands for the regular files directly in it.
+    """
+    import xxhash
+
+    files = _files(paths)
+    totals = [0] * max(1, min(threads, len(files)))
+
+    def work(share: int) -> None:
+        for path in files[share :: len(totals)]:
+            with open(path, "rb", buffering=0) as f:
+                size = os.fstat(f.fileno()).st_size
+                if size:  # an empty file cannot be mapped
+                    with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+                        xxhash.xxh3_64_intdigest(m)
+                totals[share] += size
+
+    if len(totals) == 1:
+        work(0)
+        return totals[0]
+    errors: list[BaseException] = []
+
+    def guarded(share: int) -> None:
+        try:
+            work(share)
+        except BaseException as exc:  # re-raised in the calling thread
+            errors.append(exc)
+
+    workers = [threading.Thread(target=guarded, args=(i,)) for i in range(len(totals))]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    if errors:
+        raise errors[0]
+    return sum(totals)
+
+
+def prepare_cli(repo: str | os.PathLike[str], python: str = sys.executable) -> float:
     """Make ``python -m fastdiff`` in child processes run this working tree as
     an installed package would, and return a bare interpreter start (median s).
 
-    PYTHONPATH gets the tree; its bytecode is compiled once, as pip does at
-    install time (with PYTHONDONTWRITEBYTECODE=1 every start would otherwise
-    recompile every module). The start-up figure is the floor of every
-    Python tool timed as a command on this machine.
+    PYTHONPATH gets the tree; its bytecode is compiled once by ``python``, as
+    pip does at install time (with PYTHONDONTWRITEBYTECODE=1 every start
+    would otherwise recompile every module). The start-up figure, of
+    ``python -c pass``, is the floor of every Python tool timed as a command
+    on this machine. For what users run, see :func:`prepare_venv`.
     """
-    import compileall
-
     root = os.fspath(repo)
     path = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = root + (os.pathsep + path if path else "")
-    compileall.compile_dir(os.path.join(root, "fastdiff"), quiet=1)
-    return median(time_commands({"python": [sys.executable, "-c", "pass"]}, repeat=11)["python"])
+    subprocess.run(
+        [python, "-m", "compileall", "-q", os.path.join(root, "fastdiff")],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        check=False,
+    )
+    return bare_start(python)
+
+
+def bare_start(python: str, repeat: int = 11) -> float:
+    """Median wall time of ``python -c pass``: what every Python tool pays to start."""
+    return median(time_commands({"python": [python, "-c", "pass"]}, repeat=repeat)["python"])
+
+
+#: What the copy of a checkout that pip installs leaves out: at its top, the
+#: VCS, build leftovers and what is not packaged; at any depth, caches.
+_NOT_SOURCE = (".git", "build", "dist", "tests", "benchmarks", "examples")
+_NOT_SOURCE_ANYWHERE = ("__pycache__", "*.egg-info", ".*_cache", ".hypothesis", ".venv")
+_VENV_READY = ".fastdiff-bench-ready"
+
+
+def bench_cache_dir() -> Path:
+    """Where benchmark venvs live: ``$XDG_CACHE_HOME/fastdiff-bench``, else
+    ``~/.cache/fastdiff-bench`` (outside any checkout)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "fastdiff-bench"
+
+
+def venv_folder(
+    repo: str | os.PathLike[str], cache_dir: str | os.PathLike[str] | None = None
+) -> tuple[Path, list[str]]:
+    """The venv for this interpreter and the requirements of ``pyproject.toml``,
+    and those requirements: ``venv-py311-<hash>`` under ``cache_dir`` (default
+    :func:`bench_cache_dir`), the hash of the interpreter's version and path
+    and of the requirements, so a change of either makes a new venv."""
+    import hashlib
+    import json
+    import tomllib
+
+    with open(Path(repo) / "pyproject.toml", "rb") as fh:
+        requirements = sorted(tomllib.load(fh)["project"].get("dependencies", []))
+    key_doc = [sys.version, os.path.realpath(sys.executable), requirements]
+    key = hashlib.sha256(json.dumps(key_doc).encode()).hexdigest()[:12]
+    name = f"venv-py{sys.version_info.major}{sys.version_info.minor}-{key}"
+    return Path(cache_dir or bench_cache_dir()) / name, requirements
+
+
+def copy_source(repo: str | os.PathLike[str], dest: str | os.PathLike[str]) -> None:
+    """Copy a checkout to ``dest`` (which must not exist) for pip to build from,
+    without the VCS, build leftovers, tests, benchmarks and caches."""
+    import shutil
+
+    root = Path(repo)
+
+    def skip(folder: str, names: list[str]) -> set[str]:
+        top = _NOT_SOURCE if Path(folder) == root else ()
+        ignored = shutil.ignore_patterns(*_NOT_SOURCE_ANYWHERE)(folder, names)
+        return ignored | {n for n in names if n in top}
+
+    shutil.copytree(root, dest, ignore=skip)
+
+
+def _pip(python: Path, *args: str) -> None:
+    """Run pip in a venv; a failure raises RuntimeError with the end of its output."""
+    proc = subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", *args],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        check=False,
+    )
+    if proc.returncode:
+        raise RuntimeError(
+            f"pip install {shlex.join(args)} failed (exit {proc.returncode}):\n"
+            + (tail(proc.stderr, 8) or tail(proc.stdout, 8))
+        )
+
+
+def prepare_venv(
+    repo: str | os.PathLike[str],
+    cache_dir: str | os.PathLike[str] | None = None,
+    say: Callable[[str], None] | None = None,
+) -> Path:
+    """Install this working tree into a venv as users do; return its interpreter.
+
+    The venv (:func:`venv_folder`) is made from the running interpreter with
+    the dependencies of ``pyproject.toml``, once: it is reused until the
+    interpreter or the requirements change. The working tree is installed
+    into it on every call, NOT editable: ``pip install --no-deps
+    --force-reinstall`` of a copy (:func:`copy_source`; building in the tree
+    itself would leave a ``build/`` folder whose stale files later builds
+    pick up). pip compiles the bytecode at install time, as in a user's
+    install.
+
+    Child processes must not find the checkout first: PYTHONPATH is removed
+    from this process's environment (the reverse of :func:`prepare_cli`).
+    Raises RuntimeError when the venv cannot be made or pip fails.
+    """
+    import shutil
+    import tempfile
+
+    note = say or (lambda _msg: None)
+    folder, requirements = venv_folder(repo, cache_dir)
+    python = folder / "bin" / "python"
+    ready = folder / _VENV_READY
+    if not ready.is_file():  # absent, or left half-built by an interrupted run
+        note(f"building a venv in {folder} (once per interpreter and requirements) ...")
+        shutil.rmtree(folder, ignore_errors=True)
+        made = subprocess.run(
+            [sys.executable, "-m", "venv", str(folder)],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            check=False,
+        )
+        if made.returncode:
+            raise RuntimeError(f"python -m venv {folder} failed:\n{tail(made.stderr)}")
+        if requirements:
+            _pip(python, *requirements)
+        ready.write_text("\n".join(requirements) + "\n")
+    note(f"installing {repo} into {folder} (pip install ., not editable) ...")
+    with tempfile.TemporaryDirectory(prefix="fastdiff-src-") as tmp:
+        source = Path(tmp) / "src"
+        copy_source(repo, source)
+        _pip(python, "--no-deps", "--force-reinstall", str(source))
+    os.environ.pop("PYTHONPATH", None)
+    return python
 
 
 def warn_if_busy(limit: float = 0.5) -> float:

@@ -37,7 +37,8 @@ GIB = 1 << 30
 
 RESULT_KEYS = {
     "shape", "case", "size", "files", "bytes", "jobs", "executor", "seconds", "gbs", "times",
-    "loops", "floor_seconds", "floor_gbs", "floor_times", "floor_loops", "ratio_to_floor",
+    "loops", "floor_seconds", "floor_gbs", "floor_times", "floor_loops", "floor_kind",
+    "floor_candidates", "ratio_to_floor",
 }  # fmt: skip
 
 
@@ -70,6 +71,12 @@ def check_result(r: dict[str, Any], repeat: int) -> None:
     assert math.isclose(r["gbs"], r["bytes"] / r["seconds"] / 1e9)
     assert math.isclose(r["floor_gbs"], r["bytes"] / r["floor_seconds"] / 1e9)
     assert math.isclose(r["ratio_to_floor"], r["seconds"] / r["floor_seconds"])
+    # the floor is the faster of the two ways of reading the runs, and says which
+    candidates = r["floor_candidates"]
+    assert set(candidates) == {"readinto", "mmap+xxh3"}
+    assert r["floor_kind"] == min(candidates, key=candidates.__getitem__)
+    assert r["floor_seconds"] == candidates[r["floor_kind"]]
+    assert r["floor_seconds"] == sorted(r["floor_times"])[repeat // 2]
 
 
 # --- the command ---------------------------------------------------------------
@@ -89,7 +96,7 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Any, str
 
 def test_json_structure(tiny: tuple[Path, Path, Any, str]) -> None:
     work, _, doc, _ = tiny
-    assert doc["schema_version"] == 1
+    assert doc["schema_version"] == 2
     assert set(doc) == {
         "schema_version", "machine", "method", "plan", "folder", "kept", "elapsed_s", "results",
     }  # fmt: skip
@@ -145,9 +152,11 @@ def test_text_table(tmp_path: Path) -> None:
     head = next(i for i, line in enumerate(lines) if line.startswith("|"))
     table = lines[head:]
     assert [c.strip() for c in table[0].strip("|").split("|")] == [
-        "size", "case", "jobs", "executor", "fastdiff", "GB/s", "floor", "floor GB/s", "x floor",
+        "size", "case", "jobs", "executor", "fastdiff", "GB/s", "floor", "floor GB/s",
+        "floor kind", "x floor",
     ]  # fmt: skip
     rows = [[c.strip() for c in line.strip("|").split("|")] for line in table[2:]]
+    assert {r[8] for r in rows} <= {"readinto", "mmap+xxh3"}
     assert [r[:4] for r in rows] == [
         ["4 KiB", "identical", "1", "serial"],
         ["4 KiB", "late-diff", "1", "serial"],
@@ -548,3 +557,146 @@ def test_plot_inside_the_like_run_is_refused(tmp_path: Path) -> None:
         "never writes into a run folder; write the plot elsewhere\n"
     )
     assert _folder_state(run) == before
+
+
+def test_hash_once_reads_every_byte_on_any_number_of_threads(tmp_path: Path) -> None:
+    a, b = synth.write_pair(tmp_path / "a", tmp_path / "b", "x", "f32", MIB + 4)
+    empty = tmp_path / "a" / "step_1_empty.bin"
+    empty.touch()  # an empty file cannot be mapped: it counts 0 bytes
+    for threads in (1, 2, 3, 8):
+        assert timing.hash_once([a, b, empty], threads) == 2 * (MIB + 4)
+    assert timing.hash_once([tmp_path / "a"], threads=2) == MIB + 4  # a folder: its files
+    assert timing.hash_once([], threads=2) == 0
+    with pytest.raises(FileNotFoundError):  # raised in a worker thread, re-raised here
+        timing.hash_once([a, tmp_path / "nope"], threads=2)
+
+
+def test_peak_rss_is_the_commands_not_the_parents() -> None:
+    """ru_maxrss of a child counts its parent's memory at fork; the starter is small."""
+    ballast = b"x" * (64 * MIB)  # this process is large, whatever pytest loaded
+    bare = timing.peak_rss("bare", [sys.executable, "-S", "-c", "pass"])
+    big = timing.peak_rss("big", [sys.executable, "-S", "-c", "b = b'x' * (96 << 20)"])
+    assert bare.seconds > 0 and bare.max_rss > 0
+    assert bare.max_rss < 48 * MIB < len(ballast)
+    assert big.max_rss - bare.max_rss >= 90 * MIB
+    shell = timing.peak_rss("sh", f"{sys.executable} -S -c \"b = b'x' * (96 << 20)\"")
+    assert shell.max_rss >= 90 * MIB  # a shell string: the largest command it waited for
+    exits = [sys.executable, "-S", "-c", "raise SystemExit(3)"]
+    assert timing.peak_rss("accepted", exits, ok_codes=(3,)).max_rss > 0
+    with pytest.raises(timing.CommandFailed) as failed:
+        timing.peak_rss("fails", exits)
+    assert (failed.value.name, failed.value.returncode, failed.value.command) == (
+        "fails", 3, exits
+    )  # fmt: skip
+
+
+def test_write_sparse_pair(tmp_path: Path) -> None:
+    a, b = synth.write_sparse_pair(tmp_path / "a", tmp_path / "b", "x", 64 * MIB, step=2)
+    assert (a.name, b.name) == ("step_2_x.bin", "step_2_x.bin")
+    for path in (a, b):
+        st = path.stat()
+        assert st.st_size == 64 * MIB
+        assert st.st_blocks * 512 < MIB  # a hole, not 64 MiB of data
+        with open(path, "rb") as f:
+            assert f.read(4096) == bytes(4096)
+    with pytest.raises(ValueError, match="must be >= 0"):
+        synth.write_sparse_pair(tmp_path / "a", tmp_path / "b", "y", -1)
+
+
+def test_venv_folder_is_keyed_on_the_requirements(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[project]\ndependencies = ["b>=2", "a"]\n')
+    folder, requirements = timing.venv_folder(tmp_path, tmp_path / "cache")
+    assert requirements == ["a", "b>=2"]
+    assert folder.parent == tmp_path / "cache"
+    assert folder.name.startswith(f"venv-py{sys.version_info.major}{sys.version_info.minor}-")
+    assert timing.venv_folder(tmp_path, tmp_path / "cache")[0] == folder  # reused
+    (tmp_path / "pyproject.toml").write_text('[project]\ndependencies = ["a", "b>=3"]\n')
+    assert timing.venv_folder(tmp_path, tmp_path / "cache")[0] != folder
+    assert timing.bench_cache_dir().name == "fastdiff-bench"
+    assert ROOT not in timing.bench_cache_dir().parents  # outside the checkout
+
+
+def test_copy_source_leaves_out_what_pip_must_not_build_from(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    files = [
+        "pyproject.toml", "README.md", "pkg/__init__.py", "pkg/build/kept.py",
+        "pkg/__pycache__/x.pyc", "build/lib/pkg/stale.py", "pkg.egg-info/PKG-INFO",
+        ".git", "tests/test_x.py", "benchmarks/b.py", ".ruff_cache/x",
+    ]  # fmt: skip
+    for name in files:
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(name)
+    timing.copy_source(repo, tmp_path / "copy")
+    copied = sorted(
+        str(p.relative_to(tmp_path / "copy")) for p in (tmp_path / "copy").rglob("*") if p.is_file()
+    )
+    assert copied == ["README.md", "pkg/__init__.py", "pkg/build/kept.py", "pyproject.toml"]
+
+
+def test_bench_compare_quick_runs_end_to_end(tmp_path: Path) -> None:
+    """The compare benchmark's script, on the workloads that load neither numpy nor
+    numba, with this interpreter (no venv is built): every tool runs and checks
+    out, the tables and the targets are printed, the dumps are removed."""
+    workloads = ("tiny", "long-1x", "long-8x", "sparse")
+    p = subprocess.run(
+        [
+            sys.executable, "benchmarks/bench_compare.py", "--quick", "--repeat", "1",
+            "--warmup", "0", "--python", sys.executable, "--workdir", str(tmp_path),
+            "--workloads", ",".join(workloads),
+        ],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    assert f"`{sys.executable}` (given with --python" in p.stdout
+    rows = [
+        [c.strip() for c in line.strip("|").split("|")]
+        for line in p.stdout.splitlines()
+        if line.startswith("| ") and not line.startswith(("| workload", "| target", "| ---"))
+    ]
+    reference = ["reference"] if "| tiny | reference |" in p.stdout else []
+    timed = [(r[0], r[1]) for r in rows if len(r) == 7]
+    long_tools = ("fastdiff text", "fastdiff json", "floor read+xxh3")
+    assert timed == [
+        *[("tiny", t) for t in ("fastdiff", "python -c pass", "floor read+xxh3", *reference)],
+        *[("long-1x", t) for t in long_tools],
+        *[("long-8x", t) for t in long_tools],
+    ]
+    assert all(float(r[2]) > 0 and r[6] == "" for r in rows if len(r) == 7)  # none failed
+    memory = [(r[0], r[1]) for r in rows if len(r) == 6]
+    assert memory == [("sparse", "fastdiff"), ("sparse", "python -c pass")]
+    verdicts = {r[0]: r[3] for r in rows if len(r) == 4}
+    assert len(verdicts) == 10  # 9 ratios and the peak memory of the sparse pair
+    for label, verdict in verdicts.items():
+        ran = label.startswith(("tiny", "long", "peak RSS"))
+        assert verdict in (("met", "not met") if ran else ("n/a",)), label
+    assert list(tmp_path.iterdir()) == []  # the dumps are gone
+
+
+def test_bench_compare_estimates_only_the_pure_python_baselines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 16 MiB pilot's numpy time is mostly its import: scaled to 512 MiB it
+    predicted ~20 s on a busy machine, and the 512 MiB target was then judged
+    against that guess. Only the list-building tools may be estimated."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "bench_compare", ROOT / "benchmarks" / "bench_compare.py"
+    )
+    assert spec is not None and spec.loader is not None
+    bc = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "bench_compare", bc)  # its dataclasses look it up
+    spec.loader.exec_module(bc)
+    a, b = synth.write_pair(tmp_path / "a", tmp_path / "b", "x", "f32", 4 * KIB)
+    w = bc.Workload("big", "big", "pair", True, lambda a, b: None, 0, a=a.parent, b=b.parent)
+    w.nbytes = 1000
+    pilot = bc.Workload("mid", "mid", "pair", True, lambda a, b: None, 0)
+    pilot.nbytes = 1
+    seen = {name: bc.Cell(times=[1.0]) for name in ("numpy-naive", "pure-python", "reference")}
+    commands = {name: ["true"] for name in seen}
+    args = bc.parse_args(["--repeat", "1", "--warmup", "0"])
+    cells = bc.run_workload(w, commands, args, (pilot, seen))
+    assert cells["numpy-naive"].times and cells["numpy-naive"].estimate is None  # measured
+    for name in ("pure-python", "reference"):
+        assert cells[name].estimate == 1000.0 and not cells[name].times
+        assert cells[name].note == "~est (from mid), not run"
