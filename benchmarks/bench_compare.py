@@ -2,7 +2,7 @@
 
 Installs this checkout into a venv as users do (``pip install .``, not
 editable; the venv is built once under ~/.cache/fastdiff-bench and reused),
-then, workload by workload, writes synthetic run pairs (fastdiff.synth) in a
+then, workload by workload, writes synthetic run pairs (fastdiff.bench.synth) in a
 temporary folder and times, side by side as cold processes, the fastdiff CLI,
 the reference script, a pure-Python twin of its approach, a naive numpy
 script, floor scripts (the least a comparison process can do), ``python -c
@@ -10,7 +10,7 @@ pass``, ``cmp`` and ``cat``. Every Python tool runs with the venv's
 interpreter (``--python PATH``: with that one, fastdiff from this checkout).
 Each workload's inputs are read once before its timing (this VM evicts files
 idle for about a minute), the repetitions are interleaved across tools
-(fastdiff.timing), and the dumps are removed before the next workload.
+(fastdiff.bench.timing), and the dumps are removed before the next workload.
 
 Prints a markdown table (median wall time; GB/s = 10^9 bytes per second over
 the bytes of BOTH runs, A + B; and the tool's time over fastdiff's time), the
@@ -41,7 +41,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fastdiff import synth, timing
+from fastdiff.bench import synth, timing
 
 REPO = Path(__file__).resolve().parent.parent
 # The reference script sits beside the main checkout; a worktree is one folder deeper.
@@ -488,7 +488,7 @@ def measure_rss(
 
 def available_memory() -> float:
     """MemAvailable in bytes (infinite where the kernel does not say)."""
-    from fastdiff.bench import memory_available
+    from fastdiff.bench.run import memory_available
 
     mem = memory_available()
     return float("inf") if mem is None else float(mem)

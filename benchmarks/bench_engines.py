@@ -9,8 +9,8 @@ region (at the end) grows from 4 KiB to 256 MiB, at two densities (1% of the
 elements differ, and all of them), it times ``fastdiff compare --engine E`` as
 cold CLI runs, for ``auto`` and for each engine forced (a forced engine scans
 whole differing 4 MiB chunks, without narrowing), and prints the medians.
-Dumps come from ``fastdiff.synth`` (a differing element has its lowest bit
-flipped), timing from ``fastdiff.timing``.
+Dumps come from ``fastdiff.bench.synth`` (a differing element has its lowest bit
+flipped), timing from ``fastdiff.bench.timing``.
 
     python benchmarks/bench_engines.py [--repeat 5] [--max-kib 262144]
 
@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from fastdiff import synth  # noqa: E402
-from fastdiff.timing import median, prepare_cli, read_once, time_commands  # noqa: E402
+from fastdiff.bench.timing import median, prepare_cli, read_once, time_commands  # noqa: E402
 
 KIB = 1 << 10
 MIB = 1 << 20

@@ -1,9 +1,9 @@
 """Developer benchmark: one ``fastdiff sweep`` against many ``compare`` calls.
 
 Generates one baseline and 32 candidate runs in the reference layout (batch
-4096, 4 steps, 136 files per run; fastdiff.synth, one seed) in a temporary
+4096, 4 steps, 136 files per run; fastdiff.bench.synth, one seed) in a temporary
 folder; four candidates diverge, at different steps and groups (C, D, E, F).
-Then times, side by side as cold subprocesses (fastdiff.timing, interleaved
+Then times, side by side as cold subprocesses (fastdiff.bench.timing, interleaved
 rounds, inputs read into the page cache first):
 
 - ``fastdiff sweep --baseline BASE C1..C32 --format jsonl`` with an empty
@@ -39,7 +39,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fastdiff import synth, timing
+from fastdiff.bench import synth, timing
 
 REPO = Path(__file__).resolve().parent.parent
 REFERENCE = REPO.parent / "shared" / "reference" / "compare-rl-state.py"

@@ -21,10 +21,10 @@ import sys
 from pathlib import Path
 
 try:  # the installed fastdiff (as in the benchmark's venv), else this checkout's
-    from fastdiff.synth import RL_STATE_MEMBERS
+    from fastdiff.bench.synth import RL_STATE_MEMBERS
 except ImportError:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from fastdiff.synth import RL_STATE_MEMBERS
+    from fastdiff.bench.synth import RL_STATE_MEMBERS
 
 FORMATS = {
     "u8": "B",

@@ -33,11 +33,11 @@ _EXPORTS = {
 
 if TYPE_CHECKING:
     from .compare import CompareOptions, compare_runs
-    from .kernel import Tolerance, scan_bytes
+    from .kernels import Tolerance, scan_bytes
     from .render import render_json, render_text, report_dict
     from .results import BufferResult, Report
     from .schema import Schema, load_schema, resolve_schema
-    from .verdict import exit_code
+    from .stages.verdict import exit_code
 
 
 def __getattr__(name: str) -> Any:

@@ -11,12 +11,13 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from .pipeline import CompareOptions, compare_pairs, tolerance_dict
+from .engine.scheduler import compare_pairs
+from .options import CompareOptions, tolerance_dict
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
 
-    from .cache import DigestCache
+    from .engine.cache import DigestCache
     from .results import Report
 
 __all__ = ["CompareOptions", "compare_runs", "tolerance_dict"]

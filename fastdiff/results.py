@@ -21,6 +21,28 @@ Status = Literal[
 ]
 Verdict = Literal["identical", "diverged", "error"]
 
+#: What a Problem is about (``Problem.kind``):
+#: ``missing``    a run folder or manifest that does not exist;
+#: ``unreadable`` no permission, an I/O error, a broken link, a FIFO or device;
+#: ``changed``    the file changed (or vanished) while fastdiff read it;
+#: ``malformed``  a size that is not a whole number of elements, a damaged manifest;
+#: ``no_dumps``   a run side that holds no step_<N>_<name>.bin at all;
+#: ``name``       a dump name fastdiff cannot use (not UTF-8, a duplicate step);
+#: ``mismatch``   digests that cannot be compared (different chunk sizes);
+#: ``worker``     a worker process died or failed running a task;
+#: ``error``      anything else.
+PROBLEM_KINDS = (
+    "missing",
+    "unreadable",
+    "changed",
+    "malformed",
+    "no_dumps",
+    "name",
+    "mismatch",
+    "worker",
+    "error",
+)
+
 #: Statuses that make a run pair diverge.
 DIVERGENT: frozenset[str] = frozenset({"diverged", "length_mismatch", "only_in_a", "only_in_b"})
 #: Statuses that are trouble (exit 2): nothing trustworthy was compared.
@@ -92,10 +114,15 @@ class Skipped:
 
 @dataclass(frozen=True)
 class Problem:
-    """An error about one path: what is wrong and what to do, in one line."""
+    """An error about one path: what is wrong and what to do, in one line.
+
+    ``kind`` lets a caller act on it without parsing the message: one of
+    ``PROBLEM_KINDS``.
+    """
 
     path: str
     message: str
+    kind: str = "error"
 
 
 @dataclass(frozen=True)

@@ -18,13 +18,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from .discover import DumpFile, RunListing, display_path, open_run
 from .dtypes import DTYPES, get_dtype
 from .errors import FastdiffError
 from .render import path_record, plural
 from .results import Problem, Skipped
-from .runschema import choose_schema
 from .schema import OTHER_GROUP, Schema
+from .sources.schemas import choose_schema
+from .stages.discover import DumpFile, RunListing, display_path, open_run
 
 STATS_SCHEMA_VERSION = 1
 DEFAULT_TOP = 10

@@ -15,10 +15,11 @@ from concurrent.futures import Executor
 from dataclasses import dataclass
 from itertools import combinations
 
-from .cache import DigestCache
+from .engine.cache import DigestCache
+from .engine.progress import Progress
+from .engine.scheduler import compare_pairs
 from .errors import FastdiffError
-from .pipeline import CompareOptions, compare_pairs
-from .progress import Progress
+from .options import CompareOptions
 from .results import Report
 
 RunPair = tuple[str, str]

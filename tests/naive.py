@@ -1,4 +1,4 @@
-"""A slow, obviously-correct twin of ``fastdiff.kernel.scan_bytes``.
+"""A slow, obviously-correct twin of ``fastdiff.kernels.scan_bytes``.
 
 One Python loop over the elements, decoding each one with ``int.from_bytes``
 or ``struct``; every rule of the spec is written out literally. It is only

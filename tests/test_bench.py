@@ -23,9 +23,10 @@ from typing import Any
 
 import pytest
 
-from fastdiff import bench, synth, timing
+from fastdiff.bench import run as bench
+from fastdiff.bench import synth, timing
+from fastdiff.engine.progress import StatusLine
 from fastdiff.errors import FastdiffError
-from fastdiff.progress import StatusLine
 from fastdiff.schema import RL_STATE
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -458,7 +459,7 @@ def test_status_line() -> None:
 def test_bench_and_plot_modules_do_not_import_matplotlib_at_import() -> None:
     code = (
         "import sys\n"
-        "import fastdiff.bench, fastdiff.plot, fastdiff.cli\n"
+        "import fastdiff.bench.run, fastdiff.bench.plot, fastdiff.cli\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in "
         "('matplotlib', 'numpy', 'numba')))\n"
     )
@@ -466,7 +467,7 @@ def test_bench_and_plot_modules_do_not_import_matplotlib_at_import() -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
     )
     assert p.stdout == "[]\n", p.stderr
-    assert os.path.exists(ROOT / "fastdiff" / "plot.py")
+    assert os.path.exists(ROOT / "fastdiff" / "bench" / "plot.py")
 
 
 @pytest.mark.parametrize(

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from fastdiff import CompareOptions
-from fastdiff.cache import DigestCache
-from fastdiff.discover import discover
+from fastdiff.engine.cache import DigestCache
+from fastdiff.stages.discover import discover
 from fastdiff.sweep import sweep
 
 REPO = Path(__file__).resolve().parents[1]

@@ -28,8 +28,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fastdiff import bench, cli
-from fastdiff.synth import write_rl_run
+from fastdiff import cli
+from fastdiff.bench import run as bench
+from fastdiff.bench.synth import write_rl_run
 
 REPO = Path(__file__).resolve().parents[1]
 BUG = "failed unexpectedly"

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from fastdiff import render_json
-from fastdiff.pipeline import CompareOptions
+from fastdiff.bench.synth import write_rl_run
+from fastdiff.options import CompareOptions
 from fastdiff.results import Report
 from fastdiff.sweep import all_pairs, sweep
-from fastdiff.synth import write_rl_run
 
 REPO = Path(__file__).resolve().parents[1]
 

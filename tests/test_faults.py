@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pytest
 
-import fastdiff.reader
+import fastdiff.sources.reader
 from fastdiff import CompareOptions, compare_runs, render_json
+from fastdiff.bench.synth import write_rl_run
 from fastdiff.schema import resolve_schema
-from fastdiff.synth import write_rl_run
-from fastdiff.verdict import exit_code
+from fastdiff.stages.verdict import exit_code
 
 REPO = Path(__file__).resolve().parents[1]
 F32 = CompareOptions(schema=resolve_schema("raw", "f32"))
@@ -71,7 +71,7 @@ def sparse(path: Path, size: int, tail: bytes = b"") -> None:
 def writer_during_read(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, object]]:
     """Fault injection: the first read of a chosen file lets a 'job' change it."""
     plan: dict[str, object] = {}
-    real = fastdiff.reader.read_exact
+    real = fastdiff.sources.reader.read_exact
 
     def read_exact(fd: int, into: memoryview, offset: int, path: str) -> memoryview:
         change = plan.pop(path, None)
@@ -79,9 +79,9 @@ def writer_during_read(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, ob
             change(path)
         return real(fd, into, offset, path)
 
-    monkeypatch.setattr(fastdiff.reader, "read_exact", read_exact)
-    monkeypatch.setattr("fastdiff.hash.read_exact", read_exact)
-    monkeypatch.setattr("fastdiff.scan.read_exact", read_exact)
+    monkeypatch.setattr(fastdiff.sources.reader, "read_exact", read_exact)
+    monkeypatch.setattr("fastdiff.stages.hash.read_exact", read_exact)
+    monkeypatch.setattr("fastdiff.stages.scan.read_exact", read_exact)
     yield plan
 
 
@@ -116,12 +116,12 @@ def test_a_file_changed_between_hash_and_scan_is_an_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The digests differed; by the time the scan reads, the bytes agree again."""
-    import fastdiff.scan
+    import fastdiff.stages.scan
 
     a, b = pair_of_runs(tmp_path, {"step_0_x.bin": bytes(8192)})
     target = b / "step_0_x.bin"
     target.write_bytes(bytes(8188) + b"\x01\x00\x00\x00")
-    real_scan = fastdiff.scan.scan_job
+    real_scan = fastdiff.stages.scan.scan_job
 
     def scan_job(job, tol, requested="auto"):  # type: ignore[no-untyped-def]
         with open(target, "r+b") as fh:  # a job rewrites B between the two stages
@@ -129,7 +129,7 @@ def test_a_file_changed_between_hash_and_scan_is_an_error(
             fh.write(b"\0\0\0\0")
         return real_scan(job, tol, requested)
 
-    monkeypatch.setattr(fastdiff.scan, "scan_job", scan_job)
+    monkeypatch.setattr(fastdiff.stages.scan, "scan_job", scan_job)
     report = compare_runs(a, b, F32)
     assert report.verdict == "error"
     assert "changed while fastdiff was comparing it" in (report.buffers[0].message or "")
@@ -491,7 +491,7 @@ def test_same_inputs_give_byte_identical_json(
 def test_a_stale_or_damaged_cache_entry_is_never_used(tmp_path: Path) -> None:
     import sqlite3
 
-    from fastdiff.cache import DigestCache
+    from fastdiff.engine.cache import DigestCache
     from fastdiff.sweep import sweep
 
     a, b = pair_of_runs(tmp_path, {"step_0_x.bin": bytes(4096), "step_0_y.bin": bytes(4096)})

@@ -17,11 +17,11 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fastdiff.discover import parse_dump_name
 from fastdiff.dtypes import DTYPES
 from fastdiff.errors import FastdiffError
-from fastdiff.manifest import load_manifest, parse_manifest
 from fastdiff.schema import OTHER, RL_STATE, load_schema, parse_schema, schema_to_toml
+from fastdiff.sources.manifest import load_manifest, parse_manifest
+from fastdiff.stages.discover import parse_dump_name
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 TMP = Path(tempfile.mkdtemp(prefix="fastdiff-fuzz-"))
@@ -134,9 +134,9 @@ def test_mutated_schema_files_load_or_fail_clearly(data: st.DataObject) -> None:
 
 
 def _real_manifest() -> dict[str, object]:
-    from fastdiff.manifest import write_manifest
-    from fastdiff.pipeline import CompareOptions
-    from fastdiff.synth import write_rl_run
+    from fastdiff.bench.synth import write_rl_run
+    from fastdiff.options import CompareOptions
+    from fastdiff.sources.manifest import write_manifest
 
     run = TMP / "run"
     if not run.exists():

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from fastdiff import discover as discover_module
-from fastdiff.discover import discover, parse_dump_name
+from fastdiff.engine.scheduler import compare_pairs
 from fastdiff.errors import FastdiffError
-from fastdiff.manifest import ManifestError, load_manifest
-from fastdiff.pipeline import compare_pairs
+from fastdiff.sources.manifest import ManifestError, load_manifest
+from fastdiff.stages import discover as discover_module
+from fastdiff.stages.discover import discover, parse_dump_name
 
 REPO = Path(__file__).resolve().parents[1]
 LONG = 1234567890123456789  # 19 digits: more than an int64 holds
@@ -276,7 +276,7 @@ def test_a_manifest_may_start_with_blanks_and_a_bom(tmp_path: Path) -> None:
 
 
 def test_the_manifest_size_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import fastdiff.manifest as manifest_module
+    import fastdiff.sources.manifest as manifest_module
 
     m = tmp_path / "m.json"
     assert cli("hash", "examples/run-a", "-o", str(m), "--no-cache").returncode == 0

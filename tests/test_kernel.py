@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from naive import DTYPES, FLOATS, INTS, itemsize, kind, naive_scan
 
-from fastdiff.kernel import ENGINES, EXACT, ScanStats, Tolerance, scan_bytes
+from fastdiff.kernels import ENGINES, EXACT, ScanStats, Tolerance, scan_bytes
 
 ALL_DTYPES = list(DTYPES)
 
@@ -623,7 +623,8 @@ def test_integer_tolerance_is_exact(dtype: str, engine: str, data) -> None:
 def test_integer_bound_is_exact(d, m, atol, rtol, k, at_bound) -> None:
     """IntegerBound (the algorithm of the numpy and numba kernels) and both
     kernels' versions of it, one element at a time, against Fractions."""
-    from fastdiff import _numba_kernels, _numpy_kernels
+    from fastdiff.kernels import numba_engine as _numba_kernels
+    from fastdiff.kernels import numpy_engine as _numpy_kernels
 
     if at_bound and m:
         rtol = float_tol(max(Fraction(d) - Fraction(atol), Fraction(0)) / m, k)

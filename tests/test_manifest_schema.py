@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
+from fastdiff.bench.synth import write_rl_run
 from fastdiff.compare import compare_runs
-from fastdiff.discover import RunListing, RunSource
-from fastdiff.runschema import choose_schema
 from fastdiff.schema import RL_STATE, Schema, load_schema, resolve_schema
-from fastdiff.synth import write_rl_run
+from fastdiff.sources.schemas import choose_schema
+from fastdiff.stages.discover import RunListing, RunSource
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -31,12 +31,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fastdiff import CompareOptions, compare_runs, render_json
-from fastdiff.discover import display_path
 from fastdiff.dtypes import DTYPES
-from fastdiff.kernel import Tolerance
+from fastdiff.kernels import Tolerance
 from fastdiff.render import render_text
 from fastdiff.results import COUNT_FIELDS
 from fastdiff.schema import Group, Member, Schema
+from fastdiff.stages.discover import display_path
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from fastdiff import CompareOptions, compare_runs, render_json
-from fastdiff.discover import discover, parse_dump_name
-from fastdiff.hash import hash_file
-from fastdiff.kernel import Tolerance
+from fastdiff.kernels import Tolerance
 from fastdiff.schema import RAW, resolve_schema
-from fastdiff.verdict import exit_code
+from fastdiff.stages.discover import discover, parse_dump_name
+from fastdiff.stages.hash import hash_file
+from fastdiff.stages.verdict import exit_code
 
 
 def f32(*values: float) -> bytes:
@@ -210,7 +210,7 @@ def test_hash_file_is_independent_of_read_and_chunk_alignment(tmp_path: Path) ->
 
 
 def _scribble_on_buffer() -> bytes:
-    from fastdiff.reader import buffer
+    from fastdiff.sources.reader import buffer
 
     mv = buffer(0)
     mv[:4] = b"kid!"
@@ -224,7 +224,7 @@ def test_forked_workers_do_not_share_read_buffers() -> None:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    from fastdiff.reader import buffer
+    from fastdiff.sources.reader import buffer
 
     mine = buffer(0)
     mine[:4] = b"mom!"

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from fastdiff.discover import parse_dump_name
 from fastdiff.schema import Group, Member, Schema, load_schema, schema_to_toml
+from fastdiff.stages.discover import parse_dump_name
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -54,8 +54,8 @@ def test_a_file_written_through_a_memory_map_is_never_trusted_from_the_cache(
 
 
 def test_the_cache_keeps_only_settled_files(tmp_path: Path) -> None:
-    from fastdiff.cache import DigestCache
-    from fastdiff.pipeline import CompareOptions
+    from fastdiff.engine.cache import DigestCache
+    from fastdiff.options import CompareOptions
     from fastdiff.sweep import sweep
 
     a, b = runs(tmp_path, bytes(64), bytes(64))

@@ -17,11 +17,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import fastdiff.hash
+import fastdiff.stages.hash
 from fastdiff import render_json
-from fastdiff.cache import DigestCache
+from fastdiff.bench.synth import write_rl_run
+from fastdiff.engine.cache import DigestCache
 from fastdiff.errors import FastdiffError
-from fastdiff.pipeline import CompareOptions
+from fastdiff.options import CompareOptions
 from fastdiff.results import BufferResult, Report
 from fastdiff.sweep import (
     UnclassifiedRun,
@@ -32,7 +33,6 @@ from fastdiff.sweep import (
     split_words,
     sweep,
 )
-from fastdiff.synth import write_rl_run
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -361,13 +361,13 @@ def test_pair_list_builders(tmp_path: Path) -> None:
 
 def _counting(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     calls: Counter[str] = Counter()
-    real = fastdiff.hash.hash_file
+    real = fastdiff.stages.hash.hash_file
 
-    def counting(f, chunk_size=fastdiff.hash.DEFAULT_CHUNK_SIZE):  # type: ignore[no-untyped-def]
+    def counting(f, chunk_size=fastdiff.stages.hash.DEFAULT_CHUNK_SIZE):  # type: ignore[no-untyped-def]
         calls[f.path] += 1
         return real(f, chunk_size)
 
-    monkeypatch.setattr(fastdiff.hash, "hash_file", counting)
+    monkeypatch.setattr(fastdiff.stages.hash, "hash_file", counting)
     return calls
 
 
@@ -584,13 +584,13 @@ def test_a_file_is_hashed_once_per_chunk_size_it_is_needed_at(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     calls: Counter[tuple[str, int]] = Counter()
-    real = fastdiff.hash.hash_file
+    real = fastdiff.stages.hash.hash_file
 
-    def counting(f, chunk_size=fastdiff.hash.DEFAULT_CHUNK_SIZE):  # type: ignore[no-untyped-def]
+    def counting(f, chunk_size=fastdiff.stages.hash.DEFAULT_CHUNK_SIZE):  # type: ignore[no-untyped-def]
         calls[(f.path, chunk_size)] += 1
         return real(f, chunk_size)
 
-    monkeypatch.setattr(fastdiff.hash, "hash_file", counting)
+    monkeypatch.setattr(fastdiff.stages.hash, "hash_file", counting)
     m256, m64 = chunk_manifests
     same1, same2 = str(runs["same1"]), str(runs["same2"])
     pairs = [(str(m256), same1), (same1, str(m64)), (same1, same2), (str(m64), same1)]

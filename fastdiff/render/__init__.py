@@ -19,11 +19,11 @@ import math
 from dataclasses import asdict, fields
 from typing import TYPE_CHECKING, Any
 
-from .discover import display_path, is_utf8
-from .results import BufferResult, Report
+from ..results import BufferResult, Report
+from ..stages.discover import display_path, is_utf8
 
 if TYPE_CHECKING:
-    from .sweep import SweepSummary
+    from ..sweep import SweepSummary
 
 JSON_SCHEMA_VERSION = 1
 

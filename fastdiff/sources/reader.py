@@ -17,7 +17,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from .discover import DumpFile
+from ..stages.discover import DumpFile
 
 #: Bytes per read call. 1 MiB keeps the buffer in cache for the hash that
 #: follows and is a multiple of every element size.

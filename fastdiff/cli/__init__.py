@@ -20,17 +20,17 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, NoReturn
 
-from . import __version__
-from .errors import EXIT_INTERRUPTED, EXIT_TROUBLE, FastdiffError
-from .pool import EXECUTORS
+from .. import __version__
+from ..errors import EXIT_INTERRUPTED, EXIT_TROUBLE, FastdiffError
+from ..options import EXECUTORS
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
 
-    from .cache import DigestCache
-    from .pipeline import CompareOptions
-    from .results import Problem, Report
-    from .schema import Schema
+    from ..engine.cache import DigestCache
+    from ..options import CompareOptions
+    from ..results import Problem, Report
+    from ..schema import Schema
 
 #: The longest --cache-min-age: digests of no file are kept beyond it anyway.
 MAX_SECONDS = 1e9
@@ -304,7 +304,7 @@ def _silence_stdout() -> None:
 def _given_schema(args: argparse.Namespace) -> Schema | None:
     """The schema the options choose; None when neither --schema nor
     --default-dtype is given (a manifest's own schema, else rl-state)."""
-    from .schema import resolve_schema
+    from ..schema import resolve_schema
 
     if args.schema is None and args.default_dtype is None:
         return None
@@ -312,9 +312,8 @@ def _given_schema(args: argparse.Namespace) -> Schema | None:
 
 
 def _options(args: argparse.Namespace) -> CompareOptions:
-    from .hash import DEFAULT_CHUNK_SIZE
-    from .kernel import Tolerance
-    from .pipeline import CompareOptions
+    from ..kernels import Tolerance
+    from ..options import DEFAULT_CHUNK_SIZE, CompareOptions
 
     executor = "auto" if args.executor == "dask" else args.executor
     try:
@@ -339,8 +338,8 @@ def _cache(args: argparse.Namespace, runs: Sequence[str]) -> DigestCache | None:
     """The digest cache, unless off; never inside one of the ``runs`` folders."""
     if not args.cache:
         return None
-    from .cache import DigestCache, default_cache_dir
-    from .discover import is_inside
+    from ..engine.cache import DigestCache, default_cache_dir
+    from ..stages.discover import is_inside
 
     folder = args.cache_dir or str(default_cache_dir())
     for run in runs:
@@ -382,7 +381,7 @@ def _dask_executor(args: argparse.Namespace) -> Iterator[Executor | None]:
 
 def print_problems(problems: Iterable[Problem]) -> None:
     """One line on stderr per problem, its path and message escaped as in the reports."""
-    from .discover import display_path
+    from ..stages.discover import display_path
 
     for e in problems:
         print(
@@ -395,9 +394,9 @@ def _print_errors(report: Report) -> None:
 
 
 def _run_compare(args: argparse.Namespace) -> int:
-    from .compare import compare_runs
-    from .render import render_json, render_text
-    from .verdict import exit_code
+    from ..compare import compare_runs
+    from ..render import render_json, render_text
+    from ..stages.verdict import exit_code
 
     options = _options(args)
     cache = _cache(args, [args.run_a, args.run_b])
@@ -413,14 +412,14 @@ def _run_compare(args: argparse.Namespace) -> int:
 
 
 def _run_sweep(args: argparse.Namespace) -> int:
-    from .progress import Progress
-    from .render import (
+    from ..engine.progress import Progress
+    from ..render import (
         format_sweep_row,
         render_sweep_record,
         render_sweep_summary_record,
         render_sweep_summary_text,
     )
-    from .sweep import all_pairs, baseline_pairs, read_pairs_file, summarize, sweep
+    from ..sweep import all_pairs, baseline_pairs, read_pairs_file, summarize, sweep
 
     # ``is not None``: an empty value (--pairs "") is still the mode it names.
     if args.pairs is not None:
@@ -471,7 +470,7 @@ def _run_sweep(args: argparse.Namespace) -> int:
 
 
 def _run_hash(args: argparse.Namespace) -> int:
-    from .manifest import write_manifest
+    from ..sources.manifest import write_manifest
 
     options = _options(args)
     cache = _cache(args, [args.run])
@@ -525,7 +524,7 @@ def _add_stats_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def _add_bench_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from .pool import EXECUTORS
+    from ..options import EXECUTORS
 
     bn = sub.add_parser(
         "bench",
@@ -573,7 +572,7 @@ def _add_bench_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def _run_stats(args: argparse.Namespace) -> int:
-    from .stats import render_stats_json, render_stats_text, stats_for
+    from ..stats import render_stats_json, render_stats_text, stats_for
 
     stats = stats_for(args.run, _given_schema(args), args.top)
     for note in stats.notes:
@@ -584,14 +583,14 @@ def _run_stats(args: argparse.Namespace) -> int:
 
 
 def _run_bench(args: argparse.Namespace) -> int:
-    from .bench import plan_bench, render_bench_json, render_bench_text, run_bench
-    from .progress import StatusLine
-    from .schema import resolve_schema
+    from ..bench.run import plan_bench, render_bench_json, render_bench_text, run_bench
+    from ..engine.progress import StatusLine
+    from ..schema import resolve_schema
 
     if args.plot == "":
         raise FastdiffError("--plot: empty file name; give the PNG file to write")
     if args.plot and args.like is not None:
-        from .discover import is_inside
+        from ..stages.discover import is_inside
 
         if is_inside(args.plot, args.like):
             raise FastdiffError(
@@ -599,7 +598,7 @@ def _run_bench(args: argparse.Namespace) -> int:
                 "writes into a run folder; write the plot elsewhere"
             )
     if args.plot:
-        from .plot import require_matplotlib
+        from ..bench.plot import require_matplotlib
 
         require_matplotlib(args.plot)
     plan = plan_bench(
@@ -628,7 +627,7 @@ def _run_bench(args: argparse.Namespace) -> int:
         print(f"fastdiff: dumps kept in {result.folder}", file=sys.stderr)
     write_stdout(render_bench_json(result) if args.format == "json" else render_bench_text(result))
     if args.plot:
-        from .plot import write_plot
+        from ..bench.plot import write_plot
 
         write_plot(result, args.plot)
         print(f"fastdiff: plot written to {args.plot}", file=sys.stderr)
@@ -636,7 +635,7 @@ def _run_bench(args: argparse.Namespace) -> int:
 
 
 def _run_schema(args: argparse.Namespace) -> int:
-    from .schema import resolve_schema, schema_to_toml
+    from ..schema import resolve_schema, schema_to_toml
 
     write_stdout(schema_to_toml(resolve_schema(args.name)))
     return 0

@@ -22,12 +22,13 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ..options import EXECUTORS
+
 if TYPE_CHECKING:
     from concurrent.futures import Executor, Future
 
 T = TypeVar("T")
 
-EXECUTORS = ("auto", "serial", "thread", "process")
 
 #: Below this many bytes to hash in total, work stays in this thread: a pool
 #: costs more to start and feed than it saves. Measured in-process (fastdiff
@@ -187,7 +188,7 @@ def open_runner(kind: str, jobs: int, executor: Executor | None = None) -> Itera
     On an interrupt (Ctrl-C) running tasks are told to stop (``reader.cancel``)
     and fastdiff's own worker processes are terminated, so it exits promptly.
     """
-    from . import reader
+    from ..sources import reader
 
     reader.CANCEL.clear()
     if executor is not None:

@@ -18,11 +18,11 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .results import Problem, Skipped
+from ..results import Problem, Skipped
 
 if TYPE_CHECKING:
+    from ..schema import Schema
     from .hash import FileDigest
-    from .schema import Schema
 
 #: Only ASCII digits make a step number (``\d`` would take other scripts'
 #: digits too); ``\Z``, as ``$`` would also match before a final newline.
@@ -277,7 +277,7 @@ def open_run(spec: str | os.PathLike[str]) -> RunSource:
     """
     s = os.fspath(spec)
     if os.path.isfile(s):  # a regular file given as a run is read as a manifest
-        from .manifest import ManifestError, NotAManifest, load_manifest
+        from ..sources.manifest import ManifestError, NotAManifest, load_manifest
 
         shown = s  # renderers escape paths when they print them
         base = os.path.basename(s)

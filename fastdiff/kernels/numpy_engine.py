@@ -1,4 +1,4 @@
-"""The numpy twin of the compiled kernels. Private: use ``fastdiff.kernel.scan_bytes``.
+"""The numpy twin of the compiled kernels. Private: use ``fastdiff.kernels.scan_bytes``.
 
 It computes exactly what ``_numba_kernels`` computes, vectorised: one
 bitwise comparison over the unsigned views, then every further step only on
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._values import float64_values
-from .dtypes import DType
-from .kernel import IntegerBound, ScanStats, Tolerance
+from ..dtypes import DType
+from . import IntegerBound, ScanStats, Tolerance
+from .values import float64_values
 
 
 def _first(idx: np.ndarray, mask: np.ndarray) -> int:

@@ -23,7 +23,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from .discover import (
+from ..dtypes import get_dtype
+from ..options import CompareOptions, tolerance_dict
+from ..results import COUNT_FIELDS, BufferResult, Problem, Report, Work
+from ..schema import RL_STATE, Schema
+from ..sources.schemas import choose_schema
+from ..stages.discover import (
     DumpFile,
     RunSource,
     dump_subfolder,
@@ -31,18 +36,17 @@ from .discover import (
     no_dumps_problem,
     open_run,
 )
-from .dtypes import get_dtype
-from .hash import DEFAULT_CHUNK_SIZE, FileDigest, check_chunk_size, differing_ranges, hash_batch
-from .kernel import EXACT, Tolerance
-from .pair import Pair, pair_runs
+from ..stages.hash import (
+    FileDigest,
+    differing_ranges,
+    hash_batch,
+)
+from ..stages.pair import Pair, pair_runs
+from ..stages.scan import ScanJob, ScanOutcome, scan_batch
+from ..stages.size import size_stage
+from ..stages.verdict import build_report
 from .pool import Runner, batches, default_jobs, open_runner, resolve_executor_kind
 from .progress import Progress
-from .results import COUNT_FIELDS, BufferResult, Problem, Report, Work
-from .runschema import choose_schema
-from .scan import ScanJob, ScanOutcome, scan_batch
-from .schema import RL_STATE, Schema
-from .size import size_stage
-from .verdict import build_report
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
@@ -53,29 +57,6 @@ NOTHING_TO_COMPARE = (
     "nothing to compare: neither run holds step_<N>_<name>.bin files; "
     "check that these are the dump folders"
 )
-
-
-@dataclass(frozen=True)
-class CompareOptions:
-    #: None: the schema a manifest records (run A's, else run B's), else rl-state
-    #: (``runschema.choose_schema``); a schema given here wins over a manifest's.
-    schema: Schema | None = None
-    tolerance: Tolerance = EXACT
-    chunk_size: int = DEFAULT_CHUNK_SIZE
-    engine: str = "auto"  # auto | numba | numpy | python
-    executor: str = "auto"  # auto | serial | thread | process
-    jobs: int | None = None
-
-    def __post_init__(self) -> None:
-        check_chunk_size(self.chunk_size)
-        if self.engine not in ("auto", "numba", "numpy", "python"):
-            raise ValueError(f"unknown engine {self.engine!r} (valid: auto numba numpy python)")
-        if self.jobs is not None and self.jobs < 1:
-            raise ValueError(f"--jobs must be at least 1, got {self.jobs}")
-
-
-def tolerance_dict(tol: Tolerance) -> dict[str, object]:
-    return {"atol": tol.atol, "rtol": tol.rtol, "ulp": tol.ulp, "nan_equal": tol.nan_equal}
 
 
 # --- per-pair decisions ------------------------------------------------------

@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from .errors import FastdiffError
+from ..errors import FastdiffError
 
 if TYPE_CHECKING:
-    from .bench import BenchResult
+    from .run import BenchResult
 
 MISSING = "--plot needs the optional extra: pip install 'fastdiff[plot]'"
 
@@ -37,7 +37,7 @@ def write_plot(result: BenchResult, path: str | os.PathLike[str]) -> None:
         from matplotlib.ticker import FuncFormatter, NullLocator
     except ImportError:
         raise FastdiffError(MISSING) from None
-    from .bench import format_size
+    from .run import format_size
 
     fig = Figure(figsize=(9, 5.5), layout="constrained")
     FigureCanvasAgg(fig)

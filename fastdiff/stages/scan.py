@@ -21,10 +21,10 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .dtypes import DType, decode, get_dtype
-from .kernel import Engine, ScanStats, Tolerance, scan_bytes
-from .pair import Pair
-from .reader import (
+from ..dtypes import DType, decode, get_dtype
+from ..kernels import Engine, ScanStats, Tolerance, scan_bytes
+from ..results import Number, Problem
+from ..sources.reader import (
     CHANGED,
     READ_SIZE,
     FileChanged,
@@ -34,7 +34,7 @@ from .reader import (
     read_at,
     read_exact,
 )
-from .results import Number, Problem
+from .pair import Pair
 
 #: Narrowing granularity: differing regions are cut into blocks this big.
 BLOCK = 4096

@@ -18,25 +18,10 @@ from dataclasses import dataclass
 
 import xxhash
 
+from ..options import DEFAULT_CHUNK_SIZE
+from ..results import Problem
+from ..sources.reader import READ_SIZE, buffer, describe_os_error, open_dump, read_exact
 from .discover import DumpFile
-from .dtypes import MAX_ITEMSIZE
-from .reader import READ_SIZE, buffer, describe_os_error, open_dump, read_exact
-from .results import Problem
-
-DEFAULT_CHUNK_SIZE = 4 << 20
-
-
-#: The largest chunk size accepted (chunks are read in 1 MiB pieces anyway).
-MAX_CHUNK_SIZE = 1 << 30
-
-
-def check_chunk_size(chunk_size: int) -> int:
-    if not 0 < chunk_size <= MAX_CHUNK_SIZE or chunk_size % MAX_ITEMSIZE:
-        raise ValueError(
-            f"--chunk-size must be a positive multiple of {MAX_ITEMSIZE} bytes, at most 1 GiB, "
-            f"got {chunk_size}"
-        )
-    return chunk_size
 
 
 @dataclass(frozen=True)

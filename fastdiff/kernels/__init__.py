@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from .dtypes import DType, get_dtype
+from ..dtypes import DType, get_dtype
 
 Engine = Literal["numba", "numpy", "python"]
 ENGINES: tuple[Engine, ...] = ("numba", "numpy", "python")
@@ -237,11 +237,11 @@ def scan_bytes(
     if len(a) == 0:
         return ScanStats()
     if engine == "numba":
-        from . import _numba_kernels as impl
+        from . import numba_engine as impl
     elif engine == "numpy":
-        from . import _numpy_kernels as impl  # type: ignore[no-redef]
+        from . import numpy_engine as impl  # type: ignore[no-redef]
     elif engine == "python":
-        from . import _python_kernels as impl  # type: ignore[no-redef]
+        from . import python_engine as impl  # type: ignore[no-redef]
     else:
         raise ValueError(f"unknown engine {engine!r} (valid: numba numpy python)")
     return impl.scan(a, b, dt, tol)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .dtypes import DType
+from ..dtypes import DType
 
 
 def float_values(bits: np.ndarray, dt: DType) -> np.ndarray:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from .errors import EXIT_DIVERGED, EXIT_IDENTICAL, EXIT_TROUBLE
-from .results import (
+from ..errors import EXIT_DIVERGED, EXIT_IDENTICAL, EXIT_TROUBLE
+from ..results import (
     DIVERGENT,
     TROUBLE,
     BufferResult,
@@ -23,7 +23,7 @@ from .results import (
     Verdict,
     Work,
 )
-from .schema import OTHER_GROUP, Schema
+from ..schema import OTHER_GROUP, Schema
 
 STATUS_ORDER = (
     "equal",

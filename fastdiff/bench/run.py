@@ -38,16 +38,16 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..dtypes import get_dtype
+from ..engine.pool import SERIAL_MAX_BYTES
+from ..errors import FastdiffError
+from ..schema import Schema
+from ..stages.discover import is_inside, open_run
+from ..stats import format_bytes
 from . import synth, timing
-from .discover import is_inside, open_run
-from .dtypes import get_dtype
-from .errors import FastdiffError
-from .pool import SERIAL_MAX_BYTES
-from .schema import Schema
-from .stats import format_bytes
 
 if TYPE_CHECKING:
-    from .compare import CompareOptions
+    from ..compare import CompareOptions
 
 #: 2: the floor is the faster of two ways to read the runs (``floor_kind``,
 #: ``floor_candidates``); version 1's was the readinto loop alone.
@@ -238,8 +238,8 @@ def plan_bench(
     rung's pair stays on disk. ``max_size`` and the like run's ``scale``
     are lowered until they fit, and ``notes`` says so.
     """
-    from .hash import DEFAULT_CHUNK_SIZE, check_chunk_size
-    from .pool import EXECUTORS, default_jobs
+    from ..engine.pool import default_jobs
+    from ..options import DEFAULT_CHUNK_SIZE, EXECUTORS, check_chunk_size
 
     if max_size < MIN_SIZE and ladder_on:
         raise FastdiffError(
@@ -415,7 +415,7 @@ class Machine:
 
     @staticmethod
     def probe() -> Machine:
-        from .pool import default_jobs
+        from ..engine.pool import default_jobs
 
         try:
             load: float | None = os.getloadavg()[0]
@@ -444,7 +444,7 @@ class BenchResult:
 
 
 def _options(plan: BenchPlan, schema: Schema, jobs: int) -> CompareOptions:
-    from .compare import CompareOptions
+    from ..compare import CompareOptions
 
     return CompareOptions(
         schema=schema, chunk_size=plan.chunk_size, executor=plan.executor, jobs=jobs
@@ -462,7 +462,7 @@ def _measure(
     buf: memoryview,
 ) -> list[Measurement]:
     """Check, then time fastdiff at every jobs value and both floors, interleaved."""
-    from .compare import compare_runs
+    from ..compare import compare_runs
 
     expected = "identical" if case == "identical" else "diverged"
     total = sum(p.stat().st_size for p in paths)

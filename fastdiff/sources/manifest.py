@@ -28,17 +28,18 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from .discover import DumpFile, RunListing, discover, is_inside, parse_dump_name
-from .dtypes import DTYPES
-from .errors import FastdiffError, SchemaError
-from .hash import FileDigest, check_chunk_size, hash_batch
-from .pool import batches, default_jobs, open_runner, resolve_executor_kind
-from .results import Problem, Skipped
-from .schema import RL_STATE, Schema, parse_schema
+from ..dtypes import DTYPES
+from ..engine.pool import batches, default_jobs, open_runner, resolve_executor_kind
+from ..errors import FastdiffError, SchemaError
+from ..options import check_chunk_size
+from ..results import Problem, Skipped
+from ..schema import RL_STATE, Schema, parse_schema
+from ..stages.discover import DumpFile, RunListing, discover, is_inside, parse_dump_name
+from ..stages.hash import FileDigest, hash_batch
 
 if TYPE_CHECKING:
-    from .cache import DigestCache
-    from .pipeline import CompareOptions
+    from ..engine.cache import DigestCache
+    from ..options import CompareOptions
 
 MANIFEST_VERSION = 1
 _HEX32 = re.compile(r"^[0-9a-f]{32}$")

@@ -8,9 +8,9 @@ compared (a length mismatch is reported with both lengths).
 
 from __future__ import annotations
 
-from .dtypes import get_dtype
+from ..dtypes import get_dtype
+from ..results import COUNT_FIELDS, BufferResult, Problem
 from .pair import Pair
-from .results import COUNT_FIELDS, BufferResult, Problem
 
 
 def malformed_message(size: int, itemsize: int, dtype: str) -> str:

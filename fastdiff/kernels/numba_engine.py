@@ -1,4 +1,4 @@
-"""Compiled scan kernels (numba). Private: use ``fastdiff.kernel.scan_bytes``.
+"""Compiled scan kernels (numba). Private: use ``fastdiff.kernels.scan_bytes``.
 
 The kernels are pure functions over arrays and scalars, with no I/O, compiled
 ahead of their first call for explicit signatures and cached on disk
@@ -21,9 +21,9 @@ from typing import Any
 import numba as nb
 import numpy as np
 
-from ._values import float_values
-from .dtypes import DType
-from .kernel import ScanStats, Tolerance
+from ..dtypes import DType
+from . import ScanStats, Tolerance
+from .values import float_values
 
 #: Every numba flag of the project, in one place.
 JIT_FLAGS = {

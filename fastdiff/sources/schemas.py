@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .discover import RunSource
-from .render import plural
-from .schema import RL_STATE, Schema
+from ..render import plural
+from ..schema import RL_STATE, Schema
+from ..stages.discover import RunSource
 
 
 def _differing(src: RunSource, schema: Schema, skip: set[str]) -> list[str]:

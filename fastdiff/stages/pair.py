@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..results import BufferResult, Status
+from ..schema import Schema
 from .discover import DumpFile, RunListing
-from .results import BufferResult, Status
-from .schema import Schema
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from .dtypes import DTYPES, get_dtype
+from ..dtypes import DTYPES, get_dtype
 
 if TYPE_CHECKING:
     import numpy as np

@@ -36,8 +36,8 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from .discover import DumpFile, display_path
-from .hash import FileDigest, hash_batch
+from ..stages.discover import DumpFile, display_path
+from ..stages.hash import FileDigest, hash_batch
 
 #: Digests of files changed more recently than this are not cached.
 DEFAULT_MIN_AGE_S = 60.0

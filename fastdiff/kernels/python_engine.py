@@ -1,4 +1,4 @@
-"""The pure-Python twin of the kernels. Private: use ``fastdiff.kernel.scan_bytes``.
+"""The pure-Python twin of the kernels. Private: use ``fastdiff.kernels.scan_bytes``.
 
 It imports neither numpy nor numba, so it starts in microseconds; it costs
 about a microsecond per element, so the scan stage gives it only a few
@@ -14,8 +14,8 @@ import math
 import struct
 from collections.abc import Callable
 
-from .dtypes import DType
-from .kernel import ScanStats, Tolerance
+from ..dtypes import DType
+from . import ScanStats, Tolerance
 
 _BITS = {1: "B", 2: "H", 4: "I", 8: "Q"}
 _VALUES = {
