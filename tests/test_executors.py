@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from dataclasses import replace
@@ -36,6 +37,21 @@ def pairs(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, str]]:
     return all_pairs(runs)
 
 
+@pytest.fixture
+def port_8787_taken() -> object:
+    """Hold Dask's default dashboard port, as another program on the machine
+    may: no test may depend on a fixed port being free."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("", 8787))
+        except OSError:
+            yield None  # someone else holds it already: the same situation
+            return
+        s.listen()
+        yield s
+
+
 def payload(reports: list[Report]) -> list[str]:
     return [render_json(replace(r, work=type(r.work)())) for r in reports]
 
@@ -44,7 +60,9 @@ def payload(reports: list[Report]) -> list[str]:
 OPTS = CompareOptions(chunk_size=256)
 
 
-def test_every_executor_gives_identical_results(pairs: list[tuple[str, str]]) -> None:
+def test_every_executor_gives_identical_results(
+    pairs: list[tuple[str, str]], port_8787_taken: object
+) -> None:
     distributed = pytest.importorskip("distributed")
     serial, s0 = sweep(pairs, replace(OPTS, executor="serial"))
     assert (s0.identical, s0.diverged, s0.error) == (1, 5, 0)
@@ -53,8 +71,9 @@ def test_every_executor_gives_identical_results(pairs: list[tuple[str, str]]) ->
         got, _ = sweep(pairs, replace(OPTS, executor=kind, jobs=2))
         assert payload(got) == expected, (kind, [r.errors[:1] for r in got])
     with (
+        # dashboard_address=None still binds 8787; ":0" lets the OS pick a free port.
         distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
         ) as cluster,
         distributed.Client(cluster) as client,
     ):
