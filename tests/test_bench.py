@@ -266,7 +266,8 @@ def test_plot_without_matplotlib_is_a_clear_error(tmp_path: Path) -> None:
     )
     assert p.returncode == 2
     assert p.stderr == (
-        "fastdiff: error: --plot needs the optional extra: pip install 'fastdiff[plot]'\n"
+        "fastdiff: error: --plot needs matplotlib, the optional extra 'plot': pip install "
+        "'fastdiff-dumps[plot]' (in a checkout of fastdiff: pip install '.[plot]')\n"
     )
     assert p.stdout == ""
     assert list(tmp_path.iterdir()) == []  # failed before writing anything

@@ -88,7 +88,7 @@ def test_huge_cache_min_age(run: Path, tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.skipif(importlib.util.find_spec("distributed") is None, reason="needs fastdiff[dask]")
+@pytest.mark.skipif(importlib.util.find_spec("distributed") is None, reason="needs the dask extra")
 @pytest.mark.parametrize(
     ("scheduler", "why"),
     [

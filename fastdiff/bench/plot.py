@@ -1,6 +1,6 @@
 """The ``fastdiff bench`` plot: GB/s against size, one line per case, the floor drawn in.
 
-matplotlib is the optional extra ``fastdiff[plot]``; it is imported here
+matplotlib is the optional extra ``plot`` (``fastdiff-dumps[plot]``); it is imported here
 only, inside the functions, and drawn with the Agg backend through the
 object API (no pyplot, no global state, no display needed).
 """
@@ -15,7 +15,10 @@ from ..errors import FastdiffError
 if TYPE_CHECKING:
     from .run import BenchResult
 
-MISSING = "--plot needs the optional extra: pip install 'fastdiff[plot]'"
+MISSING = (
+    "--plot needs matplotlib, the optional extra 'plot': pip install 'fastdiff-dumps[plot]' "
+    "(in a checkout of fastdiff: pip install '.[plot]')"
+)
 
 
 def require_matplotlib(path: str | os.PathLike[str]) -> None:

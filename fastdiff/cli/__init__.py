@@ -362,7 +362,8 @@ def _dask_executor(args: argparse.Namespace) -> Iterator[Executor | None]:
         from distributed import Client
     except ImportError:
         raise FastdiffError(
-            "--executor dask needs the optional extra: pip install 'fastdiff[dask]'"
+            "--executor dask needs the optional extra 'dask': pip install 'fastdiff-dumps[dask]' "
+            "(in a checkout of fastdiff: pip install '.[dask]')"
         ) from None
     try:
         client = Client(args.scheduler, timeout="10s")
@@ -560,7 +561,7 @@ def _add_bench_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )  # fmt: skip
     bn.add_argument("--format", choices=("text", "json"), default="text")
     bn.add_argument("--plot", metavar="FILE.png",
-                    help="also draw GB/s against size (needs fastdiff[plot])")  # fmt: skip
+                    help="also draw GB/s against size (needs matplotlib)")  # fmt: skip
     bn.add_argument("--workdir", metavar="DIR", help="make the temporary folder here")
     bn.add_argument("--keep", action="store_true", help="keep the dumps and say where")
     _add_schema_options(bn)

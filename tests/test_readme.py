@@ -1,0 +1,41 @@
+"""The README's first commands say what they do: checked against the real CLI."""
+
+from __future__ import annotations
+
+import re
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def setup_section() -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index("## Set up on a fresh machine")
+    return text[start : text.index("\n## ", start + 1)]
+
+
+def test_the_example_comparison_exits_1_with_the_verdict_the_readme_shows() -> None:
+    section = setup_section()
+    assert "fastdiff compare examples/run-a examples/run-b" in section
+    assert "exits with code 1" in section
+    (verdict,) = [line for line in section.splitlines() if line.startswith("VERDICT:")]
+    p = subprocess.run(
+        [sys.executable, "-m", "fastdiff", "compare", "examples/run-a", "examples/run-b"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert p.returncode == 1, p.stderr
+    assert verdict in p.stdout.splitlines()
+
+
+def test_install_hints_name_the_distribution_not_the_unrelated_fastdiff() -> None:
+    """'fastdiff' on the package index is another project: every hint names
+    fastdiff-dumps (or a checkout's '.')."""
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert 'name = "fastdiff-dumps"' in pyproject
+    for path in [ROOT / "README.md", *sorted((ROOT / "fastdiff").rglob("*.py"))]:
+        text = path.read_text(encoding="utf-8")
+        assert "fastdiff[" not in text, path
+        assert not re.search(r"pip install\s+'?fastdiff(?!-dumps)\b", text), path
