@@ -313,3 +313,15 @@ def test_a_command_option_error_points_at_the_command_help() -> None:
     assert p.stderr == (
         "fastdiff: error: unrecognized arguments: --json (see 'fastdiff compare --help')\n"
     )
+
+
+def test_abbreviations_still_work_through_argparse() -> None:
+    args = cli.parse(["compare", "a", "b", "--form", "json", "--nan"])
+    assert (args.format, args.nan_equal, args.command, args.debug) == (
+        "json",
+        True,
+        "compare",
+        False,
+    )
+    args = cli.parse(["--deb", "schema", "raw"])  # a top-level abbreviation: the whole tree
+    assert (args.name, args.command, args.debug) == ("raw", "schema", True)

@@ -210,7 +210,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_TROUBLE
     except Exception as exc:
         return _unexpected(exc, command, debug)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
