@@ -11,15 +11,14 @@ Names are imported lazily so that ``import fastdiff`` stays cheap.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 __version__ = "0.1.0"
 
+#: Public name -> the module (under ``fastdiff``) that defines it.
 _EXPORTS = {
     "compare_runs": "compare",
-    "CompareOptions": "compare",
-    "Tolerance": "kernel",
-    "scan_bytes": "kernel",
+    "CompareOptions": "options",
+    "Tolerance": "kernels",
+    "scan_bytes": "kernels",
     "Report": "results",
     "BufferResult": "results",
     "render_text": "render",
@@ -28,19 +27,21 @@ _EXPORTS = {
     "load_schema": "schema",
     "resolve_schema": "schema",
     "Schema": "schema",
-    "exit_code": "verdict",
+    "exit_code": "stages.verdict",
 }
 
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
-    from .compare import CompareOptions, compare_runs
+    from .compare import compare_runs
     from .kernels import Tolerance, scan_bytes
+    from .options import CompareOptions
     from .render import render_json, render_text, report_dict
     from .results import BufferResult, Report
     from .schema import Schema, load_schema, resolve_schema
     from .stages.verdict import exit_code
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'fastdiff' has no attribute {name!r}")

@@ -118,9 +118,10 @@ def test_huge_bench_scale(run: Path) -> None:
 CRASH = """
 import sys
 from fastdiff import cli
+from fastdiff.cli import stats
 def crash(args):
     raise {exc}
-cli._COMMANDS["stats"] = crash
+stats.run = crash
 sys.exit(cli.main(["stats", "somewhere"{extra}]))
 """
 

@@ -1,0 +1,131 @@
+"""``fastdiff bench``: how fast this machine compares dumps (``fastdiff.bench``)."""
+
+from __future__ import annotations
+
+import sys
+
+from ..errors import FastdiffError
+from ..options import EXECUTORS
+from .common import (
+    non_negative_int,
+    parse_size,
+    performance_options,
+    positive_int,
+    scale,
+    schema_options,
+)
+from .output import write_stdout
+from .spec import STORE_FALSE, STORE_TRUE, Arg
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from argparse import Namespace
+
+DESCRIPTION = (
+    "Time fastdiff on synthetic dumps written to a temporary folder: a ladder of buffer sizes "
+    "from 4 KiB up to --max-size, identical and with one difference near the end, for --jobs "
+    "1, 2, 4, ... up to the cores, against the floor of reading both files once (the faster "
+    "of a readinto loop and xxh3 over a memory map). fastdiff is timed in-process (a library "
+    "call per sample: no interpreter start-up or imports). Progress goes to stderr when it "
+    "is a terminal."
+)
+
+ARGUMENTS = (
+    Arg(
+        "--max-size",
+        type=parse_size,
+        default=1 << 30,
+        metavar="BYTES",
+        help="largest buffer of the ladder (default: 1G; lowered to what free memory and "
+        "disk allow)",
+    ),
+    Arg(
+        "--no-ladder",
+        dest="ladder",
+        action=STORE_FALSE,
+        help="skip the ladder (with --like: measure the like run only)",
+    ),
+    Arg("--like", metavar="RUN", help="also a run shaped like RUN (folder or manifest)"),
+    Arg(
+        "--scale",
+        type=scale,
+        default=1.0,
+        metavar="X",
+        help="with --like: file sizes times X (default: 1)",
+    ),
+    Arg(
+        "--repeat",
+        type=positive_int,
+        default=5,
+        metavar="N",
+        help="timed samples per case (default: 5; the median is reported)",
+    ),
+    Arg(
+        "--warmup",
+        type=non_negative_int,
+        default=1,
+        metavar="N",
+        help="untimed rounds after the check run and calibration (default: 1)",
+    ),
+    Arg("--format", choices=("text", "json"), default="text"),
+    Arg("--plot", metavar="FILE.png", help="also draw GB/s against size (needs matplotlib)"),
+    Arg("--workdir", metavar="DIR", help="make the temporary folder here"),
+    Arg("--keep", action=STORE_TRUE, help="keep the dumps and say where"),
+    *schema_options(),
+    *performance_options(
+        EXECUTORS,
+        jobs_help="measure jobs 1, 2, 4, ... up to N (default: the cores this process may use)",
+    ),
+)
+
+
+def run(args: Namespace) -> int:
+    from ..bench.run import plan_bench, render_bench_json, render_bench_text, run_bench
+    from ..engine.progress import StatusLine
+    from ..schema import resolve_schema
+
+    if args.plot == "":
+        raise FastdiffError("--plot: empty file name; give the PNG file to write")
+    if args.plot and args.like is not None:
+        from ..stages.discover import is_inside
+
+        if is_inside(args.plot, args.like):
+            raise FastdiffError(
+                f"--plot {args.plot} is inside the run folder {args.like}, and fastdiff never "
+                "writes into a run folder; write the plot elsewhere"
+            )
+    if args.plot:
+        from ..bench.plot import require_matplotlib
+
+        require_matplotlib(args.plot)
+    plan = plan_bench(
+        max_size=args.max_size,
+        jobs=args.jobs,
+        executor=args.executor,
+        chunk_size=args.chunk_size,
+        repeat=args.repeat,
+        warmup=args.warmup,
+        workdir=args.workdir,
+        keep=args.keep,
+        like=args.like,
+        scale=args.scale,
+        ladder_on=args.ladder,
+        schema=resolve_schema(args.schema, args.default_dtype),
+    )
+    for note in plan.notes:
+        print(f"fastdiff: {note}", file=sys.stderr)
+    status = StatusLine() if sys.stderr.isatty() else None
+    try:
+        result = run_bench(plan, status.show if status else None)
+    finally:
+        if status is not None:
+            status.close()
+    if result.kept:
+        print(f"fastdiff: dumps kept in {result.folder}", file=sys.stderr)
+    write_stdout(render_bench_json(result) if args.format == "json" else render_bench_text(result))
+    if args.plot:
+        from ..bench.plot import write_plot
+
+        write_plot(result, args.plot)
+        print(f"fastdiff: plot written to {args.plot}", file=sys.stderr)
+    return 0

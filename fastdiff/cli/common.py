@@ -1,0 +1,316 @@
+"""What several commands share: value converters, option declarations (the
+builders return ``spec.Arg`` tuples), and the steps from parsed options to
+the library's inputs (schema, ``CompareOptions``, digest cache).
+
+Cheap to import: the library modules load inside the functions that use them.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..errors import FastdiffError
+from .spec import STORE_FALSE, STORE_TRUE, Arg, BadValue
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from argparse import Namespace
+    from collections.abc import Sequence
+
+    from ..engine.cache import DigestCache
+    from ..options import CompareOptions
+    from ..schema import Schema
+
+#: The longest --cache-min-age: digests of no file are kept beyond it anyway.
+MAX_SECONDS = 1e9
+#: The largest bench --scale: a 1-byte file becomes 1 GB (sizes are lowered to
+#: what memory and disk allow anyway); beyond it sizes overflow a float.
+MAX_SCALE = 1e9
+
+_UNIT_SHIFTS = {"": 0, "k": 10, "m": 20, "g": 30}
+_BYTE_SUFFIXES = ("", "b", "B", "ib", "iB")
+
+
+# --- values ------------------------------------------------------------------------
+
+
+def parse_size(text: str) -> int:
+    """'4194304', '64K', '4M', '1GiB' -> bytes (binary multiples). Spaces may
+    surround the number and separate it from the unit."""
+    body = text.strip()
+    end = 0
+    while end < len(body) and body[end].isdecimal():
+        end += 1
+    rest = body[end:].lstrip()
+    unit = rest[:1] if rest[:1] in ("k", "K", "m", "M", "g", "G") else ""
+    if not end or rest[len(unit) :] not in _BYTE_SUFFIXES:
+        raise BadValue(f"not a size: {text!r} (examples: 65536, 64K, 4M)")
+    return int(body[:end]) << _UNIT_SHIFTS[unit.lower()]
+
+
+def non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise BadValue(f"not a number: {text!r}") from None
+    if not (value >= 0 and value != float("inf")):
+        raise BadValue(f"must be a finite number >= 0, got {text!r}")
+    return value
+
+
+def seconds(text: str) -> float:
+    """A duration for --cache-min-age: finite, >= 0, at most MAX_SECONDS."""
+    value = non_negative_float(text)
+    if value > MAX_SECONDS:
+        raise BadValue(
+            f"{text!r} is more than {MAX_SECONDS:.0e} seconds (about 31 years); give a "
+            "smaller number, or --no-cache for no cache at all"
+        )
+    return value
+
+
+def fraction(text: str) -> float:
+    value = non_negative_float(text)
+    if value > 1:
+        raise BadValue(f"must be a fraction from 0 to 1, got {text!r}")
+    return value
+
+
+def scale(text: str) -> float:
+    """bench --scale: a number > 0, at most MAX_SCALE."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise BadValue(f"not a number: {text!r}") from None
+    if not (value > 0 and value != float("inf")):
+        raise BadValue(f"must be a finite number > 0, got {text!r}")
+    if value > MAX_SCALE:
+        raise BadValue(
+            f"{text!r} is more than {MAX_SCALE:.0e}; give a smaller factor (sizes are lowered "
+            "to what memory and disk allow anyway)"
+        )
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise BadValue(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise BadValue(f"must be >= 0, got {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    value = non_negative_int(text)
+    if value < 1:
+        raise BadValue(f"must be >= 1, got {text!r}")
+    return value
+
+
+# --- options -----------------------------------------------------------------------
+
+SCHEMA = "schema"
+PERFORMANCE = "performance"
+TOLERANCE = "tolerance (default: exact, every bit counts)"
+CACHE = "digest cache ($XDG_CACHE_HOME/fastdiff, else ~/.cache/fastdiff)"
+
+
+def schema_options() -> tuple[Arg, ...]:
+    return (
+        Arg(
+            "--schema",
+            metavar="NAME|FILE.toml",
+            help="a preset (rl-state, raw) or a TOML schema file (default: rl-state; a "
+            "manifest is read with the schema it records); 'fastdiff schema' prints one to "
+            "start from",
+            group=SCHEMA,
+        ),
+        Arg(
+            "--default-dtype",
+            metavar="DTYPE",
+            help="element type of buffers in no group (default: the schema's, u8)",
+            group=SCHEMA,
+        ),
+    )
+
+
+def performance_options(
+    executors: Sequence[str],
+    jobs_help: str = "workers (default: the cores this process may use)",
+) -> tuple[Arg, ...]:
+    dask = "dask" in executors
+    scheduler = Arg(
+        "--scheduler",
+        metavar="tcp://HOST:PORT",
+        help="Dask scheduler for --executor dask",
+        group=PERFORMANCE,
+    )
+    return (
+        Arg(
+            "--executor",
+            choices=executors,
+            default="auto",
+            help="auto (default): in-process for small totals, else threads"
+            + ("; dask: a Dask cluster, see --scheduler" if dask else ""),
+            group=PERFORMANCE,
+        ),
+        *((scheduler,) if dask else ()),
+        Arg("--jobs", type=positive_int, metavar="N", help=jobs_help, group=PERFORMANCE),
+        Arg(
+            "--chunk-size",
+            type=parse_size,
+            metavar="BYTES",
+            help="hash chunk size, a multiple of 8 (default: 4M)",
+            group=PERFORMANCE,
+        ),
+    )
+
+
+def common_options(executors: Sequence[str]) -> tuple[Arg, ...]:
+    """Options shared by compare, sweep and hash."""
+    return (*schema_options(), *performance_options(executors))
+
+
+def compare_options(default_cache: bool) -> tuple[Arg, ...]:
+    """Tolerances, the engine and the cache: compare and sweep."""
+    from ..options import ENGINE_CHOICES
+
+    return (
+        Arg(
+            "--atol",
+            type=non_negative_float,
+            metavar="X",
+            help="absolute tolerance: |a-b| <= atol + rtol*|b| is within",
+            group=TOLERANCE,
+        ),
+        Arg(
+            "--rtol",
+            type=non_negative_float,
+            metavar="X",
+            help="relative tolerance",
+            group=TOLERANCE,
+        ),
+        Arg(
+            "--ulp",
+            type=non_negative_int,
+            metavar="N",
+            help="within N units in the last place (integers: |a-b| <= N)",
+            group=TOLERANCE,
+        ),
+        Arg(
+            "--nan-equal",
+            action=STORE_TRUE,
+            help="any NaN equals any NaN, whatever the payload",
+            group=TOLERANCE,
+        ),
+        Arg(
+            "--engine",
+            choices=ENGINE_CHOICES,
+            default="auto",
+            help="kernel for differing chunks (auto: python for a few differing 4 KiB blocks, "
+            "numpy up to 64 MiB, else numba)",
+        ),
+        *cache_options(default_cache),
+    )
+
+
+def cache_options(default_cache: bool) -> tuple[Arg, ...]:
+    return (
+        Arg(
+            "--cache",
+            dest="cache",
+            action=STORE_TRUE,
+            default=default_cache,
+            help="look digests up in the cache and store new ones"
+            + (" (default)" if default_cache else ""),
+            group=CACHE,
+        ),
+        Arg(
+            "--no-cache",
+            dest="cache",
+            action=STORE_FALSE,
+            help="neither read nor write the cache" + ("" if default_cache else " (default)"),
+            group=CACHE,
+        ),
+        Arg("--cache-dir", metavar="DIR", help="use this folder for the cache", group=CACHE),
+        Arg(
+            "--cache-min-age",
+            type=seconds,
+            default=60.0,
+            metavar="SECONDS",
+            help="cache only digests of files unchanged for this long (default 60): a file "
+            "still being written through a memory map can change without its times moving",
+            group=CACHE,
+        ),
+        Arg(
+            "--cache-verify",
+            type=fraction,
+            default=0.0,
+            metavar="FRACTION",
+            help="re-hash this share (0..1) of the files found in the cache, at least one, "
+            "before using any; a digest that does not match sets the whole cache aside "
+            "(default 0)",
+            group=CACHE,
+        ),
+    )
+
+
+# --- from options to the library's inputs -------------------------------------------
+
+
+def given_schema(args: Namespace) -> Schema | None:
+    """The schema the options choose; None when neither --schema nor
+    --default-dtype is given (a manifest's own schema, else rl-state)."""
+    from ..schema import resolve_schema
+
+    if args.schema is None and args.default_dtype is None:
+        return None
+    return resolve_schema(args.schema, args.default_dtype)
+
+
+def options_of(args: Namespace) -> CompareOptions:
+    """``CompareOptions`` from the parsed options (those a command has)."""
+    from ..kernels import Tolerance
+    from ..options import DEFAULT_CHUNK_SIZE, CompareOptions
+
+    executor = "auto" if args.executor == "dask" else args.executor
+    chunk_size = args.chunk_size
+    try:
+        return CompareOptions(
+            schema=given_schema(args),
+            tolerance=Tolerance(
+                getattr(args, "atol", None),
+                getattr(args, "rtol", None),
+                getattr(args, "ulp", None),
+                getattr(args, "nan_equal", False),
+            ),
+            chunk_size=DEFAULT_CHUNK_SIZE if chunk_size is None else chunk_size,
+            engine=getattr(args, "engine", "auto"),
+            executor=executor,
+            jobs=args.jobs,
+        )
+    except ValueError as exc:
+        raise FastdiffError(str(exc)) from exc
+
+
+def digest_cache(args: Namespace, runs: Sequence[str]) -> DigestCache | None:
+    """The digest cache, unless off; never inside one of the ``runs`` folders."""
+    if not args.cache:
+        return None
+    from ..engine.cache import DigestCache, default_cache_dir
+    from ..stages.discover import is_inside
+
+    folder = args.cache_dir or str(default_cache_dir())
+    for run in runs:
+        if os.path.isdir(run) and is_inside(folder, run):
+            raise FastdiffError(
+                f"digest cache folder {folder} is inside the run folder {run}, and fastdiff "
+                "never writes into a run folder; choose another --cache-dir, or --no-cache"
+            )
+    return DigestCache(
+        folder,
+        min_age_s=args.cache_min_age,
+        verify=args.cache_verify,
+    )

@@ -1,0 +1,45 @@
+"""``fastdiff compare RUN_A RUN_B``: two runs, one report."""
+
+from __future__ import annotations
+
+from ..options import EXECUTORS
+from .common import common_options, compare_options, digest_cache, options_of
+from .output import print_problems, write_stdout
+from .spec import STORE_TRUE, Arg
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from argparse import Namespace
+
+DESCRIPTION = (
+    "Compare the step_<N>_<name>.bin dumps of two runs (folders, or manifests from "
+    "'fastdiff hash'). Exit status: 0 identical, 1 diverged, 2 trouble (missing folder, "
+    "malformed or unreadable file, nothing to compare)."
+)
+
+ARGUMENTS = (
+    Arg("run_a", metavar="RUN_A", help="folder (or manifest) of the first run"),
+    Arg("run_b", metavar="RUN_B", help="folder (or manifest) of the second run"),
+    Arg("--format", choices=("text", "json"), default="text"),
+    Arg("-v", "--verbose", action=STORE_TRUE, help="list every buffer"),
+    *common_options(EXECUTORS),
+    *compare_options(default_cache=False),
+)
+
+
+def run(args: Namespace) -> int:
+    from ..compare import compare_runs
+    from ..render import render_json, render_text
+    from ..stages.verdict import exit_code
+
+    options = options_of(args)
+    cache = digest_cache(args, [args.run_a, args.run_b])
+    try:
+        report = compare_runs(args.run_a, args.run_b, options, cache=cache)
+    finally:
+        if cache is not None:
+            cache.close()
+    print_problems(report.errors)
+    text = render_json(report) if args.format == "json" else render_text(report, args.verbose)
+    write_stdout(text)
+    return exit_code(report)

@@ -1,0 +1,46 @@
+"""``fastdiff hash RUN``: write a run's manifest (file list and chunk digests)."""
+
+from __future__ import annotations
+
+import sys
+
+from ..errors import EXIT_TROUBLE
+from ..options import EXECUTORS
+from .common import cache_options, common_options, digest_cache, options_of
+from .output import print_problems, write_stdout
+from .spec import Arg
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from argparse import Namespace
+
+DESCRIPTION = (
+    "Hash every dump of a run and write a manifest that compare and sweep accept in place "
+    "of the run folder."
+)
+
+ARGUMENTS = (
+    Arg("run", metavar="RUN", help="run folder"),
+    Arg("-o", "--output", metavar="FILE", help="manifest to write (default: stdout)"),
+    *common_options(EXECUTORS),
+    *cache_options(default_cache=True),
+)
+
+
+def run(args: Namespace) -> int:
+    from ..sources.manifest import write_manifest
+
+    options = options_of(args)
+    cache = digest_cache(args, [args.run])
+    try:
+        text, problems = write_manifest(args.run, options, cache=cache, output=args.output)
+    finally:
+        if cache is not None:
+            cache.close()
+    print_problems(problems)
+    if problems:
+        print("fastdiff: error: no manifest written: fix the errors above", file=sys.stderr)
+        return EXIT_TROUBLE
+    if args.output is None:
+        write_stdout(text)
+    return 0

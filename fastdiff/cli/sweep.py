@@ -1,0 +1,141 @@
+"""``fastdiff sweep``: many run pairs, each file hashed once (JSON Lines)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from contextlib import contextmanager
+
+from ..errors import EXIT_INTERRUPTED, FastdiffError
+from ..options import EXECUTORS
+from .common import common_options, compare_options, digest_cache, options_of
+from .output import print_problems, write_stdout
+from .spec import STORE_FALSE, STORE_TRUE, Arg, Exclusive
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from argparse import Namespace
+    from collections.abc import Iterator
+    from concurrent.futures import Executor
+
+    from ..results import Report
+
+DESCRIPTION = (
+    "Compare many run pairs: one baseline against candidates (--baseline), every pair of a "
+    "set (--all), or pairs listed in a file (--pairs). Each file is hashed once. Exit status: "
+    "2 if any pair had trouble, else 1 if any pair differs, else 0."
+)
+
+_MODE = Exclusive(required=True)
+_PROGRESS = Exclusive()
+
+ARGUMENTS = (
+    Arg("--baseline", metavar="RUN", help="compare RUN against every run given", exclusive=_MODE),
+    Arg("--all", action=STORE_TRUE, help="compare every pair of the runs given", exclusive=_MODE),
+    Arg("--pairs", metavar="FILE", help="two run paths per line; # comments", exclusive=_MODE),
+    Arg("runs", nargs="*", metavar="RUN", help="runs (folders or manifests)"),
+    Arg(
+        "--format",
+        choices=("jsonl", "text"),
+        help="jsonl: a record per pair as it finishes, then a summary "
+        "(default when stdout is not a terminal); text: a row per pair",
+    ),
+    Arg(
+        "--progress",
+        dest="progress",
+        action=STORE_TRUE,
+        default=None,
+        help="progress on stderr (default: when stderr is a terminal)",
+        exclusive=_PROGRESS,
+    ),
+    Arg("--no-progress", dest="progress", action=STORE_FALSE, exclusive=_PROGRESS),
+    *common_options((*EXECUTORS, "dask")),
+    *compare_options(default_cache=True),
+)
+
+
+def run(args: Namespace) -> int:
+    from ..engine.progress import Progress
+    from ..render import (
+        format_sweep_row,
+        render_sweep_record,
+        render_sweep_summary_record,
+        render_sweep_summary_text,
+    )
+    from ..sweep import all_pairs, baseline_pairs, read_pairs_file, summarize, sweep
+
+    # ``is not None``: an empty value (--pairs "") is still the mode it names.
+    if args.pairs is not None:
+        if args.runs:
+            raise FastdiffError("--pairs FILE takes no run arguments; list the pairs in FILE")
+        pairs = read_pairs_file(args.pairs)
+    elif args.all:
+        pairs = all_pairs(args.runs)
+    else:
+        pairs = baseline_pairs(args.baseline, args.runs)
+    fmt = args.format or ("text" if sys.stdout.isatty() else "jsonl")
+    show_progress = sys.stderr.isatty() if args.progress is None else args.progress
+    options = options_of(args)
+
+    finished: list[Report] = []
+    t0 = time.perf_counter()
+
+    def emit(index: int, report: Report) -> None:
+        finished.append(report)
+        print_problems(report.errors)
+        write_stdout(render_sweep_record(index, report) if fmt == "jsonl" else
+                     format_sweep_row(report) + "\n")  # fmt: skip
+
+    render = render_sweep_summary_record if fmt == "jsonl" else render_sweep_summary_text
+    cache = digest_cache(args, [run for pair in pairs for run in pair])
+    try:
+        with _dask_executor(args) as executor:
+            _, summary = sweep(
+                pairs,
+                options,
+                executor=executor,
+                cache=cache,
+                on_report=emit,
+                progress=Progress() if show_progress else None,
+                classes_of=list(dict.fromkeys(args.runs)) if args.all else None,
+            )
+    except KeyboardInterrupt:
+        # Every finished pair is out already; close with what finished.
+        elapsed = time.perf_counter() - t0
+        write_stdout(render(summarize(finished, elapsed_s=elapsed, interrupted=True)))
+        print("fastdiff: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        if cache is not None:
+            cache.close()
+    write_stdout(render(summary))
+    return summary.exit_code
+
+
+@contextmanager
+def _dask_executor(args: Namespace) -> Iterator[Executor | None]:
+    if args.executor != "dask":
+        yield None
+        return
+    if not args.scheduler:
+        raise FastdiffError("--executor dask needs --scheduler tcp://HOST:PORT")
+    try:
+        from distributed import Client
+    except ImportError:
+        raise FastdiffError(
+            "--executor dask needs the optional extra 'dask': pip install 'fastdiff-dumps[dask]' "
+            "(in a checkout of fastdiff: pip install '.[dask]')"
+        ) from None
+    try:
+        client = Client(args.scheduler, timeout="10s")
+    except ValueError as exc:  # distributed's word for an address it cannot parse
+        raise FastdiffError(
+            f"--scheduler {args.scheduler}: not a scheduler address ({exc}); "
+            "give tcp://HOST:PORT, as printed by dask scheduler"
+        ) from exc
+    except (OSError, TimeoutError) as exc:
+        raise FastdiffError(f"--scheduler {args.scheduler}: cannot connect ({exc})") from exc
+    try:
+        yield client.get_executor(pure=False)
+    finally:
+        client.close()

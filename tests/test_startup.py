@@ -1,0 +1,171 @@
+"""Start-up: a command imports only what it uses.
+
+Each case runs ``python -X importtime -m fastdiff ...`` in a subprocess and
+reads the modules it imported from importtime's tree (which also tells who
+imported each first). Comparing two identical runs serially with text output
+must not import dataclasses, typing, threads, pools, SQLite, pathlib,
+logging, regular expressions, json, numpy, numba, argparse (its plain
+command lines are parsed without it) and other costly modules, nor the module
+of another command; ``fastdiff --help`` lists the commands without importing
+any of them. The set of modules is asserted, never a time.
+
+The interpreter runs with ``-S``: no site hooks, which may import modules of
+their own (this machine's system interpreter loads re, typing, pathlib and
+threading from ``.pth`` files), so that what the tree shows is fastdiff's.
+The checkout and the folder holding xxhash are given on PYTHONPATH instead.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import xxhash
+
+import fastdiff
+from fastdiff.cli import COMMANDS
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures"
+
+#: Costly or needless on the path of a serial comparison of identical runs.
+HEAVY = frozenset(
+    {
+        "argparse", "ast", "asyncio", "concurrent", "concurrent.futures", "dataclasses",
+        "difflib", "dis", "gettext", "inspect", "linecache", "logging", "multiprocessing",
+        "numba", "numpy",
+        "pathlib", "shutil", "sqlite3", "subprocess", "tempfile", "textwrap", "threading",
+        "tokenize", "traceback", "typing", "typing_extensions", "unicodedata", "urllib",
+    }
+)  # fmt: skip
+#: Also not for a text report (``--format json`` and ``schema`` may use them).
+TEXT_ONLY = frozenset({"json", "re"})
+
+CLI_MODULES = {f"fastdiff.cli.{module.rsplit('.', 1)[1]}" for module, _ in COMMANDS.values()}
+
+
+def imported(*args: str) -> dict[str, str | None]:
+    """The modules ``python -m fastdiff ARGS`` imports, each with the module
+    that imported it first (None at the top level)."""
+    site_packages = os.path.dirname(os.path.dirname(xxhash.__file__))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FASTDIFF")}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), site_packages])
+    p = subprocess.run(
+        [sys.executable, "-S", "-X", "importtime", "-m", "fastdiff", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert p.returncode == 0, p.stderr[-2000:]
+    return parents(p.stderr)
+
+
+def parents(importtime: str) -> dict[str, str | None]:
+    """Module -> the module that imported it, from ``-X importtime`` output:
+    a module's line follows the lines of what it imports, indented two more
+    spaces per level."""
+    rows: list[tuple[int, str]] = []
+    for line in importtime.splitlines():
+        if not line.startswith("import time:") or line.endswith("imported package"):
+            continue
+        name = line.split("|", 2)[2][1:]
+        rows.append(((len(name) - len(name.lstrip(" "))) // 2, name.strip()))
+    parent: dict[str, str | None] = {}
+    waiting: dict[int, list[str]] = {}  # depth -> modules whose importer is not seen yet
+    for depth, name in rows:
+        for child in waiting.pop(depth + 1, []):
+            parent[child] = name
+        waiting.setdefault(depth, []).append(name)
+        parent.setdefault(name, None)
+    return parent
+
+
+def chain(module: str, parent: dict[str, str | None]) -> str:
+    """``module <- importer <- ... <- top``."""
+    links = [module]
+    while (up := parent.get(links[-1])) is not None:
+        links.append(up)
+    return " <- ".join(links)
+
+
+def is_forbidden(module: str, forbidden: set[str]) -> bool:
+    return module in forbidden or module.split(".")[0] in forbidden
+
+
+def offenders(parent: dict[str, str | None], forbidden: set[str]) -> tuple[list[str], list[str]]:
+    """(the forbidden modules imported by allowed ones, each with its chain of
+    importers; the forbidden modules those pulled in)."""
+    bad = sorted(m for m in parent if is_forbidden(m, forbidden))
+    entries = [m for m in bad if not is_forbidden(parent[m] or "", forbidden)]
+    return [chain(m, parent) for m in entries], [m for m in bad if m not in entries]
+
+
+def assert_none_of(parent: dict[str, str | None], forbidden: set[str]) -> None:
+    entries, pulled = offenders(parent, forbidden)
+    assert not entries, (
+        "imported, with who imported each first:\n  "
+        + "\n  ".join(entries)
+        + ("\nand what those imported: " + ", ".join(pulled) if pulled else "")
+    )
+
+
+def test_parents_read_from_the_importtime_tree() -> None:
+    text = (
+        "import time: self [us] | cumulative | imported package\n"
+        "import time:         1 |          1 |     c\n"
+        "import time:         1 |          2 |   b\n"
+        "import time:         1 |          1 |   d\n"
+        "import time:         1 |          4 | a\n"
+        "import time:         1 |          1 | e\n"
+    )
+    parent = parents(text)
+    assert parent == {"c": "b", "b": "a", "d": "a", "a": None, "e": None}
+    assert chain("c", parent) == "c <- b <- a"
+    assert offenders(parent, {"c", "e"}) == (["c <- b <- a", "e"], [])
+    assert offenders(parent, {"b", "c"}) == (["b <- a"], ["c"])
+
+
+def test_compare_of_identical_runs_imports_only_what_it_uses() -> None:
+    a, b = FIXTURES / "identical" / "a", FIXTURES / "identical" / "b"
+    parent = imported("compare", str(a), str(b))
+    assert "fastdiff.cli.compare" in parent
+    others = CLI_MODULES - {"fastdiff.cli.compare"}
+    assert_none_of(
+        parent, set(HEAVY | TEXT_ONLY) | others | {"fastdiff.cli.full", "fastdiff.bench"}
+    )
+
+
+def test_help_imports_no_command() -> None:
+    parent = imported("--help")
+    ours = {m for m in parent if m.split(".")[0] == "fastdiff"}
+    cli = {"fastdiff.cli", "fastdiff.cli.commands", "fastdiff.cli.output"}
+    assert ours == {"fastdiff", "fastdiff.errors", *cli}, sorted(ours)
+    assert_none_of(parent, set(HEAVY | TEXT_ONLY))
+
+
+def test_schema_imports_only_its_own_command() -> None:
+    parent = imported("schema")
+    assert "fastdiff.cli.schema" in parent
+    others = CLI_MODULES - {"fastdiff.cli.schema"}
+    assert_none_of(parent, set(HEAVY) | others | {"fastdiff.cli.full", "fastdiff.compare"})
+
+
+def test_import_fastdiff_is_cheap_and_every_export_resolves() -> None:
+    p = subprocess.run(
+        [sys.executable, "-S", "-X", "importtime", "-c", "import fastdiff"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=60,
+        check=False,
+    )
+    assert p.returncode == 0, p.stderr
+    assert_none_of(parents(p.stderr), set(HEAVY | TEXT_ONLY))
+    for name in fastdiff.__all__:  # each was a lazy import of a module that may have moved
+        assert getattr(fastdiff, name).__name__ == name
