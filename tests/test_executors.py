@@ -37,7 +37,7 @@ def pairs(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, str]]:
 
 
 def payload(reports: list[Report]) -> list[str]:
-    return [render_json(replace(r, work=type(r.work)())) for r in reports]
+    return [render_json(r.replace(work=type(r.work)())) for r in reports]
 
 
 # A small chunk size: files have several chunks, and differing ones are scanned.

@@ -381,7 +381,7 @@ def _dask_executor(args: argparse.Namespace) -> Iterator[Executor | None]:
 
 def print_problems(problems: Iterable[Problem]) -> None:
     """One line on stderr per problem, its path and message escaped as in the reports."""
-    from ..stages.discover import display_path
+    from ..render.escape import display_path
 
     for e in problems:
         print(
@@ -395,7 +395,8 @@ def _print_errors(report: Report) -> None:
 
 def _run_compare(args: argparse.Namespace) -> int:
     from ..compare import compare_runs
-    from ..render import render_json, render_text
+    from ..render.json import render_json
+    from ..render.text import render_text
     from ..stages.verdict import exit_code
 
     options = _options(args)
@@ -413,7 +414,7 @@ def _run_compare(args: argparse.Namespace) -> int:
 
 def _run_sweep(args: argparse.Namespace) -> int:
     from ..engine.progress import Progress
-    from ..render import (
+    from ..render.sweep import (
         format_sweep_row,
         render_sweep_record,
         render_sweep_summary_record,
@@ -572,7 +573,8 @@ def _add_bench_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def _run_stats(args: argparse.Namespace) -> int:
-    from ..stats import render_stats_json, render_stats_text, stats_for
+    from ..render.stats import render_stats_json, render_stats_text
+    from ..stats import stats_for
 
     stats = stats_for(args.run, _given_schema(args), args.top)
     for note in stats.notes:
