@@ -32,7 +32,6 @@ class DType(Record):
     """
 
     __slots__ = ("bits", "bits_code", "code", "itemsize", "kind", "name", "numpy")
-    _fields = ("name", "itemsize", "kind", "numpy", "code")
 
     def __init__(self, name: str, itemsize: int, kind: Kind, numpy: str, code: str) -> None:
         self.name = name

@@ -2,7 +2,8 @@
 
 A record is a ``__slots__`` class whose attributes its ``__init__`` sets once
 and nothing sets again. ``Record`` gives it equality, a hash and a repr over
-its fields (``_fields``, by default its ``__slots__``) and ``replace``, a copy
+its fields (``_fields``: by default the parameters of its ``__init__``, in
+order, each stored as the attribute of that name) and ``replace``, a copy
 with some fields changed, as ``dataclasses.replace`` would make. It costs
 nothing at import (no ``dataclasses``, no ``typing``), and a record takes less
 memory than an object with a ``__dict__``.
@@ -22,7 +23,8 @@ class Record:
 
     def __init_subclass__(cls) -> None:
         if "_fields" not in cls.__dict__:
-            cls._fields = tuple(cls.__dict__.get("__slots__", ()))
+            code = cls.__init__.__code__
+            cls._fields = code.co_varnames[1 : code.co_argcount + code.co_kwonlyargcount]
 
     def _values(self) -> tuple[Any, ...]:
         return tuple([getattr(self, k) for k in self._fields])

@@ -127,13 +127,20 @@ class BufferResult(Record):
         self.path_a = path_a
         self.path_b = path_b
         self.message = message
-        if facts is None:
-            facts = named_facts(named) if named else UNKNOWN
+        if named:
+            if facts is not None:
+                raise TypeError("BufferResult: give facts as a tuple or by name, not both")
+            facts = named_facts(named)
+        elif facts is None:
+            facts = UNKNOWN
         elif len(facts) != len(RESULT_FACTS):
             raise TypeError(f"BufferResult: {len(facts)} facts, not {len(RESULT_FACTS)}")
-        if named:
-            raise TypeError(f"BufferResult: no such field or fact: {', '.join(named)}")
         self.facts = facts
+
+    def __repr__(self) -> str:
+        named = [f"{k}={getattr(self, k)!r}" for k in self._fields[:-1]]
+        named += [f"{k}={v!r}" for k, v in zip(_FACT_NAMES, self.facts, strict=True)]
+        return f"BufferResult({', '.join(named)})"
 
     def replace(self, **changes: Any) -> BufferResult:
         """A copy with the given fields or facts changed."""

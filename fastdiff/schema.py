@@ -67,7 +67,6 @@ class Schema(Record):
     """
 
     __slots__ = ("_exact", "_globs", "default_dtype", "groups", "name")
-    _fields = ("name", "groups", "default_dtype")
 
     def __init__(self, name: str, groups: tuple[Group, ...], default_dtype: str = "u8") -> None:
         self.name = name

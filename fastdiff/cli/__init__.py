@@ -395,8 +395,6 @@ def _print_errors(report: Report) -> None:
 
 def _run_compare(args: argparse.Namespace) -> int:
     from ..compare import compare_runs
-    from ..render.json import render_json
-    from ..render.text import render_text
     from ..stages.verdict import exit_code
 
     options = _options(args)
@@ -407,7 +405,14 @@ def _run_compare(args: argparse.Namespace) -> int:
         if cache is not None:
             cache.close()
     _print_errors(report)
-    text = render_json(report) if args.format == "json" else render_text(report, args.verbose)
+    if args.format == "json":
+        from ..render.json import render_json
+
+        text = render_json(report)
+    else:
+        from ..render.text import render_text
+
+        text = render_text(report, args.verbose)
     write_stdout(text)
     return exit_code(report)
 

@@ -201,6 +201,7 @@ class ScanStats(Record):
     """
 
     __slots__ = tuple(f.name for f in KERNEL_FACTS)
+    _fields = __slots__
 
     def __init__(self, **values: Any) -> None:
         for f in KERNEL_FACTS:
@@ -273,11 +274,20 @@ NOTHING_DIFFERS = result_facts(ScanStats())
 UNKNOWN: tuple[None, ...] = (None,) * len(RESULT_FACTS)
 
 
+_POSITION = {name: i for i, name in enumerate(RESULT_NAMES)}
+
+
 def named_facts(values: dict[str, Any]) -> tuple[Any, ...]:
-    """Result facts from keyword values (the others None); pops what it uses."""
-    facts = tuple([values.pop(name, None) for name in RESULT_NAMES])
-    if facts == UNKNOWN:
-        return UNKNOWN
-    if facts == NOTHING_DIFFERS:
+    """Result facts from keyword values (the others None). Raises TypeError
+    for a name that is no result fact."""
+    facts = list(UNKNOWN)
+    for name, value in values.items():
+        if name not in _POSITION:
+            raise TypeError(f"no such fact: {name!r}")
+        facts[_POSITION[name]] = value
+    if facts == _NOTHING_DIFFERS:
         return NOTHING_DIFFERS  # shared: most buffers are equal
-    return facts
+    return UNKNOWN if facts == _UNKNOWN else tuple(facts)
+
+
+_NOTHING_DIFFERS, _UNKNOWN = list(NOTHING_DIFFERS), list(UNKNOWN)

@@ -54,6 +54,8 @@ def display_path(text: str) -> str:
 
 def is_utf8(text: str) -> bool:
     """True unless ``text`` holds undecodable bytes (or other lone surrogates)."""
+    if text.isascii():
+        return True
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:

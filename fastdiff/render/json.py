@@ -14,8 +14,9 @@ by the C encoder, line by line, and still reads well and diffs well.
 from __future__ import annotations
 
 import json
+from itertools import islice
 
-from ..kernels.facts import RESULT_FACTS, json_number
+from ..kernels.facts import NOTHING_DIFFERS, RESULT_FACTS, UNKNOWN, json_number
 from .escape import json_text, path_record, put_text
 
 TYPE_CHECKING = False
@@ -32,6 +33,24 @@ __all__ = ["JSON_SCHEMA_VERSION", "buffer_dict", "json_number", "render_json", "
 _FACTS = tuple((f.name, f.json) for f in RESULT_FACTS)
 
 
+def _facts_dict(facts: tuple[Any, ...]) -> dict[str, Any]:
+    """A result's facts as JSON values, by name, in ``FACTS`` order."""
+    d: dict[str, Any] = {}
+    for (name, to_json), value in zip(_FACTS, facts, strict=True):
+        if value is not None:
+            if to_json is not None:
+                value = to_json(value)
+            elif isinstance(value, str):
+                value = json_text(value)
+        d[name] = value
+    return d
+
+
+#: The JSON of the facts most buffers share (the tuples are kept alive by
+#: ``kernels.facts``, so their ids stay theirs).
+_SHARED = {id(facts): _facts_dict(facts) for facts in (NOTHING_DIFFERS, UNKNOWN)}
+
+
 def buffer_dict(b: BufferResult) -> dict[str, Any]:
     """A buffer's JSON object: identity, facts (in ``FACTS`` order), paths, message."""
     d: dict[str, Any] = {"step": b.step}
@@ -41,13 +60,8 @@ def buffer_dict(b: BufferResult) -> dict[str, Any]:
     d["status"] = b.status
     d["n_elements_a"] = b.n_elements_a
     d["n_elements_b"] = b.n_elements_b
-    for (name, to_json), value in zip(_FACTS, b.facts, strict=True):
-        if value is not None:
-            if to_json is not None:
-                value = to_json(value)
-            elif isinstance(value, str):
-                value = json_text(value)
-        d[name] = value
+    shared = _SHARED.get(id(b.facts))
+    d.update(_facts_dict(b.facts) if shared is None else shared)
     put_text(d, "path_a", b.path_a)
     put_text(d, "path_b", b.path_b)
     d["message"] = None if b.message is None else json_text(b.message)
@@ -102,6 +116,27 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, allow_nan=False)
 
 
+#: Records encoded per call of the encoder (bounds the dicts alive at once).
+_BATCH = 512
+
+
+def _encoded(rows: Iterator[dict[str, Any]]) -> Iterator[str]:
+    """Each record as compact JSON. A batch of records is encoded in one call
+    (setting the encoder up costs about as much as encoding a small record)
+    and cut at ``}, {``, where each record meets the next. The cut is right
+    when those are the only places it occurs, i.e. when the parts number
+    the records; otherwise (a string, or a list of objects in a record,
+    holding ``}, {``) the batch is encoded record by record."""
+    while batch := list(islice(rows, _BATCH)):
+        parts = _dumps(batch)[1:-1].split("}, {")
+        if len(parts) != len(batch):
+            yield from map(_dumps, batch)
+            continue
+        last = len(parts) - 1
+        for i, part in enumerate(parts):
+            yield ("{" if i else "") + part + ("}" if i < last else "")
+
+
 def iter_json(report: Report, indent: int = 2) -> Iterator[str]:
     """The lines of ``render_json(report, indent)``, each ending in a newline."""
     pad = " " * indent
@@ -114,8 +149,8 @@ def iter_json(report: Report, indent: int = 2) -> Iterator[str]:
             yield f"{pad}{name}: {_dumps(value)}{comma}\n"
             continue
         first = True
-        for row in value:
-            yield (f"{pad}{name}: [\n" if first else ",\n") + f"{pad}{pad}{_dumps(row)}"
+        for row in _encoded(value):
+            yield (f"{pad}{name}: [\n" if first else ",\n") + f"{pad}{pad}{row}"
             first = False
         yield f"{pad}{name}: []{comma}\n" if first else f"\n{pad}]{comma}\n"
     yield "}\n"
