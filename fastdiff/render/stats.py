@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 from .escape import display_path, path_record
 from .fmt import format_bytes, format_steps, plural
 
@@ -98,6 +96,8 @@ def stats_dict(s: RunStats) -> dict[str, Any]:
 
 
 def render_stats_json(s: RunStats, indent: int | None = 2) -> str:
+    import json
+
     return json.dumps(stats_dict(s), indent=indent, allow_nan=False) + "\n"
 
 
