@@ -6,7 +6,10 @@
   ``BufferResult`` and the key in the JSON report;
 - ``source``: where its value comes from. ``KERNEL``: every engine computes
   it over each piece of a scan, and the pieces' values are merged.
-  ``DERIVED``: computed from the merged kernel facts by ``derive``.
+  ``DERIVED``: computed from the merged kernel facts by ``derive`` (a
+  fact that also needs the buffer's length, dtype or shape, such as a
+  fraction of differing elements, gets them as a second argument, added
+  to ``result_facts`` with the first such fact).
   ``READ``: read back from the files by the scan stage (the values at the
   first differing index). ``DIGEST``: set when chunk digests alone decide;
 - ``merge`` (kernel facts): how the values of two consecutive pieces
@@ -28,8 +31,9 @@
   the compiled kernels see as a compile-time constant.
 
 Adding a fact is one entry here plus the code in each engine that computes
-it (plus a text part if the text report shows it). Say every engine also
-counted pairs of -0.0 against +0.0::
+it (plus a text part if the text report shows it, and the fact in the naive
+twin ``tests/naive.py``, whose whole result every engine must match). Say
+every engine also counted pairs of -0.0 against +0.0::
 
     Fact("n_signed_zero", merge=SUM, zero=0)
 
@@ -40,8 +44,8 @@ field, the JSON key and the null/0 convention follow from the entry. Facts
 of other shapes fit the same way with their own merge and store kinds: a
 histogram merges by elementwise sum (its own array), a list of ranges by
 joining the last range of one piece to the first of the next (with its
-count as ``pair``, shifted as indices), a ratio such as ``n_diff`` over the
-common length is ``DERIVED``.
+count as ``pair``, shifted as indices); their values in ``ScanStats`` may be
+tuples, and the compiled engine gives each such fact an array of its own.
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ _EXPORTS = {
     "format_buffer": "text",
     "format_value": "text",
     "render_json": "json",
+    "iter_json": "json",
     "report_dict": "json",
     "buffer_dict": "json",
     "json_number": "json",

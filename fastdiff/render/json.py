@@ -28,7 +28,14 @@ if TYPE_CHECKING:
 
 JSON_SCHEMA_VERSION = 1
 
-__all__ = ["JSON_SCHEMA_VERSION", "buffer_dict", "json_number", "render_json", "report_dict"]
+__all__ = [
+    "JSON_SCHEMA_VERSION",
+    "buffer_dict",
+    "iter_json",
+    "json_number",
+    "render_json",
+    "report_dict",
+]
 
 _FACTS = tuple((f.name, f.json) for f in RESULT_FACTS)
 
@@ -138,7 +145,8 @@ def _encoded(rows: Iterator[dict[str, Any]]) -> Iterator[str]:
 
 
 def iter_json(report: Report, indent: int = 2) -> Iterator[str]:
-    """The lines of ``render_json(report, indent)``, each ending in a newline."""
+    """The lines of ``render_json(report, indent)``, each ending in a newline:
+    write them as they come to stream a large report."""
     pad = " " * indent
     items = list(_report_items(report))
     yield "{\n"
