@@ -100,7 +100,7 @@ class BufferResult(Record):
         "path_b",
         "status",
         "step",
-    )  # fmt: skip
+    )
 
     def __init__(
         self,
@@ -232,7 +232,7 @@ class Work(Record):
         "files_hashed",
         "jobs",
         "pairs_scanned",
-    )  # fmt: skip
+    )
 
     def __init__(
         self,
@@ -274,7 +274,7 @@ class Report(Record):
         "tolerance",
         "verdict",
         "work",
-    )  # fmt: skip
+    )
 
     def __init__(
         self,

@@ -153,7 +153,7 @@ class RunStats(Record):
         "source",
         "steps",
         "total",
-    )  # fmt: skip
+    )
 
     def __init__(
         self,

@@ -47,7 +47,7 @@ class Progress:
         "total_bytes",
         "total_files",
         "total_pairs",
-    )  # fmt: skip
+    )
 
     def __init__(self, stream: TextIO | None = None, interval: float = 0.1) -> None:
         self.status = StatusLine(stream)

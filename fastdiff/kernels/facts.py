@@ -101,7 +101,7 @@ class Fact:
         "source",
         "store",
         "zero",
-    )  # fmt: skip
+    )
 
     def __init__(
         self,
