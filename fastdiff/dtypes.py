@@ -7,42 +7,57 @@ value is only used for deltas and tolerances.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from .record import Record
 
-Kind = Literal["uint", "int", "float"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Literal
+
+    Kind = Literal["uint", "int", "float"]
+else:
+    Kind = str
+
+#: ``struct`` codes of the unsigned integers of each width.
+_UNSIGNED = {1: "B", 2: "H", 4: "I", 8: "Q"}
 
 
-@dataclass(frozen=True)
-class DType:
-    """One element type: its short name, width in bytes and kind."""
+class DType(Record):
+    """One element type: its short name, width in bytes and kind.
 
-    name: str
-    itemsize: int
-    kind: Kind
-    numpy: str  # the numpy dtype string used to view values ("<f4"); bf16 has none
+    ``numpy``: the numpy dtype string used to view values (``"<f4"``; bf16
+    has none); ``code``: the ``struct`` format character of a value (bf16
+    has none: it is the top half of an f32). ``bits`` and ``bits_code``: the
+    numpy dtype string and ``struct`` character of the unsigned view of the
+    same width, on which equality is decided.
+    """
 
-    @property
-    def bits(self) -> str:
-        """numpy dtype string of the unsigned view of the same width."""
-        return f"<u{self.itemsize}"
+    __slots__ = ("bits", "bits_code", "code", "itemsize", "kind", "name", "numpy")
+
+    def __init__(self, name: str, itemsize: int, kind: Kind, numpy: str, code: str) -> None:
+        self.name = name
+        self.itemsize = itemsize
+        self.kind = kind
+        self.numpy = numpy
+        self.code = code
+        self.bits = f"<u{itemsize}"
+        self.bits_code = _UNSIGNED[itemsize]
 
 
 DTYPES: dict[str, DType] = {
     d.name: d
     for d in (
-        DType("u8", 1, "uint", "<u1"),
-        DType("i8", 1, "int", "<i1"),
-        DType("u16", 2, "uint", "<u2"),
-        DType("i16", 2, "int", "<i2"),
-        DType("u32", 4, "uint", "<u4"),
-        DType("i32", 4, "int", "<i4"),
-        DType("u64", 8, "uint", "<u8"),
-        DType("i64", 8, "int", "<i8"),
-        DType("f16", 2, "float", "<f2"),
-        DType("bf16", 2, "float", ""),
-        DType("f32", 4, "float", "<f4"),
-        DType("f64", 8, "float", "<f8"),
+        DType("u8", 1, "uint", "<u1", "B"),
+        DType("i8", 1, "int", "<i1", "b"),
+        DType("u16", 2, "uint", "<u2", "H"),
+        DType("i16", 2, "int", "<i2", "h"),
+        DType("u32", 4, "uint", "<u4", "I"),
+        DType("i32", 4, "int", "<i4", "i"),
+        DType("u64", 8, "uint", "<u8", "Q"),
+        DType("i64", 8, "int", "<i8", "q"),
+        DType("f16", 2, "float", "<f2", "e"),
+        DType("bf16", 2, "float", "", ""),
+        DType("f32", 4, "float", "<f4", "f"),
+        DType("f64", 8, "float", "<f8", "d"),
     )
 }
 
@@ -60,26 +75,11 @@ def get_dtype(name: str) -> DType:
         raise ValueError(f"unknown dtype {name!r} (valid: {valid})") from None
 
 
-_STRUCT = {
-    "u8": "<B",
-    "i8": "<b",
-    "u16": "<H",
-    "i16": "<h",
-    "u32": "<I",
-    "i32": "<i",
-    "u64": "<Q",
-    "i64": "<q",
-    "f16": "<e",
-    "f32": "<f",
-    "f64": "<d",
-}
-
-
 def decode(dt: DType, raw: bytes) -> int | float:
     """The value of one little-endian element (no numpy needed)."""
     import struct
 
     if dt.name == "bf16":
         return float(struct.unpack("<f", b"\x00\x00" + raw)[0])
-    value = struct.unpack(_STRUCT[dt.name], raw)[0]
+    value = struct.unpack("<" + dt.code, raw)[0]
     return float(value) if dt.kind == "float" else int(value)

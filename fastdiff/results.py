@@ -1,25 +1,50 @@
-"""Result types: plain frozen dataclasses, the data every renderer reads.
+"""Result types: immutable values (``Record`` slots classes), the data every
+renderer reads.
 
-``BufferResult`` is one buffer at one step; ``Report`` is one run pair. The
-field names of ``BufferResult`` are the JSON contract (``render.render_json``).
+``BufferResult`` is one buffer at one step: who it is (step, name, group,
+dtype, status, element counts, paths, message) and the facts compared
+about it, one per entry of ``kernels.facts.FACTS`` (each readable as an
+attribute by its name). ``Report`` is one run pair. Field and fact names
+are the JSON contract (``render.json``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal
+from .kernels.facts import COUNT_FIELDS, RESULT_FACTS, UNKNOWN, named_facts
+from .record import Record
 
-Status = Literal[
-    "equal",
-    "diverged",
-    "within_tolerance",
-    "length_mismatch",
-    "only_in_a",
-    "only_in_b",
-    "malformed",
-    "error",
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    Status = Literal[
+        "equal",
+        "diverged",
+        "within_tolerance",
+        "length_mismatch",
+        "only_in_a",
+        "only_in_b",
+        "malformed",
+        "error",
+    ]
+    Verdict = Literal["identical", "diverged", "error"]
+    GroupStatus = Literal["equal", "diverged", "absent", "error"]
+else:
+    Status = Verdict = GroupStatus = str
+
+__all__ = [
+    "COUNT_FIELDS",
+    "DIVERGENT",
+    "PROBLEM_KINDS",
+    "TROUBLE",
+    "BufferResult",
+    "GroupVerdict",
+    "Problem",
+    "Report",
+    "Skipped",
+    "StepSummary",
+    "Work",
 ]
-Verdict = Literal["identical", "diverged", "error"]
 
 #: What a Problem is about (``Problem.kind``):
 #: ``missing``    a run folder or manifest that does not exist;
@@ -50,107 +75,233 @@ TROUBLE: frozenset[str] = frozenset({"malformed", "error"})
 
 Number = int | float
 
-#: The element counts of a buffer. Where elements were compared (the whole
-#: buffer, or the common prefix of a length mismatch, decided by digest or by
-#: scan) each is an int, 0 when nothing differs; where they were not (a
-#: buffer in one run only, malformed, an error, a prefix a manifest's digests
-#: cannot decide) each is None.
-COUNT_FIELDS = ("n_diff", "n_within_tolerance", "n_nan_mismatch", "n_inf_mismatch")
+
+class BufferResult(Record):
+    """One buffer at one step.
+
+    ``facts``: the values of ``RESULT_FACTS`` in their order (see
+    ``kernels.facts``); each is also an attribute by its name (``b.n_diff``).
+    Pass them as ``facts`` or by name (``n_diff=0``); facts not given are
+    None. Where elements were compared, the counts (``COUNT_FIELDS``) are
+    ints, 0 when nothing differs; where they were not (a buffer in one run
+    only, malformed, an error, a prefix a manifest's digests cannot decide)
+    they are None.
+    """
+
+    __slots__ = (
+        "dtype",
+        "facts",
+        "group",
+        "message",
+        "n_elements_a",
+        "n_elements_b",
+        "name",
+        "path_a",
+        "path_b",
+        "status",
+        "step",
+    )
+
+    def __init__(
+        self,
+        step: int,
+        name: str,
+        group: str,
+        dtype: str,
+        status: Status,
+        n_elements_a: int | None = None,
+        n_elements_b: int | None = None,
+        path_a: str | None = None,
+        path_b: str | None = None,
+        message: str | None = None,
+        facts: tuple[Any, ...] | None = None,
+        **named: Any,
+    ) -> None:
+        self.step = step
+        self.name = name
+        self.group = group
+        self.dtype = dtype
+        self.status = status
+        self.n_elements_a = n_elements_a
+        self.n_elements_b = n_elements_b
+        self.path_a = path_a
+        self.path_b = path_b
+        self.message = message
+        if named:
+            if facts is not None:
+                raise TypeError("BufferResult: give facts as a tuple or by name, not both")
+            facts = named_facts(named)
+        elif facts is None:
+            facts = UNKNOWN
+        elif len(facts) != len(RESULT_FACTS):
+            raise TypeError(f"BufferResult: {len(facts)} facts, not {len(RESULT_FACTS)}")
+        self.facts = facts
+
+    def __repr__(self) -> str:
+        named = [f"{k}={getattr(self, k)!r}" for k in self._fields[:-1]]
+        named += [f"{k}={v!r}" for k, v in zip(_FACT_NAMES, self.facts, strict=True)]
+        return f"BufferResult({', '.join(named)})"
+
+    def replace(self, **changes: Any) -> BufferResult:
+        """A copy with the given fields or facts changed."""
+        values = self.as_dict()
+        facts = dict(zip(_FACT_NAMES, values.pop("facts"), strict=True))
+        for k, v in changes.items():
+            (facts if k in facts else values)[k] = v
+        return BufferResult(**values, facts=named_facts(facts))
 
 
-@dataclass(frozen=True)
-class BufferResult:
-    step: int
-    name: str
-    group: str
-    dtype: str
-    status: Status
-    n_elements_a: int | None = None
-    n_elements_b: int | None = None
-    n_diff: int | None = None
-    n_within_tolerance: int | None = None
-    first_index: int | None = None
-    a: Number | None = None
-    b: Number | None = None
-    a_bits: str | None = None
-    b_bits: str | None = None
-    max_abs_delta: Number | None = None
-    max_abs_delta_index: int | None = None
-    n_nan_mismatch: int | None = None
-    n_inf_mismatch: int | None = None
-    #: Byte range of the first chunk whose digests differ, when only digests
-    #: were compared (a manifest on one side).
-    first_divergent_chunk: tuple[int, int] | None = None
-    path_a: str | None = None
-    path_b: str | None = None
-    message: str | None = None
+_FACT_NAMES = tuple(f.name for f in RESULT_FACTS)
 
 
-@dataclass(frozen=True)
-class GroupVerdict:
+def _fact_property(i: int, name: str) -> property:
+    def get(self: BufferResult) -> Any:
+        return self.facts[i]
+
+    get.__name__ = name
+    return property(get, doc=f"The fact {name!r} (``kernels.facts.FACTS``).")
+
+
+for _i, _name in enumerate(_FACT_NAMES):
+    setattr(BufferResult, _name, _fact_property(_i, _name))
+del _i, _name
+
+
+class GroupVerdict(Record):
     """One group at the first divergent step."""
 
-    key: str
-    title: str
-    status: Literal["equal", "diverged", "absent", "error"]
-    diverged: tuple[str, ...]
-    hint: str
+    __slots__ = ("diverged", "hint", "key", "status", "title")
+
+    def __init__(
+        self, key: str, title: str, status: GroupStatus, diverged: tuple[str, ...], hint: str
+    ) -> None:
+        self.key = key
+        self.title = title
+        self.status = status
+        self.diverged = diverged
+        self.hint = hint
 
 
-@dataclass(frozen=True)
-class StepSummary:
-    step: int
-    counts: tuple[tuple[str, int], ...]  # (status, how many), in a fixed order
-    diverged_groups: tuple[str, ...]
+class StepSummary(Record):
+    """One step: how many buffers have each status, and the groups diverging."""
+
+    __slots__ = ("counts", "diverged_groups", "step")
+
+    def __init__(
+        self, step: int, counts: tuple[tuple[str, int], ...], diverged_groups: tuple[str, ...]
+    ) -> None:
+        self.step = step
+        self.counts = counts  # (status, how many), in a fixed order
+        self.diverged_groups = diverged_groups
 
 
-@dataclass(frozen=True)
-class Skipped:
+class Skipped(Record):
     """An entry of a run folder that is not compared, and why."""
 
-    path: str
-    reason: str
+    __slots__ = ("path", "reason")
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
 
 
-@dataclass(frozen=True)
-class Problem:
+class Problem(Record):
     """An error about one path: what is wrong and what to do, in one line.
 
     ``kind`` lets a caller act on it without parsing the message: one of
     ``PROBLEM_KINDS``.
     """
 
-    path: str
-    message: str
-    kind: str = "error"
+    __slots__ = ("kind", "message", "path")
+
+    def __init__(self, path: str, message: str, kind: str = "error") -> None:
+        self.path = path
+        self.message = message
+        self.kind = kind
 
 
-@dataclass(frozen=True)
-class Work:
+class Work(Record):
     """What the comparison did, for the curious and for benchmarks."""
 
-    files_hashed: int = 0
-    bytes_hashed: int = 0
-    pairs_scanned: int = 0
-    bytes_scanned: int = 0
-    engine: str | None = None
-    executor: str = "serial"
-    jobs: int = 1
-    elapsed_s: float = 0.0
+    __slots__ = (
+        "bytes_hashed",
+        "bytes_scanned",
+        "elapsed_s",
+        "engine",
+        "executor",
+        "files_hashed",
+        "jobs",
+        "pairs_scanned",
+    )
+
+    def __init__(
+        self,
+        files_hashed: int = 0,
+        bytes_hashed: int = 0,
+        pairs_scanned: int = 0,
+        bytes_scanned: int = 0,
+        engine: str | None = None,
+        executor: str = "serial",
+        jobs: int = 1,
+        elapsed_s: float = 0.0,
+    ) -> None:
+        self.files_hashed = files_hashed
+        self.bytes_hashed = bytes_hashed
+        self.pairs_scanned = pairs_scanned
+        self.bytes_scanned = bytes_scanned
+        self.engine = engine
+        self.executor = executor
+        self.jobs = jobs
+        self.elapsed_s = elapsed_s
 
 
-@dataclass(frozen=True)
-class Report:
-    run_a: str
-    run_b: str
-    schema: str
-    verdict: Verdict
-    first_divergent_step: int | None
-    first_divergent_groups: tuple[str, ...]
-    groups: tuple[GroupVerdict, ...]
-    steps: tuple[StepSummary, ...]
-    buffers: tuple[BufferResult, ...]
-    skipped: tuple[Skipped, ...]
-    errors: tuple[Problem, ...]
-    tolerance: dict[str, object] = field(default_factory=dict)
-    work: Work = field(default_factory=Work)
+class Report(Record):
+    """One run pair compared: the verdict, per-group and per-step summaries,
+    every buffer (sorted by step, pipeline order, name), what was skipped and
+    the errors."""
+
+    __slots__ = (
+        "buffers",
+        "errors",
+        "first_divergent_groups",
+        "first_divergent_step",
+        "groups",
+        "run_a",
+        "run_b",
+        "schema",
+        "skipped",
+        "steps",
+        "tolerance",
+        "verdict",
+        "work",
+    )
+
+    def __init__(
+        self,
+        run_a: str,
+        run_b: str,
+        schema: str,
+        verdict: Verdict,
+        first_divergent_step: int | None,
+        first_divergent_groups: tuple[str, ...],
+        groups: tuple[GroupVerdict, ...],
+        steps: tuple[StepSummary, ...],
+        buffers: tuple[BufferResult, ...],
+        skipped: tuple[Skipped, ...],
+        errors: tuple[Problem, ...],
+        tolerance: dict[str, object] | None = None,
+        work: Work | None = None,
+    ) -> None:
+        self.run_a = run_a
+        self.run_b = run_b
+        self.schema = schema
+        self.verdict = verdict
+        self.first_divergent_step = first_divergent_step
+        self.first_divergent_groups = first_divergent_groups
+        self.groups = groups
+        self.steps = steps
+        self.buffers = buffers
+        self.skipped = skipped
+        self.errors = errors
+        self.tolerance = {} if tolerance is None else tolerance
+        self.work = Work() if work is None else work

@@ -24,72 +24,82 @@ is a TOML file::
 
 from __future__ import annotations
 
-import fnmatch
-import json
 import os
-import re
-from dataclasses import dataclass
 
 from .dtypes import DTYPES
 from .errors import SchemaError
+from .record import Record
 
 OTHER = "other"
-_GLOB_CHARS = re.compile(r"[*?\[]")
 
 
-@dataclass(frozen=True)
-class Member:
-    pattern: str
-    dtype: str
+class Member(Record):
+    """A buffer name, or a glob pattern (``*``, ``?``, ``[...]``), and its dtype."""
+
+    __slots__ = ("dtype", "pattern")
+
+    def __init__(self, pattern: str, dtype: str) -> None:
+        self.pattern = pattern
+        self.dtype = dtype
 
     @property
     def is_glob(self) -> bool:
-        return bool(_GLOB_CHARS.search(self.pattern))
+        return any(c in self.pattern for c in "*?[")
 
 
-@dataclass(frozen=True)
-class Group:
-    key: str
-    title: str
-    hint: str
-    members: tuple[Member, ...]
+class Group(Record):
+    __slots__ = ("hint", "key", "members", "title")
+
+    def __init__(self, key: str, title: str, hint: str, members: tuple[Member, ...]) -> None:
+        self.key = key
+        self.title = title
+        self.hint = hint
+        self.members = members
 
 
 OTHER_GROUP = Group(OTHER, "not in the schema", "", ())
 
 
-@dataclass(frozen=True)
-class Schema:
-    name: str
-    groups: tuple[Group, ...]
-    default_dtype: str = "u8"
+class Schema(Record):
+    """Groups in pipeline order, and the dtype of buffers in none of them.
 
-    def __post_init__(self) -> None:
+    Raises SchemaError when a member is in two groups.
+    """
+
+    __slots__ = ("_exact", "_globs", "default_dtype", "groups", "name")
+
+    def __init__(self, name: str, groups: tuple[Group, ...], default_dtype: str = "u8") -> None:
+        self.name = name
+        self.groups = groups
+        self.default_dtype = default_dtype
         exact: dict[str, tuple[str, str]] = {}
         globs: list[tuple[str, str, str]] = []
         owner: dict[str, str] = {}
-        for g in self.groups:
+        for g in groups:
             for m in g.members:
                 if owner.setdefault(m.pattern, g.key) != g.key:
                     raise SchemaError(
-                        f"schema {self.name!r}: member {m.pattern!r} is in groups "
+                        f"schema {name!r}: member {m.pattern!r} is in groups "
                         f"{owner[m.pattern]!r} and {g.key!r}; a buffer belongs to one group"
                     )
                 if m.is_glob:
                     globs.append((m.pattern, g.key, m.dtype))
                 else:
                     exact.setdefault(m.pattern, (g.key, m.dtype))
-        object.__setattr__(self, "_exact", exact)
-        object.__setattr__(self, "_globs", tuple(globs))
+        self._exact = exact
+        self._globs = tuple(globs)
 
     def classify(self, name: str) -> tuple[str, str]:
         """(group key, dtype) of a buffer: exact names first, then globs in order."""
-        hit = self._exact.get(name)  # type: ignore[attr-defined]
+        hit = self._exact.get(name)
         if hit is not None:
-            return hit  # type: ignore[no-any-return]
-        for pattern, key, dtype in self._globs:  # type: ignore[attr-defined]
-            if fnmatch.fnmatchcase(name, pattern):
-                return key, dtype
+            return hit
+        if self._globs:
+            from fnmatch import fnmatchcase
+
+            for pattern, key, dtype in self._globs:
+                if fnmatchcase(name, pattern):
+                    return key, dtype
         return OTHER, self.default_dtype
 
     def with_default_dtype(self, dtype: str) -> Schema:
@@ -183,6 +193,8 @@ _GROUP_KEYS = {"key", "title", "hint", "members"}
 
 def _line_of(text: str, group_index: int | None, key: str) -> int:
     """1-based line where ``key`` is assigned (inside the n-th [[group]] if given)."""
+    import re
+
     lines = text.splitlines()
     pattern = re.compile(r'^\s*(?:"?)' + re.escape(key) + r'(?:"?)\s*=')
     block = -1
@@ -207,6 +219,8 @@ def _line_of(text: str, group_index: int | None, key: str) -> int:
 def _member_line(text: str, group_index: int, name: str) -> int:
     """1-based line of member ``name`` in the n-th [[group]]'s ``[group.members]``
     table; else the line of its ``members`` key (an inline table), or its header."""
+    import re
+
     member = re.compile(r"""^\s*(?:{0}|"{0}"|'{0}')\s*=""".format(re.escape(name)))
     block = -1
     in_members = False
@@ -336,6 +350,8 @@ def resolve_schema(spec: str | None, default_dtype: str | None = None) -> Schema
 
 def schema_to_toml(schema: Schema) -> str:
     """The schema written as a TOML file that ``load_schema`` reads back."""
+
+    import json
 
     def q(s: str) -> str:
         # A TOML basic string: JSON's escapes are TOML's, but for DEL.

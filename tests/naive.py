@@ -3,7 +3,8 @@
 One Python loop over the elements, decoding each one with ``int.from_bytes``
 or ``struct``; every rule of the spec is written out literally. It is only
 meant for small arrays in tests. It deliberately imports nothing from
-fastdiff (the result is a plain dict with the ScanStats field names).
+fastdiff (the result is a plain dict with the ScanStats field names, the
+kernel facts of ``fastdiff.kernels.facts``).
 """
 
 from __future__ import annotations
@@ -162,11 +163,11 @@ def naive_scan(
 
     return {
         "n_diff": n_diff,
-        "n_within": n_within,
+        "n_within_tolerance": n_within,
         "first_diff": first_diff,
         "first_any": first_any,
-        "max_delta": max_delta,
-        "max_index": max_index,
-        "n_nan": n_nan,
-        "n_inf": n_inf,
+        "max_abs_delta": max_delta,
+        "max_abs_delta_index": max_index,
+        "n_nan_mismatch": n_nan,
+        "n_inf_mismatch": n_inf,
     }

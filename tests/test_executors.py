@@ -53,7 +53,7 @@ def port_8787_taken() -> object:
 
 
 def payload(reports: list[Report]) -> list[str]:
-    return [render_json(replace(r, work=type(r.work)())) for r in reports]
+    return [render_json(r.replace(work=type(r.work)())) for r in reports]
 
 
 # A small chunk size: files have several chunks, and differing ones are scanned.

@@ -10,7 +10,6 @@ equals one whole scan.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import json
 import math
@@ -125,21 +124,29 @@ def naive(a, b, dtype: str, tol: Tolerance = EXACT) -> dict:
 
 
 def check_types(got: ScanStats, dtype: str) -> None:
-    for field in ("n_diff", "n_within", "first_diff", "first_any", "max_index", "n_nan", "n_inf"):
+    for field in (
+        "n_diff",
+        "n_within_tolerance",
+        "first_diff",
+        "first_any",
+        "max_abs_delta_index",
+        "n_nan_mismatch",
+        "n_inf_mismatch",
+    ):
         value = getattr(got, field)
         assert isinstance(value, int) and not isinstance(value, bool), (field, type(value))
-    if got.max_delta is not None:
+    if got.max_abs_delta is not None:
         if kind(dtype) == "float":
-            assert isinstance(got.max_delta, float), type(got.max_delta)
+            assert isinstance(got.max_abs_delta, float), type(got.max_abs_delta)
         else:
-            assert isinstance(got.max_delta, int), type(got.max_delta)
-            assert not isinstance(got.max_delta, bool)
+            assert isinstance(got.max_abs_delta, int), type(got.max_abs_delta)
+            assert not isinstance(got.max_abs_delta, bool)
 
 
 def assert_matches(got: ScanStats, want: dict, dtype: str) -> None:
     """Whole-ScanStats equality (floats by exact value, inf == inf)."""
     assert isinstance(got, ScanStats)
-    got_d = dataclasses.asdict(got)
+    got_d = got.as_dict()
     assert got_d == want, f"\n engine: {got_d}\n  naive: {want}"
     check_types(got, dtype)
 
@@ -289,11 +296,15 @@ def test_signed_zeros_differ_with_delta_zero(dtype, engine) -> None:
     a = pack(dtype, [sp(dtype, "one"), sp(dtype, "zero")])
     b = pack(dtype, [sp(dtype, "one"), sp(dtype, "zero", negative=True)])
     got = scan_and_check(a, b, dtype, EXACT, engine)
-    assert got == ScanStats(n_diff=1, first_diff=1, first_any=1, max_delta=0.0, max_index=1)
+    assert got == ScanStats(
+        n_diff=1, first_diff=1, first_any=1, max_abs_delta=0.0, max_abs_delta_index=1
+    )
     # zero ulp apart, and within any close-tolerance
     for tol in (Tolerance(ulp=0), Tolerance(atol=0.0), Tolerance(rtol=0.0)):
         got = scan_and_check(a, b, dtype, tol, engine)
-        assert got == ScanStats(n_within=1, first_any=1, max_delta=0.0, max_index=1)
+        assert got == ScanStats(
+            n_within_tolerance=1, first_any=1, max_abs_delta=0.0, max_abs_delta_index=1
+        )
 
 
 @engines
@@ -301,13 +312,26 @@ def test_signed_zeros_differ_with_delta_zero(dtype, engine) -> None:
 def test_nan_against_number(dtype, engine) -> None:
     a = pack(dtype, [sp(dtype, "qnan"), sp(dtype, "one")])
     b = enc(dtype, 1.0, 3.0)
-    want = ScanStats(n_diff=2, first_diff=0, first_any=0, max_delta=2.0, max_index=1, n_nan=1)
+    want = ScanStats(
+        n_diff=2,
+        first_diff=0,
+        first_any=0,
+        max_abs_delta=2.0,
+        max_abs_delta_index=1,
+        n_nan_mismatch=1,
+    )
     assert scan_and_check(a, b, dtype, EXACT, engine) == want
     # nan_equal only forgives NaN against NaN, and no tolerance forgives NaN vs number
     tol = Tolerance(atol=1e300, rtol=2.0, ulp=2**40, nan_equal=True)
     got = scan_and_check(a, b, dtype, tol, engine)
     assert got == ScanStats(
-        n_diff=1, n_within=1, first_diff=0, first_any=0, max_delta=2.0, max_index=1, n_nan=1
+        n_diff=1,
+        n_within_tolerance=1,
+        first_diff=0,
+        first_any=0,
+        max_abs_delta=2.0,
+        max_abs_delta_index=1,
+        n_nan_mismatch=1,
     )
 
 
@@ -317,10 +341,10 @@ def test_nan_payloads_and_nan_equal(dtype, engine) -> None:
     a = pack(dtype, [sp(dtype, "qnan"), sp(dtype, "snan", negative=True)])
     b = pack(dtype, [sp(dtype, "qnan_payload"), sp(dtype, "qnan")])
     assert scan_and_check(a, b, dtype, EXACT, engine) == ScanStats(
-        n_diff=2, first_diff=0, first_any=0, n_nan=2
+        n_diff=2, first_diff=0, first_any=0, n_nan_mismatch=2
     )
     assert scan_and_check(a, b, dtype, Tolerance(nan_equal=True), engine) == ScanStats(
-        n_within=2, first_any=0
+        n_within_tolerance=2, first_any=0
     )
 
 
@@ -331,12 +355,25 @@ def test_infinities(dtype, engine) -> None:
     big = sp(dtype, "max_finite")
     a = pack(dtype, [inf, inf, big, sp(dtype, "one")])
     b = pack(dtype, [ninf, big, inf, sp(dtype, "two")])
-    want = ScanStats(n_diff=4, first_diff=0, first_any=0, max_delta=1.0, max_index=3, n_inf=3)
+    want = ScanStats(
+        n_diff=4,
+        first_diff=0,
+        first_any=0,
+        max_abs_delta=1.0,
+        max_abs_delta_index=3,
+        n_inf_mismatch=3,
+    )
     assert scan_and_check(a, b, dtype, EXACT, engine) == want
     # inf vs the largest finite value is 1 ulp apart, yet never within tolerance
     tol = Tolerance(atol=1e300, rtol=2.0, ulp=2**40, nan_equal=True)
     want = ScanStats(
-        n_diff=3, n_within=1, first_diff=0, first_any=0, max_delta=1.0, max_index=3, n_inf=3
+        n_diff=3,
+        n_within_tolerance=1,
+        first_diff=0,
+        first_any=0,
+        max_abs_delta=1.0,
+        max_abs_delta_index=3,
+        n_inf_mismatch=3,
     )
     assert scan_and_check(a, b, dtype, tol, engine) == want
 
@@ -346,7 +383,7 @@ def test_infinities(dtype, engine) -> None:
 def test_inf_against_nan_counts_as_nan(dtype, engine) -> None:
     a = pack(dtype, [sp(dtype, "inf")])
     b = pack(dtype, [sp(dtype, "qnan")])
-    want = ScanStats(n_diff=1, first_diff=0, first_any=0, n_nan=1)
+    want = ScanStats(n_diff=1, first_diff=0, first_any=0, n_nan_mismatch=1)
     assert scan_and_check(a, b, dtype, Tolerance(nan_equal=True), engine) == want
 
 
@@ -355,12 +392,19 @@ def test_f64_delta_overflows_to_inf(engine) -> None:
     big = sp("f64", "max_finite")
     a = pack("f64", [sp("f64", "one"), big])
     b = pack("f64", [sp("f64", "two"), big | (1 << 63)])
-    want = ScanStats(n_diff=2, first_diff=0, first_any=0, max_delta=math.inf, max_index=1)
+    want = ScanStats(
+        n_diff=2, first_diff=0, first_any=0, max_abs_delta=math.inf, max_abs_delta_index=1
+    )
     assert scan_and_check(a, b, "f64", EXACT, engine) == want
     # an infinite delta is beyond any finite bound (rtol=1 would make the bound inf too)
     got = scan_and_check(a, b, "f64", Tolerance(atol=1e300, rtol=0.5), engine)
     assert got == ScanStats(
-        n_diff=1, n_within=1, first_diff=1, first_any=0, max_delta=math.inf, max_index=1
+        n_diff=1,
+        n_within_tolerance=1,
+        first_diff=1,
+        first_any=0,
+        max_abs_delta=math.inf,
+        max_abs_delta_index=1,
     )
 
 
@@ -384,10 +428,12 @@ def test_f64_delta_overflows_to_inf(engine) -> None:
 )
 def test_integer_extremes_exact(engine, dtype, x, y, delta) -> None:
     got = scan_and_check(enc(dtype, x), enc(dtype, y), dtype, EXACT, engine)
-    assert got == ScanStats(n_diff=1, first_diff=0, first_any=0, max_delta=delta, max_index=0)
-    assert type(got.max_delta) is int
+    assert got == ScanStats(
+        n_diff=1, first_diff=0, first_any=0, max_abs_delta=delta, max_abs_delta_index=0
+    )
+    assert type(got.max_abs_delta) is int
     got = scan_and_check(enc(dtype, y), enc(dtype, x), dtype, EXACT, engine)
-    assert got.max_delta == delta and type(got.max_delta) is int
+    assert got.max_abs_delta == delta and type(got.max_abs_delta) is int
 
 
 @engines
@@ -398,7 +444,7 @@ def test_wide_int_max_is_exact(engine, dtype) -> None:
     a = enc(dtype, lo, lo, lo + 1, lo)
     b = enc(dtype, lo + 2**64 - 2, lo + 5, lo + 2**64 - 1, lo + 2**64 - 1)
     got = scan_and_check(a, b, dtype, EXACT, engine)
-    assert got.max_delta == 2**64 - 1 and got.max_index == 3
+    assert got.max_abs_delta == 2**64 - 1 and got.max_abs_delta_index == 3
 
 
 @engines
@@ -410,7 +456,7 @@ def test_difference_only_at_last_element(engine, dtype) -> None:
     got = scan_and_check(a, b, dtype, EXACT, engine)
     delta = 1.0 if kind(dtype) == "float" else 1
     assert got == ScanStats(
-        n_diff=1, first_diff=n - 1, first_any=n - 1, max_delta=delta, max_index=n - 1
+        n_diff=1, first_diff=n - 1, first_any=n - 1, max_abs_delta=delta, max_abs_delta_index=n - 1
     )
 
 
@@ -425,8 +471,8 @@ def test_max_found_beyond_first_five_differences(engine, dtype) -> None:
         b[3 * i + 1] = d
     a_buf, b_buf = enc(dtype, *a), enc(dtype, *b)
     got = scan_and_check(a_buf, b_buf, dtype, EXACT, engine)
-    assert got.max_index == 3 * 8 + 1
-    assert got.max_delta == 64
+    assert got.max_abs_delta_index == 3 * 8 + 1
+    assert got.max_abs_delta == 64
     assert got.n_diff == len(deltas) - 1
     assert got.first_diff == got.first_any == 1
 
@@ -461,7 +507,7 @@ def test_max_found_beyond_first_five_differences(engine, dtype) -> None:
 )
 def test_tolerance_examples(engine, dtype, tol, a, b, within) -> None:
     got = scan_and_check(enc(dtype, a), enc(dtype, b), dtype, tol, engine)
-    assert (got.n_within, got.n_diff) == ((1, 0) if within else (0, 1))
+    assert (got.n_within_tolerance, got.n_diff) == ((1, 0) if within else (0, 1))
 
 
 @engines
@@ -471,9 +517,9 @@ def test_ulp_across_zero(engine, dtype) -> None:
     a = pack(dtype, [sp(dtype, "min_denormal"), sp(dtype, "zero")])
     b = pack(dtype, [sp(dtype, "min_denormal", True), sp(dtype, "min_denormal", True)])
     got = scan_and_check(a, b, dtype, Tolerance(ulp=1), engine)
-    assert (got.n_within, got.n_diff, got.first_diff) == (1, 1, 0)
+    assert (got.n_within_tolerance, got.n_diff, got.first_diff) == (1, 1, 0)
     got = scan_and_check(a, b, dtype, Tolerance(ulp=2), engine)
-    assert (got.n_within, got.n_diff) == (2, 0)
+    assert (got.n_within_tolerance, got.n_diff) == (2, 0)
 
 
 @engines
@@ -484,7 +530,7 @@ def test_huge_ulp_on_f64(engine) -> None:
     dist = 2 * big
     for ulp, within in [(dist, True), (dist - 1, False), (2**63 - 1, False), (2**64 - 1, True)]:
         got = scan_and_check(a, b, "f64", Tolerance(ulp=ulp), engine)
-        assert got.n_within == int(within), ulp
+        assert got.n_within_tolerance == int(within), ulp
 
 
 @engines
@@ -642,7 +688,7 @@ def test_integer_bound_is_exact(d, m, atol, rtol, k, at_bound) -> None:
     if x < TWO64:
         for engine in ENGINES:
             got = scan_bytes(enc("u64", x), enc("u64", m), "u64", tol, engine=engine)
-            assert got.n_within == int(want), engine
+            assert got.n_within_tolerance == int(want), engine
 
 
 @engines
@@ -682,7 +728,7 @@ def test_integer_bound_is_exact(d, m, atol, rtol, k, at_bound) -> None:
 )
 def test_integer_tolerance_examples(engine, dtype, tol, a, b, within) -> None:
     got = scan_and_check(enc(dtype, a), enc(dtype, b), dtype, tol, engine)
-    assert (got.n_within, got.n_diff) == ((1, 0) if within else (0, 1))
+    assert (got.n_within_tolerance, got.n_diff) == ((1, 0) if within else (0, 1))
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -758,7 +804,7 @@ def test_chunks_differences_only_in_middle_piece(engine, dtype) -> None:
     b_bits[160] = 1
     a, b = pack(dtype, a_bits), pack(dtype, b_bits)
     whole = scan_and_check(a, b, dtype, EXACT, engine)
-    assert whole.first_diff == whole.max_index == 150
+    assert whole.first_diff == whole.max_abs_delta_index == 150
     assert scan_in_pieces(a, b, dtype, EXACT, engine, [0, 100, 150, 151, 155, 161, n]) == whole
 
 
@@ -830,7 +876,7 @@ def test_bad_tolerances(kwargs) -> None:
 
 def test_naive_sanity() -> None:
     """The twin itself, on hand-computed cases."""
-    assert naive(enc("f32", 1.0, 2.0), enc("f32", 1.0, 5.0), "f32")["max_delta"] == 3.0
+    assert naive(enc("f32", 1.0, 2.0), enc("f32", 1.0, 5.0), "f32")["max_abs_delta"] == 3.0
     got = naive(enc("i64", -(2**63)), enc("i64", 2**63 - 1), "i64")
-    assert got["max_delta"] == 2**64 - 1
+    assert got["max_abs_delta"] == 2**64 - 1
     assert set(INTS) | set(FLOATS) == set(ALL_DTYPES)

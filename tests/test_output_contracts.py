@@ -1,6 +1,6 @@
 """What every report promises about its own shape, whatever the input.
 
-- Names are escaped one way everywhere (``discover.display_path``): a file
+- Names are escaped one way everywhere (``render.escape.display_path``): a file
   name holding bytes that are not UTF-8, a newline, an escape sequence or a
   Unicode line separator can never pass for a line of a text report, and
   stdout stays valid UTF-8. The JSON holds valid UTF-8 only, with the exact
@@ -33,10 +33,10 @@ from hypothesis import strategies as st
 from fastdiff import CompareOptions, compare_runs, render_json
 from fastdiff.dtypes import DTYPES
 from fastdiff.kernels import Tolerance
-from fastdiff.render import render_text
+from fastdiff.render.escape import display_path
+from fastdiff.render.text import render_text
 from fastdiff.results import COUNT_FIELDS
 from fastdiff.schema import Group, Member, Schema
-from fastdiff.stages.discover import display_path
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -170,7 +170,7 @@ def test_tolerance_statuses(tmp_path: Path) -> None:
 
 
 def _payload(report: object) -> str:
-    return render_json(replace(report, work=type(report.work)()))  # type: ignore[attr-defined]
+    return render_json(report.replace(work=type(report.work)()))  # type: ignore[attr-defined]
 
 
 def test_every_executor_gives_the_same_report(tmp_path: Path) -> None:
@@ -182,7 +182,7 @@ def test_every_executor_gives_the_same_report(tmp_path: Path) -> None:
             files[f"step_{step}_buf{k}.bin"] = (da, db)
     files["step_2_only_a.bin"] = (f32(1.0), None)
     a, b = make_runs(tmp_path, files)
-    base = CompareOptions(schema=replace(RAW, default_dtype="f32"), chunk_size=256)
+    base = CompareOptions(schema=RAW.with_default_dtype("f32"), chunk_size=256)
     reports = [
         compare_runs(a, b, replace(base, executor=k, jobs=2))
         for k in ("serial", "thread", "process")

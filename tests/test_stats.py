@@ -252,8 +252,8 @@ def test_malformed_size_is_reported_not_fatal() -> None:
             "group": "D",
             "dtype": "f32",
             "bytes": 10,
-            "message": "size 10 bytes is not a whole number of 4-byte f32 elements "
-            "(truncated dump, or wrong dtype in the schema?)",
+            "message": "size 10 bytes is not a whole number of 4-byte f32 elements; nothing "
+            "was compared for this buffer (truncated dump, or wrong dtype in the schema?)",
         }
     ]
     # group D at step 0: 11 files of 16 four-byte elements, unit_active (16 u8), and the

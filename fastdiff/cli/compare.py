@@ -29,7 +29,6 @@ ARGUMENTS = (
 
 def run(args: Namespace) -> int:
     from ..compare import compare_runs
-    from ..render import render_json, render_text
     from ..stages.verdict import exit_code
 
     options = options_of(args)
@@ -40,6 +39,13 @@ def run(args: Namespace) -> int:
         if cache is not None:
             cache.close()
     print_problems(report.errors)
-    text = render_json(report) if args.format == "json" else render_text(report, args.verbose)
+    if args.format == "json":  # each format loads only its own renderer (text: no json)
+        from ..render.json import render_json
+
+        text = render_json(report)
+    else:
+        from ..render.text import render_text
+
+        text = render_text(report, args.verbose)
     write_stdout(text)
     return exit_code(report)

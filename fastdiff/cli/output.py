@@ -33,7 +33,7 @@ def silence_stdout() -> None:
 
 def print_problems(problems: Iterable[Problem]) -> None:
     """One line on stderr per problem, its path and message escaped as in the reports."""
-    from ..stages.discover import display_path
+    from ..render.escape import display_path
 
     for e in problems:
         print(

@@ -35,7 +35,8 @@ ARGUMENTS = (
 
 
 def run(args: Namespace) -> int:
-    from ..stats import render_stats_json, render_stats_text, stats_for
+    from ..render.stats import render_stats_json, render_stats_text
+    from ..stats import stats_for
 
     stats = stats_for(args.run, given_schema(args), args.top)
     for note in stats.notes:

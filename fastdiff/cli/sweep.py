@@ -56,7 +56,7 @@ ARGUMENTS = (
 
 def run(args: Namespace) -> int:
     from ..engine.progress import Progress
-    from ..render import (
+    from ..render.sweep import (
         format_sweep_row,
         render_sweep_record,
         render_sweep_summary_record,

@@ -36,7 +36,8 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from ..stages.discover import DumpFile, display_path
+from ..render.escape import display_path
+from ..stages.discover import DumpFile
 from ..stages.hash import FileDigest, hash_batch
 
 #: Digests of files changed more recently than this are not cached.

@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import TextIO
 
+from ..render.fmt import format_bytes
 
-def _bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"  # pragma: no cover
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import TextIO
 
 
 class StatusLine:
     """One free-form status line (``fastdiff bench``), redrawn in place, erased at the end."""
+
+    __slots__ = ("_shown", "stream")
 
     def __init__(self, stream: TextIO | None = None) -> None:
         self.stream = stream if stream is not None else sys.stderr
@@ -36,6 +35,19 @@ class StatusLine:
 
 class Progress:
     """Sweep progress on one status line, redrawn at most ten times a second."""
+
+    __slots__ = (
+        "_last",
+        "_t0",
+        "bytes",
+        "files",
+        "interval",
+        "pairs",
+        "status",
+        "total_bytes",
+        "total_files",
+        "total_pairs",
+    )
 
     def __init__(self, stream: TextIO | None = None, interval: float = 0.1) -> None:
         self.status = StatusLine(stream)
@@ -66,8 +78,8 @@ class Progress:
         if self.bytes and self.total_bytes > self.bytes and elapsed > 0:
             eta = f", ETA {(self.total_bytes - self.bytes) * elapsed / self.bytes:.0f} s"
         return (
-            f"hashed {self.files}/{self.total_files} files, {_bytes(self.bytes)} of "
-            f"{_bytes(self.total_bytes)}; pairs {self.pairs}/{self.total_pairs}{eta}"
+            f"hashed {self.files}/{self.total_files} files, {format_bytes(self.bytes)} of "
+            f"{format_bytes(self.total_bytes)}; pairs {self.pairs}/{self.total_pairs}{eta}"
         )
 
     def _draw(self, force: bool = False) -> None:

@@ -20,7 +20,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..dtypes import get_dtype
@@ -42,7 +42,7 @@ from ..stages.hash import (
     hash_batch,
 )
 from ..stages.pair import Pair, pair_runs
-from ..stages.scan import ScanJob, ScanOutcome, scan_batch
+from ..stages.scan import ScanJob, ScanOutcome, outcome_result, scan_batch
 from ..stages.size import size_stage
 from ..stages.verdict import build_report
 from .pool import Runner, batches, default_jobs, open_runner, resolve_executor_kind
@@ -60,40 +60,6 @@ NOTHING_TO_COMPARE = (
 
 
 # --- per-pair decisions ------------------------------------------------------
-
-
-def outcome_result(p: Pair, out: ScanOutcome) -> BufferResult:
-    """A scanned pair's result (stage 5's outcome, as a BufferResult)."""
-    assert p.a is not None and p.b is not None
-    itemsize = get_dtype(p.dtype).itemsize
-    n_a, n_b = p.a.size // itemsize, p.b.size // itemsize
-    if out.problem is not None:
-        return p.result("error", n_elements_a=n_a, n_elements_b=n_b, message=out.problem.message)
-    s = out.stats
-    assert s is not None
-    first = s.first_diff if s.n_diff else s.first_any
-    if n_a != n_b:
-        status = "length_mismatch"
-    elif s.n_diff:
-        status = "diverged"
-    else:
-        status = "within_tolerance"
-    return p.result(
-        status,  # type: ignore[arg-type]
-        n_elements_a=n_a,
-        n_elements_b=n_b,
-        n_diff=s.n_diff,
-        n_within_tolerance=s.n_within,
-        first_index=first if first >= 0 else None,
-        a=out.a,
-        b=out.b,
-        a_bits=out.a_bits,
-        b_bits=out.b_bits,
-        max_abs_delta=s.max_delta,
-        max_abs_delta_index=s.max_index if s.max_index >= 0 else None,
-        n_nan_mismatch=s.n_nan,
-        n_inf_mismatch=s.n_inf,
-    )
 
 
 def by_digest(p: Pair, da: FileDigest, db: FileDigest, data: bool) -> BufferResult | ScanJob:
@@ -307,7 +273,7 @@ class _Scheduler:
             self._finish(plan)
             return
         total = sum(j.n_bytes for j in scan_jobs)
-        plan.work = replace(plan.work, pairs_scanned=len(scan_jobs), bytes_scanned=total)
+        plan.work = plan.work.replace(pairs_scanned=len(scan_jobs), bytes_scanned=total)
         groups = batches(scan_jobs, lambda j: j.n_bytes, self.jobs)
         plan.scans_left = len(groups)
         for group in groups:
@@ -334,14 +300,14 @@ class _Scheduler:
             if out.engine:
                 engines.add(out.engine)
             plan.results.append(outcome_result(j.pair, out))
-        plan.work = replace(plan.work, engine=",".join(sorted(engines)) or None)
+        plan.work = plan.work.replace(engine=",".join(sorted(engines)) or None)
         plan.scans_left -= 1
         if plan.scans_left == 0:
             self._finish(plan)
 
     def _finish(self, plan: _Plan) -> None:
-        work = replace(plan.work, executor=self.kind, jobs=self.jobs,
-                       elapsed_s=time.perf_counter() - self.t0)  # fmt: skip
+        work = plan.work.replace(executor=self.kind, jobs=self.jobs,
+                                 elapsed_s=time.perf_counter() - self.t0)  # fmt: skip
         self.reports[plan.index] = build_report(
             plan.src_a.spec,
             plan.src_b.spec,

@@ -9,8 +9,14 @@ compare bit patterns through unsigned views and never use ``fastmath`` (it
 changes NaN and infinity results). ``nogil`` lets several threads scan at
 once.
 
-Output slots (``out_i``): n_diff, n_within, first_diff, first_any,
-max_index, n_nan, n_inf; the maximum delta goes to ``out_max[0]``.
+The kernels write their facts to two output arrays, ``out_i`` (int64 words)
+and ``out_max`` (the deltas: float64 for floats, uint64 for integers), at the
+places ``facts.SLOT`` gives each fact; ``ScanStats.from_slots`` reads them
+back by the same table. The slots are module constants here, which numba
+compiles in. numba's disk cache only notices edits to this file, not to
+``facts.py``: so every kernel also writes the fingerprint of the layout it
+was compiled for (``_LAYOUT``, to the last word of ``out_i``), and ``scan``
+refuses results of a kernel compiled for another layout.
 """
 
 from __future__ import annotations
@@ -22,8 +28,25 @@ import numba as nb
 import numpy as np
 
 from ..dtypes import DType
-from . import ScanStats, Tolerance
+from .facts import DELTA, INT, SLOT, STORE_SIZE, ScanStats, layout_fingerprint
+from .types import Tolerance
 from .values import float_values
+
+_N_DIFF = SLOT["n_diff"]
+_N_WITHIN = SLOT["n_within_tolerance"]
+_FIRST_DIFF = SLOT["first_diff"]
+_FIRST_ANY = SLOT["first_any"]
+_MAX_DELTA = SLOT["max_abs_delta"]  # in out_max
+_MAX_INDEX = SLOT["max_abs_delta_index"]
+_N_NAN = SLOT["n_nan_mismatch"]
+_N_INF = SLOT["n_inf_mismatch"]
+
+#: Words of ``out_i`` and ``out_max``: room for any layout (a kernel loaded
+#: from a stale cache must not write past them), the last for the check.
+_WORDS = 32
+_CHECK = _WORDS - 1
+_LAYOUT = layout_fingerprint()
+assert STORE_SIZE[INT] < _CHECK and STORE_SIZE[DELTA] <= _WORDS
 
 #: Every numba flag of the project, in one place.
 JIT_FLAGS = {
@@ -100,7 +123,7 @@ def _shr128(hi, lo, k):  # type: ignore[no-untyped-def]
 @nb.jit(**JIT_FLAGS)
 def _rtol_close(d, m, rtol_mant, atol_scaled, lshift, rshift, frame):  # type: ignore[no-untyped-def]
     """Exactly ``d <= atol + rtol*m`` for d > atol, rtol > 0 and m > 0:
-    steps 2 and 3 of ``kernel.IntegerBound``, in two-word arithmetic."""
+    steps 2 and 3 of ``types.IntegerBound``, in two-word arithmetic."""
     # P = rtol_mant * m, below 2**117, from four 32x32-bit products
     rl = rtol_mant & _M32
     rh = rtol_mant >> _S32
@@ -151,20 +174,21 @@ def _scan_int(a, b, ulp, use_ulp, out_i, out_max):  # type: ignore[no-untyped-de
                 n_diff += 1
                 if first_diff < 0:
                     first_diff = i
-    out_i[0] = n_diff
-    out_i[1] = n_within
-    out_i[2] = first_diff
-    out_i[3] = first_any
-    out_i[4] = best_i
-    out_i[5] = 0
-    out_i[6] = 0
-    out_max[0] = best
+    out_i[_N_DIFF] = n_diff
+    out_i[_N_WITHIN] = n_within
+    out_i[_FIRST_DIFF] = first_diff
+    out_i[_FIRST_ANY] = first_any
+    out_i[_MAX_INDEX] = best_i
+    out_i[_N_NAN] = 0
+    out_i[_N_INF] = 0
+    out_max[_MAX_DELTA] = best
+    out_i[_CHECK] = _LAYOUT
 
 
 def _scan_int_close(  # type: ignore[no-untyped-def]
     a, b, ulp, use_ulp, atol_floor, rtol_mant, atol_scaled, lshift, rshift, frame, out_i, out_max
 ):
-    """``_scan_int`` with atol and an rtol > 0, decided exactly (``kernel.IntegerBound``)."""
+    """``_scan_int`` with atol and an rtol > 0, decided exactly (``types.IntegerBound``)."""
     n_diff = 0
     n_within = 0
     first_diff = -1
@@ -191,14 +215,15 @@ def _scan_int_close(  # type: ignore[no-untyped-def]
                 n_diff += 1
                 if first_diff < 0:
                     first_diff = i
-    out_i[0] = n_diff
-    out_i[1] = n_within
-    out_i[2] = first_diff
-    out_i[3] = first_any
-    out_i[4] = best_i
-    out_i[5] = 0
-    out_i[6] = 0
-    out_max[0] = best
+    out_i[_N_DIFF] = n_diff
+    out_i[_N_WITHIN] = n_within
+    out_i[_FIRST_DIFF] = first_diff
+    out_i[_FIRST_ANY] = first_any
+    out_i[_MAX_INDEX] = best_i
+    out_i[_N_NAN] = 0
+    out_i[_N_INF] = 0
+    out_max[_MAX_DELTA] = best
+    out_i[_CHECK] = _LAYOUT
 
 
 _close_lock = threading.Lock()
@@ -271,14 +296,15 @@ def _scan_float(  # type: ignore[no-untyped-def]
                 n_diff += 1
                 if first_diff < 0:
                     first_diff = i
-    out_i[0] = n_diff
-    out_i[1] = n_within
-    out_i[2] = first_diff
-    out_i[3] = first_any
-    out_i[4] = best_i
-    out_i[5] = n_nan
-    out_i[6] = n_inf
-    out_max[0] = best
+    out_i[_N_DIFF] = n_diff
+    out_i[_N_WITHIN] = n_within
+    out_i[_FIRST_DIFF] = first_diff
+    out_i[_FIRST_ANY] = first_any
+    out_i[_MAX_INDEX] = best_i
+    out_i[_N_NAN] = n_nan
+    out_i[_N_INF] = n_inf
+    out_max[_MAX_DELTA] = best
+    out_i[_CHECK] = _LAYOUT
 
 
 def _readonly(arr: np.ndarray) -> np.ndarray:
@@ -293,11 +319,11 @@ def _tol_args(tol: Tolerance) -> tuple[int, float, float, bool, bool]:
 
 def scan(a: object, b: object, dt: DType, tol: Tolerance) -> ScanStats:
     ulp, atol, rtol, use_ulp, use_close = _tol_args(tol)
-    out_i = np.zeros(7, np.int64)
+    out_i = np.zeros(_WORDS, np.int64)
     ua = _readonly(np.frombuffer(a, dt.bits))  # type: ignore[call-overload]
     ub = _readonly(np.frombuffer(b, dt.bits))  # type: ignore[call-overload]
     if dt.kind == "float":
-        fmax = np.zeros(1, np.float64)
+        out_max = np.zeros(_WORDS, np.float64)
         sign = np.uint64(1) << np.uint64(8 * dt.itemsize - 1)
         _scan_float(
             ua,
@@ -312,31 +338,25 @@ def scan(a: object, b: object, dt: DType, tol: Tolerance) -> ScanStats:
             use_close,
             tol.nan_equal,
             out_i,
-            fmax,
+            out_max,
         )
-        max_delta: float | int | None = float(fmax[0])
     else:
-        umax = np.zeros(1, np.uint64)
+        out_max = np.zeros(_WORDS, np.uint64)
         va = _readonly(np.frombuffer(a, dt.numpy))  # type: ignore[call-overload]
         vb = _readonly(np.frombuffer(b, dt.numpy))  # type: ignore[call-overload]
         ib = tol.integer_bound
         if use_close and ib.rtol_mant:
             words = (ib.atol_floor, ib.rtol_mant, ib.atol_scaled, ib.lshift, ib.rshift, ib.frame)
             kernel = _int_close_kernel()
-            kernel(va, vb, np.uint64(ulp), use_ulp, *map(np.uint64, words), out_i, umax)
+            kernel(va, vb, np.uint64(ulp), use_ulp, *map(np.uint64, words), out_i, out_max)
         else:
             # without rtol, d <= atol is d <= floor(atol): one limit with --ulp
             limit = max(ulp if use_ulp else 0, ib.atol_floor if use_close else 0)
-            _scan_int(va, vb, np.uint64(limit), use_ulp or use_close, out_i, umax)
-        max_delta = int(umax[0])
-    n_diff, n_within, first_diff, first_any, max_index, n_nan, n_inf = (int(v) for v in out_i)
-    return ScanStats(
-        n_diff=n_diff,
-        n_within=n_within,
-        first_diff=first_diff,
-        first_any=first_any,
-        max_delta=max_delta if max_index >= 0 else None,
-        max_index=max_index,
-        n_nan=n_nan,
-        n_inf=n_inf,
-    )
+            _scan_int(va, vb, np.uint64(limit), use_ulp or use_close, out_i, out_max)
+    if out_i[_CHECK] != _LAYOUT:
+        raise RuntimeError(
+            "numba's cache holds fastdiff kernels compiled for another layout of "
+            "fastdiff/kernels/facts.py; delete the numba cache files (*.nbi, *.nbc) in "
+            "fastdiff/kernels/__pycache__"
+        )
+    return ScanStats.from_slots(out_i, out_max)

@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dtypes import DType
-from . import IntegerBound, ScanStats, Tolerance
+from .facts import ScanStats
 from .values import float64_values
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..dtypes import DType
+    from .types import IntegerBound, Tolerance
 
 
 def _first(idx: np.ndarray, mask: np.ndarray) -> int:
@@ -53,7 +57,7 @@ def _shr128(hi: np.ndarray, lo: np.ndarray, k: int) -> tuple[np.ndarray, np.ndar
 def _int_close(d: np.ndarray, m: np.ndarray, ib: IntegerBound) -> np.ndarray:
     """Exactly ``d <= atol + rtol*m`` for uint64 deltas d >= 1 and magnitudes m.
 
-    ``kernel.IntegerBound`` in two-word arithmetic, as in the compiled kernel.
+    ``types.IntegerBound`` in two-word arithmetic, as in the compiled kernel.
     """
     within = d <= np.uint64(ib.atol_floor)
     if ib.rtol_mant == 0:
@@ -143,11 +147,11 @@ def scan(a: object, b: object, dt: DType, tol: Tolerance) -> ScanStats:
     out = ~within
     return ScanStats(
         n_diff=int(np.count_nonzero(out)),
-        n_within=int(np.count_nonzero(within)),
+        n_within_tolerance=int(np.count_nonzero(within)),
         first_diff=_first(idx, out),
         first_any=int(idx[0]),
-        max_delta=max_delta,
-        max_index=max_index,
-        n_nan=n_nan,
-        n_inf=n_inf,
+        max_abs_delta=max_delta,
+        max_abs_delta_index=max_index,
+        n_nan_mismatch=n_nan,
+        n_inf_mismatch=n_inf,
     )

@@ -12,24 +12,21 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Callable
 
-from ..dtypes import DType
-from . import ScanStats, Tolerance
+from .facts import ScanStats
 
-_BITS = {1: "B", 2: "H", 4: "I", 8: "Q"}
-_VALUES = {
-    "u8": "B", "i8": "b", "u16": "H", "i16": "h", "u32": "I", "i32": "i",
-    "u64": "Q", "i64": "q", "f16": "e", "f32": "f", "f64": "d",
-}  # fmt: skip
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ..dtypes import DType
+    from .types import Tolerance
 
 
 def _float_value(dt: DType, bits: int) -> float:
     if dt.name == "bf16":
         return float(struct.unpack("<f", struct.pack("<I", bits << 16))[0])
-    return float(
-        struct.unpack("<" + _VALUES[dt.name], struct.pack("<" + _BITS[dt.itemsize], bits))[0]
-    )
+    return float(struct.unpack("<" + dt.code, struct.pack("<" + dt.bits_code, bits))[0])
 
 
 def _exact_close(atol: float, rtol: float) -> Callable[[int, int], bool]:
@@ -53,7 +50,7 @@ def _exact_close(atol: float, rtol: float) -> Callable[[int, int], bool]:
 
 def scan(a: object, b: object, dt: DType, tol: Tolerance) -> ScanStats:
     n = len(a) // dt.itemsize  # type: ignore[arg-type]
-    code = f"<{n}{_BITS[dt.itemsize]}"
+    code = f"<{n}{dt.bits_code}"
     ua = struct.unpack(code, a)  # type: ignore[arg-type]
     ub = struct.unpack(code, b)  # type: ignore[arg-type]
     diff = [i for i, x, y in zip(range(n), ua, ub, strict=True) if x != y]
@@ -93,7 +90,7 @@ def scan(a: object, b: object, dt: DType, tol: Tolerance) -> ScanStats:
             if not within:
                 outside.append(i)
     else:
-        vcode = f"<{n}{_VALUES[dt.name]}"
+        vcode = f"<{n}{dt.code}"
         va_all = struct.unpack(vcode, a)  # type: ignore[arg-type]
         vb_all = struct.unpack(vcode, b)  # type: ignore[arg-type]
         close = _exact_close(atol, rtol) if use_close else None
@@ -109,11 +106,11 @@ def scan(a: object, b: object, dt: DType, tol: Tolerance) -> ScanStats:
                 outside.append(i)
     return ScanStats(
         n_diff=len(outside),
-        n_within=len(diff) - len(outside),
+        n_within_tolerance=len(diff) - len(outside),
         first_diff=outside[0] if outside else -1,
         first_any=diff[0],
-        max_delta=best,
-        max_index=best_i,
-        n_nan=n_nan,
-        n_inf=n_inf,
+        max_abs_delta=best,
+        max_abs_delta_index=best_i,
+        n_nan_mismatch=n_nan,
+        n_inf_mismatch=n_inf,
     )

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..render import plural
+from ..render.fmt import plural
 from ..schema import RL_STATE, Schema
 from ..stages.discover import RunSource
 

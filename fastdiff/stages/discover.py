@@ -14,10 +14,10 @@ from __future__ import annotations
 import os
 import re
 import stat
-import unicodedata
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..render.escape import is_utf8
 from ..results import Problem, Skipped
 
 if TYPE_CHECKING:
@@ -81,49 +81,6 @@ def parse_dump_name(filename: str) -> tuple[int, str] | None:
     if parts is None or len(parts[0]) > MAX_STEP_DIGITS:
         return None
     return int(parts[0]), parts[1]
-
-
-_SHORT_ESCAPES = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def _escape_char(c: str) -> str:
-    if c in _SHORT_ESCAPES:
-        return _SHORT_ESCAPES[c]
-    cp = ord(c)
-    if 0xDC80 <= cp <= 0xDCFF:  # an undecodable byte, as os.listdir gives it
-        return f"\\x{cp - 0xDC00:02x}"
-    if c.isprintable() or unicodedata.category(c) == "Zs":
-        return c
-    if cp < 0x80:
-        return f"\\x{cp:02x}"
-    return f"\\u{cp:04x}" if cp <= 0xFFFF else f"\\U{cp:08x}"
-
-
-def display_path(text: str) -> str:
-    """A path, name or message as one printable line, the same in every report.
-
-    Backslash escapes, so that no name can pass for a line of a report:
-    ``\\\\`` for a backslash; ``\\n`` ``\\r`` ``\\t``; ``\\xNN`` for the other
-    ASCII controls and DEL (NN < 80) and for a byte that is not UTF-8 (NN >=
-    80: an undecodable byte of a file name); ``\\uNNNN`` (``\\UNNNNNNNN``) for
-    every other character Python does not call printable, spaces aside: C1
-    controls such as U+0085, the separators U+2028 and U+2029, format
-    characters (bidi overrides, zero-width ones), lone surrogates, private
-    use and unassigned code points. Everything else is kept (``é`` stays
-    ``é``). Each original has one escaped form, so the escaping reverses.
-    """
-    if "\\" not in text and text.isprintable():
-        return text  # the usual case: nothing to escape
-    return "".join(map(_escape_char, text))
-
-
-def is_utf8(text: str) -> bool:
-    """True unless ``text`` holds undecodable bytes (or other lone surrogates)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _kind(mode: int) -> str:

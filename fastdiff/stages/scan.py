@@ -18,12 +18,12 @@ import and load, then the fastest loop). The thresholds are measured by
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass
 
 from ..dtypes import DType, decode, get_dtype
-from ..kernels import Engine, ScanStats, Tolerance, scan_bytes
-from ..results import Number, Problem
+from ..kernels import scan_bytes
+from ..kernels.facts import ScanStats, first_index, result_facts
+from ..record import Record
+from ..results import BufferResult, Problem
 from ..sources.reader import (
     CHANGED,
     READ_SIZE,
@@ -34,7 +34,14 @@ from ..sources.reader import (
     read_at,
     read_exact,
 )
-from .pair import Pair
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..kernels.types import Engine, Tolerance
+    from ..results import Number
+    from .pair import Pair
 
 #: Narrowing granularity: differing regions are cut into blocks this big.
 BLOCK = 4096
@@ -53,29 +60,54 @@ PYTHON_MAX_BYTES = 64 << 10
 NUMPY_MAX_BYTES = 64 << 20
 
 
-@dataclass(frozen=True)
-class ScanJob:
-    pair: Pair
-    ranges: tuple[tuple[int, int], ...]
-    #: Some chunk's digests disagreed, so the scan must find a difference.
-    must_differ: bool = True
+class ScanJob(Record):
+    """One pair and the byte ranges of its common prefix to scan.
+
+    ``must_differ``: some chunk's digests disagreed, so the scan must find a
+    difference.
+    """
+
+    __slots__ = ("must_differ", "pair", "ranges")
+
+    def __init__(
+        self, pair: Pair, ranges: tuple[tuple[int, int], ...], must_differ: bool = True
+    ) -> None:
+        self.pair = pair
+        self.ranges = ranges
+        self.must_differ = must_differ
 
     @property
     def n_bytes(self) -> int:
         return sum(e - s for s, e in self.ranges)
 
 
-@dataclass(frozen=True)
-class ScanOutcome:
-    step: int
-    name: str
-    stats: ScanStats | None = None
-    a: Number | None = None
-    b: Number | None = None
-    a_bits: str | None = None
-    b_bits: str | None = None
-    problem: Problem | None = None
-    engine: str | None = None
+class ScanOutcome(Record):
+    """What scanning one pair found: the merged kernel facts (``stats``) and
+    the values at the first differing index, or the problem that stopped it."""
+
+    __slots__ = ("a", "a_bits", "b", "b_bits", "engine", "name", "problem", "stats", "step")
+
+    def __init__(
+        self,
+        step: int,
+        name: str,
+        stats: ScanStats | None = None,
+        a: Number | None = None,
+        b: Number | None = None,
+        a_bits: str | None = None,
+        b_bits: str | None = None,
+        problem: Problem | None = None,
+        engine: str | None = None,
+    ) -> None:
+        self.step = step
+        self.name = name
+        self.stats = stats
+        self.a = a
+        self.b = b
+        self.a_bits = a_bits
+        self.b_bits = b_bits
+        self.problem = problem
+        self.engine = engine
 
 
 def choose_engine(requested: str, total_bytes: int) -> Engine:
@@ -139,8 +171,8 @@ def scan_job(job: ScanJob, tol: Tolerance, requested: str = "auto") -> ScanOutco
                     vb = read_exact(fb, buf_b[:n], off, p.b.path)
                     piece = scan_bytes(va, vb, dt, tol, engine)
                     stats = stats.merged(piece.shifted(off // dt.itemsize))
-            first = stats.first_diff if stats.first_diff >= 0 else stats.first_any
-            if first < 0:
+            first = first_index(stats)
+            if first is None:
                 if job.must_differ:
                     # The digests differed, yet the bytes now agree: the file
                     # moved under us between hashing and scanning.
@@ -150,7 +182,9 @@ def scan_job(job: ScanJob, tol: Tolerance, requested: str = "auto") -> ScanOutco
             raw_b = read_at(fb, first * dt.itemsize, dt.itemsize, p.b.path)
     except OSError as exc:
         path = getattr(exc, "filename", None) or p.a.path
-        return ScanOutcome(p.step, p.name, problem=Problem(path, describe_os_error(exc)))
+        kind = "changed" if isinstance(exc, FileChanged) else "unreadable"
+        problem = Problem(path, describe_os_error(exc), kind)
+        return ScanOutcome(p.step, p.name, problem=problem)
     return ScanOutcome(
         p.step,
         p.name,
@@ -166,3 +200,22 @@ def scan_job(job: ScanJob, tol: Tolerance, requested: str = "auto") -> ScanOutco
 def scan_batch(jobs: Sequence[ScanJob], tol: Tolerance, requested: str) -> list[ScanOutcome]:
     """Scan several jobs (one pool task)."""
     return [scan_job(j, tol, requested) for j in jobs]
+
+
+def outcome_result(p: Pair, out: ScanOutcome) -> BufferResult:
+    """A scanned pair's result: its status and facts (``kernels.facts``)."""
+    assert p.a is not None and p.b is not None
+    itemsize = get_dtype(p.dtype).itemsize
+    n_a, n_b = p.a.size // itemsize, p.b.size // itemsize
+    if out.problem is not None:
+        return p.result("error", n_elements_a=n_a, n_elements_b=n_b, message=out.problem.message)
+    s = out.stats
+    assert s is not None
+    if n_a != n_b:
+        status = "length_mismatch"
+    elif s.n_diff:
+        status = "diverged"
+    else:
+        status = "within_tolerance"
+    facts = result_facts(s, a=out.a, b=out.b, a_bits=out.a_bits, b_bits=out.b_bits)
+    return p.result(status, n_elements_a=n_a, n_elements_b=n_b, facts=facts)

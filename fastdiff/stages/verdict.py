@@ -3,12 +3,14 @@
 The earliest step with a divergent buffer wins; the groups diverging at that
 step, in pipeline order, are the suspects, and the upstream one is listed
 first. Errors make the verdict ``error`` but never hide what was compared.
+
+Every pass over the buffers is one pass: the cost is linear in steps x buffers.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable
+from itertools import groupby
+from operator import attrgetter
 
 from ..errors import EXIT_DIVERGED, EXIT_IDENTICAL, EXIT_TROUBLE
 from ..results import (
@@ -20,10 +22,16 @@ from ..results import (
     Report,
     Skipped,
     StepSummary,
-    Verdict,
     Work,
 )
-from ..schema import OTHER_GROUP, Schema
+from ..schema import OTHER_GROUP
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from ..results import Verdict
+    from ..schema import Schema
 
 STATUS_ORDER = (
     "equal",
@@ -63,17 +71,21 @@ def _group_verdicts(at_step: list[BufferResult], schema: Schema) -> tuple[GroupV
 
 
 def _steps(buffers: tuple[BufferResult, ...], schema: Schema) -> tuple[StepSummary, ...]:
+    """One summary per step, in one pass over buffers sorted by step."""
     order = schema.order
     out = []
-    for step in sorted({b.step for b in buffers}):
-        at = [b for b in buffers if b.step == step]
-        counts = Counter(b.status for b in at)
-        diverged = sorted({b.group for b in at if b.status in DIVERGENT}, key=order.__getitem__)
+    for step, at in groupby(buffers, key=attrgetter("step")):
+        counts = dict.fromkeys(STATUS_ORDER, 0)
+        diverged: set[str] = set()
+        for b in at:
+            counts[b.status] += 1
+            if b.status in DIVERGENT:
+                diverged.add(b.group)
         out.append(
             StepSummary(
                 step,
-                tuple((s, counts[s]) for s in STATUS_ORDER if counts[s]),
-                tuple(diverged),
+                tuple((s, n) for s, n in counts.items() if n),
+                tuple(sorted(diverged, key=order.__getitem__)),
             )
         )
     return tuple(out)

@@ -1,0 +1,172 @@
+"""The JSON report: a pure function of a Report.
+
+``render_json`` writes the contract users' scripts rely on (strict RFC 8259
+JSON: non-finite numbers become the strings "nan", "inf", "-inf"; integers
+stay exact; every string valid UTF-8, see ``render.escape``). A buffer's
+object holds its identity and then every fact of ``kernels.facts.FACTS``,
+in the table's order, converted as the table says.
+
+Layout: an indented top-level object whose long lists (steps, buffers, ...)
+hold one compact object per line, so a report of 68,000 buffers is written
+by the C encoder, line by line, and still reads well and diffs well.
+"""
+
+from __future__ import annotations
+
+import json
+from itertools import islice
+
+from ..kernels.facts import NOTHING_DIFFERS, RESULT_FACTS, UNKNOWN, json_number
+from .escape import json_text, path_record, put_text
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
+
+    from ..results import BufferResult, Report
+
+JSON_SCHEMA_VERSION = 1
+
+__all__ = [
+    "JSON_SCHEMA_VERSION",
+    "buffer_dict",
+    "iter_json",
+    "json_number",
+    "render_json",
+    "report_dict",
+]
+
+_FACTS = tuple((f.name, f.json) for f in RESULT_FACTS)
+
+
+def _facts_dict(facts: tuple[Any, ...]) -> dict[str, Any]:
+    """A result's facts as JSON values, by name, in ``FACTS`` order."""
+    d: dict[str, Any] = {}
+    for (name, to_json), value in zip(_FACTS, facts, strict=True):
+        if value is not None:
+            if to_json is not None:
+                value = to_json(value)
+            elif isinstance(value, str):
+                value = json_text(value)
+        d[name] = value
+    return d
+
+
+#: The JSON of the facts most buffers share (the tuples are kept alive by
+#: ``kernels.facts``, so their ids stay theirs).
+_SHARED = {id(facts): _facts_dict(facts) for facts in (NOTHING_DIFFERS, UNKNOWN)}
+
+
+def buffer_dict(b: BufferResult) -> dict[str, Any]:
+    """A buffer's JSON object: identity, facts (in ``FACTS`` order), paths, message."""
+    d: dict[str, Any] = {"step": b.step}
+    put_text(d, "name", b.name)
+    d["group"] = json_text(b.group)
+    d["dtype"] = json_text(b.dtype)
+    d["status"] = b.status
+    d["n_elements_a"] = b.n_elements_a
+    d["n_elements_b"] = b.n_elements_b
+    shared = _SHARED.get(id(b.facts))
+    d.update(_facts_dict(b.facts) if shared is None else shared)
+    put_text(d, "path_a", b.path_a)
+    put_text(d, "path_b", b.path_b)
+    d["message"] = None if b.message is None else json_text(b.message)
+    return d
+
+
+def _report_items(report: Report) -> Iterator[tuple[str, Any, bool]]:
+    """(key, value, is a list of records) of the report's object, in order;
+    the lists come as iterators, so no caller holds them all at once."""
+    head: dict[str, Any] = {"schema_version": JSON_SCHEMA_VERSION}
+    put_text(head, "run_a", report.run_a)
+    put_text(head, "run_b", report.run_b)
+    for k, v in head.items():
+        yield k, v, False
+    yield "schema", json_text(report.schema), False
+    yield "verdict", report.verdict, False
+    yield "first_divergent_step", report.first_divergent_step, False
+    yield "first_divergent_groups", [json_text(k) for k in report.first_divergent_groups], False
+    groups = (
+        {
+            "key": json_text(g.key),
+            "title": json_text(g.title),
+            "status": g.status,
+            "diverged": [json_text(n) for n in g.diverged],
+            "hint": json_text(g.hint),
+        }
+        for g in report.groups
+    )
+    yield "groups", groups, True
+    steps = (
+        {
+            "step": s.step,
+            "counts": dict(s.counts),
+            "diverged_groups": [json_text(k) for k in s.diverged_groups],
+        }
+        for s in report.steps
+    )
+    yield "steps", steps, True
+    yield "buffers", map(buffer_dict, report.buffers), True
+    yield "skipped", (path_record(s.path, "reason", s.reason) for s in report.skipped), True
+    yield "errors", (path_record(e.path, "message", e.message) for e in report.errors), True
+    yield "tolerance", {k: json_number(v) for k, v in report.tolerance.items()}, False
+    yield "work", report.work.as_dict(), False
+
+
+def report_dict(report: Report) -> dict[str, Any]:
+    """The JSON report as a dict."""
+    return {k: list(v) if rows else v for k, v, rows in _report_items(report)}
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, allow_nan=False)
+
+
+#: Records encoded per call of the encoder (bounds the dicts alive at once).
+_BATCH = 512
+
+
+def _encoded(rows: Iterator[dict[str, Any]]) -> Iterator[str]:
+    """Each record as compact JSON. A batch of records is encoded in one call
+    (setting the encoder up costs about as much as encoding a small record)
+    and cut at ``}, {``, where each record meets the next. The cut is right
+    when those are the only places it occurs, i.e. when the parts number
+    the records; otherwise (a string, or a list of objects in a record,
+    holding ``}, {``) the batch is encoded record by record."""
+    while batch := list(islice(rows, _BATCH)):
+        parts = _dumps(batch)[1:-1].split("}, {")
+        if len(parts) != len(batch):
+            yield from map(_dumps, batch)
+            continue
+        last = len(parts) - 1
+        for i, part in enumerate(parts):
+            yield ("{" if i else "") + part + ("}" if i < last else "")
+
+
+def iter_json(report: Report, indent: int = 2) -> Iterator[str]:
+    """The lines of ``render_json(report, indent)``, each ending in a newline:
+    write them as they come to stream a large report."""
+    pad = " " * indent
+    items = list(_report_items(report))
+    yield "{\n"
+    for i, (key, value, rows) in enumerate(items):
+        comma = "," if i < len(items) - 1 else ""
+        name = _dumps(key)
+        if not rows:
+            yield f"{pad}{name}: {_dumps(value)}{comma}\n"
+            continue
+        first = True
+        for row in _encoded(value):
+            yield (f"{pad}{name}: [\n" if first else ",\n") + f"{pad}{pad}{row}"
+            first = False
+        yield f"{pad}{name}: []{comma}\n" if first else f"\n{pad}]{comma}\n"
+    yield "}\n"
+
+
+def render_json(report: Report, indent: int | None = 2) -> str:
+    """The JSON report: with ``indent``, one top-level key and one record of
+    each list per line; with None, all on one line."""
+    if indent is None:
+        return _dumps(report_dict(report)) + "\n"
+    return "".join(iter_json(report, indent))
