@@ -31,10 +31,18 @@ import fastdiff.sources.reader as reader
 import fastdiff.stages.hash as hashing
 from fastdiff.sources.reader import FileChanged, open_fd, views
 from fastdiff.stages.discover import DumpFile, discover
-from fastdiff.stages.hash import FileDigest, chunk_digests, hash_batch, hash_file
+from fastdiff.stages.hash import (
+    FileDigest,
+    chunk_digests,
+    compare_batch,
+    compare_chunks,
+    differing_ranges,
+    hash_batch,
+    hash_file,
+)
 
 REPO = Path(__file__).resolve().parents[1]
-PAGE = reader._PAGE
+PAGE = reader.PAGE
 #: Small windows, so that files of a few pages span several of them.
 WINDOW = 4 * PAGE
 
@@ -197,6 +205,79 @@ def test_file_digest_is_a_value() -> None:
     assert pickle.loads(pickle.dumps(d)) == d
     assert not hasattr(d, "__dict__")
     assert "chunk_size=8" in repr(d)
+
+
+# --- comparing two files directly (compare_chunks) ---------------------------------
+
+
+def naive_ranges(
+    a: bytes, b: bytes, chunk_size: int, start: int, end: int
+) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for c in range(start, end, chunk_size):
+        e = min(c + chunk_size, end)
+        if a[c:e] != b[c:e]:
+            if out and out[-1][1] == c:
+                out[-1] = (out[-1][0], e)
+            else:
+                out.append((c, e))
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    size=boundary_sizes(),
+    delta=st.sampled_from([0, 0, 0, -PAGE, -1, 1, PAGE]),
+    chunk_size=CHUNK_SIZES,
+    flips=st.lists(st.integers(0, 5 * WINDOW), max_size=4),
+    seed=st.integers(0, 2**32 - 1),
+    data=st.data(),
+)
+def test_compare_chunks_finds_exactly_the_differing_chunks(
+    size: int, delta: int, chunk_size: int, flips: list[int], seed: int, data: st.DataObject
+) -> None:
+    rng = random.Random(seed)
+    a = rng.randbytes(size)
+    b = bytearray(a[: max(0, size + delta)] + rng.randbytes(max(0, delta)))
+    for i in flips:
+        if b:
+            b[i % len(b)] ^= 1 << (i % 8)
+    common = min(len(a), len(b))
+    start = data.draw(st.integers(0, common // chunk_size)) * chunk_size
+    end = data.draw(st.integers(start, common))
+    expect = naive_ranges(a, bytes(b), chunk_size, start, end)
+    with tempfile.TemporaryDirectory() as tmp:
+        fa, fb = one_dump(Path(tmp) / "a", a), one_dump(Path(tmp) / "b", bytes(b))
+        with small_windows():
+            got = [
+                compare_chunks(fa, fb, chunk_size, start, end),
+                compare_chunks(fa, fb, chunk_size, start, end, use_mmap=False),
+            ]
+            with unmappable(after=1):
+                got.append(compare_chunks(fa, fb, chunk_size, start, end))
+            whole = compare_chunks(fa, fb, chunk_size)
+            if len(a) == len(b):  # what the digests say, without them
+                by_digest, _ = differing_ranges(
+                    hash_file(fa, chunk_size), hash_file(fb, chunk_size)
+                )
+                assert list(whole) == list(by_digest)
+    assert [list(g) for g in got] == [expect] * 3
+    assert list(whole) == naive_ranges(a, bytes(b), chunk_size, 0, common)
+
+
+def test_compare_chunks_reports_the_file_that_changed(tmp_path: Path) -> None:
+    data = os.urandom(3 * WINDOW)
+    fa, fb = one_dump(tmp_path / "a", data), one_dump(tmp_path / "b", data)
+    with open(fb.path, "ab") as fh:
+        fh.write(b"\0" * 8)
+    for use_mmap in (True, False):
+        with small_windows(), pytest.raises(FileChanged) as info:
+            compare_chunks(fa, fb, PAGE, use_mmap=use_mmap)
+        assert info.value.filename == fb.path
+        with small_windows():
+            (problem,) = compare_batch([(fa, fb, 0, fa.size)], PAGE, use_mmap)
+        assert getattr(problem, "path", None) == fb.path
+        assert "changed while fastdiff was comparing it" in problem.message  # type: ignore[union-attr]
 
 
 # --- files that change: an error, never a digest, and the process survives ---------

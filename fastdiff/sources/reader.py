@@ -56,7 +56,8 @@ WINDOW = 16 << 20
 #: 256 KiB takes 24 us either way, 1 MiB reads in 117 us and maps in 81 us.
 MAP_MIN = 256 << 10
 
-_PAGE = mmap.ALLOCATIONGRANULARITY
+#: Map offsets are multiples of this.
+PAGE = mmap.ALLOCATIONGRANULARITY
 _BASE_FLAGS = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK
 _NOATIME = getattr(os, "O_NOATIME", 0)
 
@@ -227,15 +228,22 @@ def read_at(fd: int, offset: int, n: int, path: str) -> bytes:
     return data
 
 
-def map_window(fd: int, f: DumpFile, offset: int, length: int) -> mmap.mmap:
+def map_window(fd: int, f: DumpFile, offset: int, length: int, private: bool = False) -> mmap.mmap:
     """A read-only map of ``length`` bytes of an open dump from ``offset`` (a
     multiple of the page size), made only after ``check_unchanged``: the
     window lies within the file as it is now. Raises OSError if the file
-    cannot be mapped at all."""
+    cannot be mapped at all.
+
+    ``private``: a copy-on-write map instead, whose buffer is writable, so
+    that ctypes can take its address; nothing is ever written to it, and
+    nothing written to it could reach the file.
+    """
     if CANCEL._set:
         raise Cancelled("interrupted")
     check_unchanged(fd, f)
     try:
+        if private:
+            return mmap.mmap(fd, length, access=mmap.ACCESS_COPY, offset=offset)
         return mmap.mmap(fd, length, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ, offset=offset)
     except ValueError:
         # Python's own size check: the file shrank since the fstat above.
@@ -256,7 +264,7 @@ def views(
     """
     pos = start
     while use_mmap and pos < end:
-        base = pos - pos % _PAGE
+        base = pos - pos % PAGE
         length = min(WINDOW, end - base)
         try:
             m = map_window(fd, f, base, length)
