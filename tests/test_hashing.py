@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 import fastdiff.sources.reader as reader
 import fastdiff.stages.hash as hashing
-from fastdiff.sources.reader import FileChanged, open_fd, views
+from fastdiff.sources.reader import FileChanged, open_fd, paired_views, views
 from fastdiff.stages.discover import DumpFile, discover
 from fastdiff.stages.hash import (
     FileDigest,
@@ -64,11 +64,11 @@ def unmappable(after: int = 0) -> Iterator[list[int]]:
     real = reader.map_window
     calls: list[int] = []
 
-    def map_window(fd: int, f: DumpFile, offset: int, length: int) -> object:
+    def map_window(fd: int, f: DumpFile, offset: int, length: int, private: bool = False) -> object:
         calls.append(offset)
         if len(calls) > after:
             raise OSError(errno.ENODEV, "No such device")
-        return real(fd, f, offset, length)
+        return real(fd, f, offset, length, private)
 
     reader.map_window = map_window  # type: ignore[assignment]
     try:
@@ -125,7 +125,8 @@ def test_mapped_and_read_paths_give_the_naive_digests(
 @settings(max_examples=100, deadline=None)
 @given(size=boundary_sizes(), data=st.data())
 def test_views_cover_any_range_in_order(size: int, data: st.DataObject) -> None:
-    """``views`` is the reader the scan stage can adopt: any start, any end."""
+    """``views`` and ``paired_views`` are readers the scan stage can adopt:
+    any start, any end, and a pair's views side by side of equal lengths."""
     start = data.draw(st.integers(0, size))
     end = data.draw(st.integers(start, size))
     content = os.urandom(size)
@@ -139,6 +140,20 @@ def test_views_cover_any_range_in_order(size: int, data: st.DataObject) -> None:
                 finally:
                     os.close(fd)
                 assert got == content[start:end]
+        g = one_dump(Path(tmp) / "g", content[::-1])
+        for after in (0, 1, 1 << 30):  # one side fails to map: both are read from there
+            with small_windows(), unmappable(after):
+                fd, gd = open_fd(f.path), open_fd(g.path)
+                try:
+                    pairs = [
+                        (bytes(x), bytes(y)) for x, y in paired_views(fd, f, gd, g, start, end)
+                    ]
+                finally:
+                    os.close(fd)
+                    os.close(gd)
+            assert all(len(x) == len(y) for x, y in pairs)
+            assert b"".join(x for x, _ in pairs) == content[start:end]
+            assert b"".join(y for _, y in pairs) == content[::-1][start:end]
 
 
 def test_chunk_digests_of_pieces_of_any_length() -> None:
@@ -155,9 +170,9 @@ def test_big_files_are_mapped_small_ones_read(
     calls: list[int] = []
     real = reader.map_window
 
-    def map_window(fd: int, f: DumpFile, offset: int, length: int) -> object:
+    def map_window(fd: int, f: DumpFile, offset: int, length: int, private: bool = False) -> object:
         calls.append(length)
-        return real(fd, f, offset, length)
+        return real(fd, f, offset, length, private)
 
     monkeypatch.setattr(reader, "map_window", map_window)
     small = one_dump(tmp_path / "small", os.urandom(hashing.MAP_MIN - 8))
@@ -327,11 +342,11 @@ from fastdiff.stages.hash import hash_batch
 _, change = t.CHANGES[{change!r}]
 real = reader.map_window
 maps = []
-def map_window(fd, f, offset, length):
+def map_window(fd, f, offset, length, private=False):
     if len(maps) == {before_map}:
         change(f.path)
     maps.append(offset)
-    return real(fd, f, offset, length)
+    return real(fd, f, offset, length, private)
 reader.map_window = map_window
 with t.small_windows():
     (got,) = hash_batch([f], t.PAGE)

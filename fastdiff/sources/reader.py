@@ -250,6 +250,55 @@ def map_window(fd: int, f: DumpFile, offset: int, length: int, private: bool = F
         raise FileChanged(CHANGED, f.path) from None
 
 
+def _unmap(maps: list[mmap.mmap]) -> None:
+    for m in maps:
+        try:  # noqa: SIM105 - contextlib is not otherwise imported on this path
+            m.close()
+        except BufferError:  # a consumer kept a view: unmapped when it goes
+            pass
+
+
+def _windows(
+    files: tuple[tuple[int, DumpFile], ...],
+    start: int,
+    end: int,
+    use_mmap: bool,
+    private: bool,
+    slots: tuple[int, ...],
+) -> Iterator[tuple[memoryview, ...]]:
+    """Views of bytes ``start:end`` of each open dump in ``files``, side by
+    side (``views`` and ``paired_views`` say how)."""
+    pos = start
+    while use_mmap and pos < end:
+        base = pos - pos % PAGE
+        length = min(WINDOW, end - base)
+        maps: list[mmap.mmap] = []
+        try:
+            for fd, f in files:
+                maps.append(map_window(fd, f, base, length, private))
+        except BaseException as exc:
+            _unmap(maps)
+            if isinstance(exc, OSError) and not isinstance(exc, FileChanged):
+                break  # cannot be mapped (here, now): read the rest
+            raise
+        try:
+            yield tuple(memoryview(m)[pos - base :] for m in maps)
+        finally:
+            _unmap(maps)
+        pos = base + length
+    if pos < end:
+        bufs = [buffer(slot) for slot in slots]
+        while pos < end:
+            n = min(READ_SIZE, end - pos)
+            yield tuple(
+                read_exact(fd, buf[:n], pos, f.path)
+                for (fd, f), buf in zip(files, bufs, strict=True)
+            )
+            pos += n
+    for fd, f in files:
+        check_unchanged(fd, f)
+
+
 def views(
     fd: int, f: DumpFile, start: int, end: int, use_mmap: bool = True
 ) -> Iterator[memoryview]:
@@ -257,37 +306,36 @@ def views(
     the last is consumed, the file is checked (``check_unchanged``).
 
     Each view is valid only until the next is asked for: a consumer must not
-    keep one (or a slice of one) beyond that. With ``use_mmap``, windows of
-    at most ``WINDOW`` bytes are mapped one at a time, each after a check of
-    the file, and unmapped before the next; should mapping fail, the rest is
-    read, as it all is without ``use_mmap``, into this thread's buffer 0.
+    keep one (or a slice of one) beyond that, and should ``release()`` it
+    when done, so that its window is unmapped at once. With ``use_mmap``,
+    windows of at most ``WINDOW`` bytes are mapped one at a time, each after
+    a check of the file, and unmapped before the next; should mapping fail,
+    the rest is read, as it all is without ``use_mmap``, into this thread's
+    buffer 0.
     """
-    pos = start
-    while use_mmap and pos < end:
-        base = pos - pos % PAGE
-        length = min(WINDOW, end - base)
-        try:
-            m = map_window(fd, f, base, length)
-        except FileChanged:
-            raise
-        except OSError:
-            break  # this file cannot be mapped (here, now): read the rest
-        try:
-            with memoryview(m) as mv:
-                yield mv[pos - base :]
-        finally:
-            try:  # noqa: SIM105 - contextlib is not otherwise imported on this path
-                m.close()
-            except BufferError:  # a consumer kept a view: unmapped when it goes
-                pass
-        pos = base + length
-    if pos < end:
-        mv = buffer(0)
-        while pos < end:
-            n = min(READ_SIZE, end - pos)
-            yield read_exact(fd, mv[:n], pos, f.path)
-            pos += n
-    check_unchanged(fd, f)
+    for (view,) in _windows(((fd, f),), start, end, use_mmap, False, (0,)):
+        yield view
+
+
+def paired_views(
+    fd_a: int,
+    a: DumpFile,
+    fd_b: int,
+    b: DumpFile,
+    start: int,
+    end: int,
+    use_mmap: bool = True,
+    private: bool = False,
+) -> Iterator[tuple[memoryview, memoryview]]:
+    """Views of bytes ``start:end`` of two open dumps side by side, of equal
+    lengths, in order: ``views`` for a pair (read into this thread's buffers
+    1 and 2 where they are read), both files checked after the last.
+
+    ``private``: copy-on-write maps (``map_window``), so that every view is
+    writable and ctypes can take its address.
+    """
+    files = ((fd_a, a), (fd_b, b))
+    yield from _windows(files, start, end, use_mmap, private, (1, 2))  # type: ignore[misc]
 
 
 def describe_os_error(exc: OSError) -> str:

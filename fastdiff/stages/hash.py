@@ -24,16 +24,14 @@ from xxhash import xxh3_128, xxh3_128_digest
 
 from ..options import DEFAULT_CHUNK_SIZE
 from ..results import Problem
-from ..sources import reader
 from ..sources.reader import (
     MAP_MIN,
     READ_SIZE,
-    FileChanged,
     buffer,
     check_unchanged,
     describe_os_error,
-    map_window,
     open_fd,
+    paired_views,
     read_exact,
     views,
 )
@@ -237,12 +235,13 @@ def compare_chunks(
     equal size, found without hashing. ``start`` is a multiple of
     ``chunk_size``, so a big pair can be split between threads.
 
-    Windows of the two files are mapped side by side (copy-on-write maps, so
-    that ctypes can hand their addresses to libc's ``memcmp``; nothing is
-    written to them) and compared chunk by chunk; where they cannot be mapped
-    (or with ``use_mmap=False``) they are read into this thread's buffers 1
-    and 2. Each file is checked as ``hash_file`` checks it: one that changed
-    raises FileChanged (an OSError whose ``filename`` names it), never ranges.
+    Windows of the two files are mapped side by side (``paired_views``, with
+    copy-on-write maps, so that ctypes can hand their addresses to libc's
+    ``memcmp``; nothing is written to them) and compared chunk by chunk;
+    where they cannot be mapped (or with ``use_mmap=False``) they are read
+    into this thread's buffers 1 and 2. Each file is checked as ``hash_file``
+    checks it: one that changed raises FileChanged (an OSError whose
+    ``filename`` names it), never ranges.
     """
     if end is None:
         end = min(fa.size, fb.size)
@@ -263,38 +262,14 @@ def compare_chunks(
     try:
         fdb = open_fd(fb.path)
         try:
-            pos = start
             mapped = use_mmap and end - start >= MAP_MIN
-            while pos < end:
-                if mapped:
-                    base = pos - pos % reader.PAGE
-                    n = min(reader.WINDOW, end - base)
-                    try:
-                        ma = map_window(fda, fa, base, n, private=True)
-                        try:
-                            mb = map_window(fdb, fb, base, n, private=True)
-                        except BaseException:
-                            ma.close()
-                            raise
-                    except FileChanged:
-                        raise
-                    except OSError:
-                        mapped = False  # cannot be mapped here: read the rest
-                        continue
-                    try:
-                        compare(_address(ma) + pos - base, _address(mb) + pos - base, pos, base + n)
-                    finally:
-                        ma.close()
-                        mb.close()
-                    pos = base + n
-                else:
-                    n = min(READ_SIZE, end - pos)
-                    va = read_exact(fda, buffer(1)[:n], pos, fa.path)
-                    vb = read_exact(fdb, buffer(2)[:n], pos, fb.path)
-                    compare(_address(va), _address(vb), pos, pos + n)
-                    pos += n
-            check_unchanged(fda, fa)
-            check_unchanged(fdb, fb)
+            pos = start
+            for va, vb in paired_views(fda, fa, fdb, fb, start, end, mapped, private=True):
+                n = len(va)
+                compare(_address(va), _address(vb), pos, pos + n)
+                va.release()  # so that the windows are unmapped at once
+                vb.release()
+                pos += n
         except OSError:
             check_unchanged(fda, fa)  # a read that failed: which file changed?
             check_unchanged(fdb, fb)
