@@ -124,16 +124,6 @@ def buffer(slot: int) -> memoryview:
     return mv
 
 
-def unchanged(f: DumpFile, st: os.stat_result) -> bool:
-    return (
-        st.st_size == f.size
-        and st.st_mtime_ns == f.mtime_ns
-        and st.st_ctime_ns == f.ctime_ns
-        and st.st_ino == f.ino
-        and st.st_dev == f.dev
-    )
-
-
 CHANGED = (
     "changed while fastdiff was comparing it (size, mtime or ctime moved); "
     "is a job still writing this run? Compare again once it is complete"
