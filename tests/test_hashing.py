@@ -185,6 +185,26 @@ def test_big_files_are_mapped_small_ones_read(
     assert calls == [reader.WINDOW, hashing.MAP_MIN]  # use_mmap=False: no map at all
 
 
+def test_a_small_file_costs_open_one_read_one_fstat_close(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lean path: discovery's stat plus one fstat after the read is the
+    whole check (a write since discovery moved the ctime)."""
+    f = one_dump(tmp_path, os.urandom(16 << 10))
+    calls: list[str] = []
+    for name in ("open", "fstat", "preadv", "pread", "read", "close"):
+        real = getattr(os, name)
+
+        def counting(*args: object, _name: str = name, _real: object = real) -> object:
+            calls.append(_name)
+            return _real(*args)  # type: ignore[operator]
+
+        monkeypatch.setattr(os, name, counting)
+    hash_file(f)
+    monkeypatch.undo()
+    assert calls == ["open", "preadv", "fstat", "close"]
+
+
 def test_callers_can_forbid_maps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """For files a writer may truncate (watch): reads only, in every path."""
 
