@@ -26,19 +26,24 @@ before any is used, and one mismatch sets the whole cache aside.
 from __future__ import annotations
 
 import contextlib
-import math
 import os
-import random
-import sqlite3
 import stat
 import sys
 import time
-from collections.abc import Iterable, Sequence
-from pathlib import Path
 
 from ..render.escape import display_path
-from ..stages.discover import DumpFile
 from ..stages.hash import FileDigest, hash_batch
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import sqlite3
+    from collections.abc import Iterable, Sequence
+    from pathlib import Path
+
+    from ..stages.discover import DumpFile
+
+# sqlite3, pathlib, math and random are imported when a cache is opened:
+# importing this module costs a command that never opens one nothing.
 
 #: Digests of files changed more recently than this are not cached.
 DEFAULT_MIN_AGE_S = 60.0
@@ -49,6 +54,8 @@ _DIGEST = 16
 
 
 def default_cache_dir() -> Path:
+    from pathlib import Path
+
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "fastdiff"
 
@@ -79,6 +86,8 @@ def _check_trusted(folder: str | os.PathLike[str], names: Iterable[str]) -> None
     me = os.geteuid()
     # Whoever can rename entries in a folder above could swap in a cache of
     # their own between this check and the open.
+    from pathlib import Path
+
     lexical, real = Path(os.path.abspath(folder)), Path(os.path.realpath(folder))
     for above in dict.fromkeys([*lexical.parents, *real.parents]):
         why = _unsafe(above, os.stat(above), me, above=True)
@@ -112,6 +121,18 @@ def _key(f: DumpFile, chunk_size: int) -> tuple[int, int, int, int, int, int]:
 class DigestCache:
     """Look up and store chunk digests; every failure degrades to 'not cached'."""
 
+    __slots__ = (
+        "_db",
+        "_queued",
+        "folder",
+        "hits",
+        "min_age_ns",
+        "path",
+        "verified",
+        "verify",
+        "warnings",
+    )
+
     def __init__(
         self,
         folder: str | os.PathLike[str] | None = None,
@@ -120,6 +141,9 @@ class DigestCache:
     ) -> None:
         if not 0.0 <= verify <= 1.0:
             raise ValueError(f"the share of cache hits to verify must be 0..1, got {verify}")
+        import sqlite3
+        from pathlib import Path
+
         self.folder = Path(folder) if folder is not None else default_cache_dir()
         self.min_age_ns = int(min_age_s * 1e9)
         self.verify = verify
@@ -190,6 +214,8 @@ class DigestCache:
             os.close(fd)
 
     def _open(self) -> sqlite3.Connection:
+        import sqlite3
+
         self._make_folder()
         try:
             _check_trusted(self.folder, [f"{self.path.name}{s}" for s in ("", "-wal", "-shm")])
@@ -224,6 +250,8 @@ class DigestCache:
 
     def get_many(self, files: Sequence[DumpFile], chunk_size: int) -> dict[str, FileDigest]:
         """Cached digests of ``files`` by path, in a few queries (one per 500 files)."""
+        import sqlite3
+
         out: dict[str, FileDigest] = {}
         if self._db is None:
             return out
@@ -268,9 +296,12 @@ class DigestCache:
         afresh. A file that cannot be re-hashed now is left out of the hits,
         to be hashed (and its trouble reported) with the files not cached.
         """
+        from math import ceil
+        from random import SystemRandom
+
         n = len(hits)
-        k = min(n, max(1, math.ceil(self.verify * n)))
-        sample = [files[p] for p in random.SystemRandom().sample(sorted(hits), k)]
+        k = min(n, max(1, ceil(self.verify * n)))
+        sample = [files[p] for p in SystemRandom().sample(sorted(hits), k)]
         if len(sample) == 1:
             fresh = hash_batch(sample, chunk_size)
         else:
@@ -314,6 +345,8 @@ class DigestCache:
             self.flush()
 
     def flush(self) -> None:
+        import sqlite3
+
         rows, self._queued = self._queued, []
         if self._db is None or not rows:
             return
@@ -329,6 +362,8 @@ class DigestCache:
 
     def _set_aside(self, message: str) -> None:
         """Stop using the cache, and rename its files so that the next run rebuilds it."""
+        import sqlite3
+
         if self._db is not None:
             with contextlib.suppress(sqlite3.Error):
                 self._db.close()

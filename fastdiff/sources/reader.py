@@ -1,32 +1,90 @@
-"""Reading dump files: read-only opens, aligned reusable buffers, torn-read checks.
+"""Reading dump files: read-only opens, memory maps or aligned reusable buffers,
+and the checks that a file is still what discovery saw.
 
 Every read of a dump goes through here. Files are opened read-only (with
 ``O_NOATIME`` where the kernel allows it, so not even the access time
-moves), read with ``preadv`` into page-aligned buffers that each thread
-reuses (unaligned buffers read 4x slower; fresh ones pay for page faults),
-and checked against what discovery saw: a file whose size, mtime, ctime or
-inode changed is reported, never compared.
+moves) and read one of two ways:
+
+- ``read_exact``: ``preadv`` into a page-aligned buffer that each thread
+  reuses (unaligned buffers read 4x slower; fresh ones pay for page faults).
+  Small files take one such read: a map costs more than it saves below
+  ``MAP_MIN`` bytes.
+- ``views(..., use_mmap=True)``: read-only memory maps of at most ``WINDOW``
+  bytes, each unmapped before the next is made (mapped pages of the page
+  cache count in the process's resident memory, so it stays bounded). No
+  copy at all: xxhash reads the page cache directly, 1.4-1.8x faster than
+  ``preadv`` on this machine kind. Where a file cannot be mapped (a file
+  system without ``mmap``, an address-space limit), the rest of it is read
+  with ``preadv`` instead.
+
+A file whose size, mtime, ctime or inode changed since discovery is
+reported, never compared: ``check_unchanged`` (one ``fstat``) runs after a
+file is read, and before each window is mapped, so a window never reaches
+past the end of the file. What cannot be checked: a file truncated by
+another process *while* a window of it is being hashed. Touching a mapped
+page past the new end raises SIGBUS, which no Python code can catch; the
+process dies (exit status 135), which is trouble, never a wrong verdict.
+Callers that read files a writer may truncate (a run still being written)
+pass ``use_mmap=False``.
 """
 
 from __future__ import annotations
 
 import mmap
 import os
-import stat
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from _thread import _local
+from stat import S_ISREG
 
-from ..stages.discover import DumpFile
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from types import TracebackType
+
+    from ..stages.discover import DumpFile
 
 #: Bytes per read call. 1 MiB keeps the buffer in cache for the hash that
 #: follows and is a multiple of every element size.
 READ_SIZE = 1 << 20
+#: Bytes per memory map. Measured (two threads hashing a 512 MiB identical
+#: pair, page cache warm): 4 MiB windows 64 ms, 8 MiB 57 ms, 16 MiB 52 ms,
+#: 32 MiB 48 ms, against 92 ms through ``preadv``; 16 MiB keeps the mapped
+#: pages of a thread under 16 MiB of resident memory. A multiple of the map
+#: offset granularity (``mmap.ALLOCATIONGRANULARITY``).
+WINDOW = 16 << 20
+#: Files of at least this many bytes are mapped. Measured (one file hashed
+#: at a time, page cache warm): 64 KiB reads in 6.4 us and maps in 17 us,
+#: 256 KiB takes 24 us either way, 1 MiB reads in 117 us and maps in 81 us.
+MAP_MIN = 256 << 10
 
-_local = threading.local()
+#: Map offsets are multiples of this.
+PAGE = mmap.ALLOCATIONGRANULARITY
+_BASE_FLAGS = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK
+_NOATIME = getattr(os, "O_NOATIME", 0)
+
+_local_state = _local()
+
+
+class _Flag:
+    """A flag any thread may set and every read loop looks at (a bool under the
+    GIL; ``threading.Event`` would import ``threading`` on every run)."""
+
+    __slots__ = ("_set",)
+
+    def __init__(self) -> None:
+        self._set = False
+
+    def set(self) -> None:
+        self._set = True
+
+    def clear(self) -> None:
+        self._set = False
+
+    def is_set(self) -> bool:
+        return self._set
+
 
 #: Set on an interrupt: every read loop stops at its next piece.
-CANCEL = threading.Event()
+CANCEL = _Flag()
 
 
 class Cancelled(Exception):
@@ -34,7 +92,7 @@ class Cancelled(Exception):
 
 
 def _forget_buffers() -> None:
-    _local.bufs = {}
+    _local_state.bufs = {}
 
 
 # A forked worker must not reuse the parent's buffers: it gets its own.
@@ -54,9 +112,9 @@ class FileChanged(OSError):
 
 def buffer(slot: int) -> memoryview:
     """This thread's page-aligned buffer number ``slot`` (READ_SIZE bytes)."""
-    bufs: dict[int, memoryview] | None = getattr(_local, "bufs", None)
+    bufs: dict[int, memoryview] | None = getattr(_local_state, "bufs", None)
     if bufs is None:
-        bufs = _local.bufs = {}
+        bufs = _local_state.bufs = {}
     mv = bufs.get(slot)
     if mv is None:
         # MAP_PRIVATE: Python's default for anonymous maps is MAP_SHARED, which
@@ -66,61 +124,86 @@ def buffer(slot: int) -> memoryview:
     return mv
 
 
-def _open_flags() -> list[int]:
-    base = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK
-    noatime = getattr(os, "O_NOATIME", 0)
-    return [base | noatime, base] if noatime else [base]
-
-
-def unchanged(f: DumpFile, st: os.stat_result) -> bool:
-    return (
-        st.st_size == f.size
-        and st.st_mtime_ns == f.mtime_ns
-        and st.st_ctime_ns == f.ctime_ns
-        and st.st_ino == f.ino
-        and st.st_dev == f.dev
-    )
-
-
 CHANGED = (
     "changed while fastdiff was comparing it (size, mtime or ctime moved); "
     "is a job still writing this run? Compare again once it is complete"
 )
 
 
-@contextmanager
-def open_dump(f: DumpFile) -> Iterator[int]:
-    """A read-only descriptor for a dump, checked before and after use."""
-    fd = -1
-    for flags in _open_flags():
-        try:
-            fd = os.open(f.path, flags)
-            break
-        except PermissionError:
-            if flags & getattr(os, "O_NOATIME", 0):
-                continue  # O_NOATIME needs ownership; retry without it
-            raise
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
+def check_unchanged(fd: int, f: DumpFile) -> None:
+    """Raise FileChanged unless the open file is still what discovery saw.
+
+    One ``fstat``: the same device and inode (so still the regular file
+    discovery listed), the same size, mtime and ctime. Run after a file is
+    read, it proves the bytes read are the bytes discovery listed: any write
+    since then moved the ctime.
+    """
+    st = os.fstat(fd)
+    if (
+        st.st_size != f.size
+        or st.st_mtime_ns != f.mtime_ns
+        or st.st_ctime_ns != f.ctime_ns
+        or st.st_ino != f.ino
+        or st.st_dev != f.dev
+    ):
+        if not S_ISREG(st.st_mode):
             raise FileChanged(f"is no longer a regular file; {CHANGED}", f.path)
-        if not unchanged(f, st):
-            raise FileChanged(CHANGED, f.path)
-        yield fd
-        if not unchanged(f, os.fstat(fd)):
-            raise FileChanged(CHANGED, f.path)
-    finally:
-        os.close(fd)
+        raise FileChanged(CHANGED, f.path)
+
+
+def open_fd(path: str) -> int:
+    """A read-only descriptor (``O_NOATIME`` where allowed; never blocks on a FIFO)."""
+    if _NOATIME:
+        try:
+            return os.open(path, _BASE_FLAGS | _NOATIME)
+        except PermissionError:
+            pass  # O_NOATIME needs ownership; retry without it
+    return os.open(path, _BASE_FLAGS)
+
+
+class open_dump:  # used as a function: ``with open_dump(f) as fd``
+    """A read-only descriptor for a dump, checked when opened and after use.
+
+    The check after use runs only when the block ends normally; the
+    descriptor is closed either way.
+    """
+
+    __slots__ = ("f", "fd")
+
+    def __init__(self, f: DumpFile) -> None:
+        self.f = f
+        self.fd = -1
+
+    def __enter__(self) -> int:
+        self.fd = fd = open_fd(self.f.path)
+        try:
+            check_unchanged(fd, self.f)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            if exc_type is None:
+                check_unchanged(self.fd, self.f)
+        finally:
+            os.close(self.fd)
 
 
 def read_exact(fd: int, into: memoryview, offset: int, path: str) -> memoryview:
     """Fill ``into`` from ``offset``; a short read means the file shrank."""
-    if CANCEL.is_set():
+    if CANCEL._set:
         raise Cancelled("interrupted")
     got = 0
     want = len(into)
     while got < want:
-        k = os.preadv(fd, [into[got:]], offset + got)
+        k = os.preadv(fd, [into[got:] if got else into], offset + got)
         if k <= 0:
             raise FileChanged(f"ended early at byte {offset + got}; {CHANGED}", path)
         got += k
@@ -133,6 +216,116 @@ def read_at(fd: int, offset: int, n: int, path: str) -> bytes:
     if len(data) != n:
         raise FileChanged(f"ended early at byte {offset + len(data)}; {CHANGED}", path)
     return data
+
+
+def map_window(fd: int, f: DumpFile, offset: int, length: int, private: bool = False) -> mmap.mmap:
+    """A read-only map of ``length`` bytes of an open dump from ``offset`` (a
+    multiple of the page size), made only after ``check_unchanged``: the
+    window lies within the file as it is now. Raises OSError if the file
+    cannot be mapped at all.
+
+    ``private``: a copy-on-write map instead, whose buffer is writable, so
+    that ctypes can take its address; nothing is ever written to it, and
+    nothing written to it could reach the file.
+    """
+    if CANCEL._set:
+        raise Cancelled("interrupted")
+    check_unchanged(fd, f)
+    try:
+        if private:
+            return mmap.mmap(fd, length, access=mmap.ACCESS_COPY, offset=offset)
+        return mmap.mmap(fd, length, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ, offset=offset)
+    except ValueError:
+        # Python's own size check: the file shrank since the fstat above.
+        raise FileChanged(CHANGED, f.path) from None
+
+
+def _unmap(maps: list[mmap.mmap]) -> None:
+    for m in maps:
+        try:  # noqa: SIM105 - contextlib is not otherwise imported on this path
+            m.close()
+        except BufferError:  # a consumer kept a view: unmapped when it goes
+            pass
+
+
+def _windows(
+    files: tuple[tuple[int, DumpFile], ...],
+    start: int,
+    end: int,
+    use_mmap: bool,
+    private: bool,
+    slots: tuple[int, ...],
+) -> Iterator[tuple[memoryview, ...]]:
+    """Views of bytes ``start:end`` of each open dump in ``files``, side by
+    side (``views`` and ``paired_views`` say how)."""
+    pos = start
+    while use_mmap and pos < end:
+        base = pos - pos % PAGE
+        length = min(WINDOW, end - base)
+        maps: list[mmap.mmap] = []
+        try:
+            for fd, f in files:
+                maps.append(map_window(fd, f, base, length, private))
+        except BaseException as exc:
+            _unmap(maps)
+            if isinstance(exc, OSError) and not isinstance(exc, FileChanged):
+                break  # cannot be mapped (here, now): read the rest
+            raise
+        try:
+            yield tuple(memoryview(m)[pos - base :] for m in maps)
+        finally:
+            _unmap(maps)
+        pos = base + length
+    if pos < end:
+        bufs = [buffer(slot) for slot in slots]
+        while pos < end:
+            n = min(READ_SIZE, end - pos)
+            yield tuple(
+                read_exact(fd, buf[:n], pos, f.path)
+                for (fd, f), buf in zip(files, bufs, strict=True)
+            )
+            pos += n
+    for fd, f in files:
+        check_unchanged(fd, f)
+
+
+def views(
+    fd: int, f: DumpFile, start: int, end: int, use_mmap: bool = True
+) -> Iterator[memoryview]:
+    """Consecutive views of bytes ``start:end`` of an open dump, in order; once
+    the last is consumed, the file is checked (``check_unchanged``).
+
+    Each view is valid only until the next is asked for: a consumer must not
+    keep one (or a slice of one) beyond that, and should ``release()`` it
+    when done, so that its window is unmapped at once. With ``use_mmap``,
+    windows of at most ``WINDOW`` bytes are mapped one at a time, each after
+    a check of the file, and unmapped before the next; should mapping fail,
+    the rest is read, as it all is without ``use_mmap``, into this thread's
+    buffer 0.
+    """
+    for (view,) in _windows(((fd, f),), start, end, use_mmap, False, (0,)):
+        yield view
+
+
+def paired_views(
+    fd_a: int,
+    a: DumpFile,
+    fd_b: int,
+    b: DumpFile,
+    start: int,
+    end: int,
+    use_mmap: bool = True,
+    private: bool = False,
+) -> Iterator[tuple[memoryview, memoryview]]:
+    """Views of bytes ``start:end`` of two open dumps side by side, of equal
+    lengths, in order: ``views`` for a pair (read into this thread's buffers
+    1 and 2 where they are read), both files checked after the last.
+
+    ``private``: copy-on-write maps (``map_window``), so that every view is
+    writable and ctypes can take its address.
+    """
+    files = ((fd_a, a), (fd_b, b))
+    yield from _windows(files, start, end, use_mmap, private, (1, 2))  # type: ignore[misc]
 
 
 def describe_os_error(exc: OSError) -> str:

@@ -7,70 +7,157 @@ xxh3-128 of its size and its chunk digests, so two files with equal file
 digests hashed with the same chunk size are (barring a 128-bit collision)
 identical.
 
-Files are read in aligned 1 MiB pieces (``reader``) and each thread hashes
-whole files: xxhash releases the GIL, so threads hash in parallel.
+A small file is read whole in one ``preadv`` into this thread's aligned
+buffer; a file of ``reader.MAP_MIN`` bytes or more is hashed straight from
+the page cache through memory-mapped windows, without a copy (or read in
+1 MiB pieces where it cannot be mapped, or when the caller asks for reads:
+``use_mmap=False``). Either way the file is checked after it is read: one
+that changed is an error, never a digest. Each thread hashes whole files:
+xxhash releases the GIL, so threads hash in parallel.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import os
 
-import xxhash
+from xxhash import xxh3_128, xxh3_128_digest
 
 from ..options import DEFAULT_CHUNK_SIZE
 from ..results import Problem
-from ..sources.reader import READ_SIZE, buffer, describe_os_error, open_dump, read_exact
-from .discover import DumpFile
+from ..sources.reader import (
+    MAP_MIN,
+    READ_SIZE,
+    buffer,
+    check_unchanged,
+    describe_os_error,
+    open_fd,
+    paired_views,
+    read_exact,
+    views,
+)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Sequence
+
+    from .discover import DumpFile
 
 
-@dataclass(frozen=True)
 class FileDigest:
-    path: str
-    size: int
-    chunk_size: int
-    chunks: tuple[bytes, ...]
+    """The chunk digests of one file (an immutable value)."""
+
+    __slots__ = ("chunk_size", "chunks", "path", "size")
+
+    def __init__(self, path: str, size: int, chunk_size: int, chunks: tuple[bytes, ...]) -> None:
+        self.path = path
+        self.size = size
+        self.chunk_size = chunk_size
+        self.chunks = chunks
 
     @property
     def digest(self) -> bytes:
-        return xxhash.xxh3_128_digest(self.size.to_bytes(8, "little") + b"".join(self.chunks))
+        return xxh3_128_digest(self.size.to_bytes(8, "little") + b"".join(self.chunks))
+
+    def _fields(self) -> tuple[str, int, int, tuple[bytes, ...]]:
+        return (self.path, self.size, self.chunk_size, self.chunks)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not FileDigest:
+            return NotImplemented
+        return self._fields() == other._fields()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return (
+            f"FileDigest(path={self.path!r}, size={self.size}, "
+            f"chunk_size={self.chunk_size}, chunks=<{len(self.chunks)} digests>)"
+        )
+
+    def __reduce__(self) -> tuple[type[FileDigest], tuple[str, int, int, tuple[bytes, ...]]]:
+        return (FileDigest, self._fields())
 
 
-def hash_file(f: DumpFile, chunk_size: int = DEFAULT_CHUNK_SIZE) -> FileDigest:
-    """Chunk digests of one file; raises OSError (FileChanged) on a torn read."""
+def chunk_digests(pieces: Iterable[memoryview], chunk_size: int) -> tuple[bytes, ...]:
+    """The xxh3-128 digest of each ``chunk_size`` bytes (the last may be
+    shorter) of the bytes that ``pieces`` hold in order, whatever their
+    lengths: a chunk split between pieces is hashed in a stream, which gives
+    the same digest as hashing it whole. Each piece is released once hashed
+    (so a mapped window can be unmapped at once): pass views made for this."""
     chunks: list[bytes] = []
-    mv = buffer(0)
-    with open_dump(f) as fd:
-        pos = 0
-        streaming: xxhash.xxh3_128 | None = None
-        while pos < f.size:
-            view = read_exact(fd, mv[: min(READ_SIZE, f.size - pos)], pos, f.path)
-            i = 0
-            while i < len(view):
-                take = min(chunk_size - (pos + i) % chunk_size, len(view) - i)
-                end = pos + i + take
-                if streaming is None and take == chunk_size:
-                    chunks.append(xxhash.xxh3_128_digest(view[i : i + take]))
-                else:
-                    if streaming is None:
-                        streaming = xxhash.xxh3_128()
-                    streaming.update(view[i : i + take])
-                    if end % chunk_size == 0 or end == f.size:
-                        chunks.append(streaming.digest())
-                        streaming = None
-                i += take
-            pos += len(view)
-    return FileDigest(f.path, f.size, chunk_size, tuple(chunks))
+    partial = xxh3_128()
+    fill = 0  # bytes of the current chunk already in ``partial``
+    for piece in pieces:
+        n = len(piece)
+        i = 0
+        if fill:
+            i = min(chunk_size - fill, n)
+            partial.update(piece[:i])
+            fill += i
+            if fill == chunk_size:
+                chunks.append(partial.digest())
+                partial.reset()
+                fill = 0
+        while n - i >= chunk_size:
+            chunks.append(xxh3_128_digest(piece[i : i + chunk_size]))
+            i += chunk_size
+        if i < n:
+            partial.update(piece[i:])
+            fill += n - i
+        piece.release()  # a mapped window is unmapped as soon as it is done
+    if fill:
+        chunks.append(partial.digest())
+    return tuple(chunks)
 
 
-def hash_batch(files: Sequence[DumpFile], chunk_size: int) -> list[FileDigest | Problem]:
+def hash_file(
+    f: DumpFile, chunk_size: int = DEFAULT_CHUNK_SIZE, use_mmap: bool = True
+) -> FileDigest:
+    """Chunk digests of one file; raises OSError (FileChanged) on a torn read.
+
+    ``use_mmap=False``: read the file, never map it (for files that a
+    writer may truncate while they are read: see ``reader``).
+    """
+    size = f.size
+    fd = open_fd(f.path)
+    try:
+        if (use_mmap and size >= MAP_MIN) or size > READ_SIZE:
+            chunks = chunk_digests(views(fd, f, 0, size, use_mmap), chunk_size)
+        elif size:
+            # One read, then one fstat: the file is what discovery saw, and
+            # did not change while it was read.
+            view = read_exact(fd, buffer(0)[:size], 0, f.path)
+            if size <= chunk_size:
+                chunks = (xxh3_128_digest(view),)
+            else:
+                chunks = chunk_digests((view,), chunk_size)
+            check_unchanged(fd, f)
+        else:
+            check_unchanged(fd, f)
+            chunks = ()
+    except OSError:
+        # A file swapped for a folder or a FIFO fails to read: say that it changed.
+        check_unchanged(fd, f)
+        raise
+    finally:
+        os.close(fd)
+    return FileDigest(f.path, size, chunk_size, chunks)
+
+
+def hash_batch(
+    files: Sequence[DumpFile], chunk_size: int, use_mmap: bool = True
+) -> list[FileDigest | Problem]:
     """Hash several files (one pool task); a file that fails becomes a Problem."""
     out: list[FileDigest | Problem] = []
     for f in files:
         try:
-            out.append(hash_file(f, chunk_size))
+            # Called with two arguments unless reads are asked for: tests wrap it.
+            d = hash_file(f, chunk_size) if use_mmap else hash_file(f, chunk_size, use_mmap=False)
         except OSError as exc:
             out.append(Problem(f.path, describe_os_error(exc)))
+        else:
+            out.append(d)
     return out
 
 
@@ -98,3 +185,111 @@ def differing_ranges(a: FileDigest, b: FileDigest) -> tuple[tuple[tuple[int, int
         else:
             ranges.append([start, end])
     return tuple((s, e) for s, e in ranges), mismatched
+
+
+# --- comparing two local files directly, without digests ---------------------------
+
+
+_memcmp: Callable[[int, int, int], int] | None = None
+
+
+def _libc_memcmp() -> Callable[[int, int, int], int]:
+    """libc's ``memcmp`` through ctypes (imported on first use, about 2 ms);
+    ctypes releases the GIL around the call, so threads compare side by side."""
+    global _memcmp
+    if _memcmp is None:
+        import ctypes
+
+        fn = ctypes.CDLL(None).memcmp
+        fn.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
+        fn.restype = ctypes.c_int
+        _memcmp = fn
+    return _memcmp
+
+
+def _address(buf: object) -> int:
+    """Where a writable buffer's bytes are (valid while the buffer is)."""
+    import ctypes
+
+    return ctypes.addressof(ctypes.c_char.from_buffer(buf))
+
+
+def _note(found: list[list[int]], start: int, end: int) -> None:
+    if found and found[-1][1] >= start:
+        found[-1][1] = max(found[-1][1], end)
+    else:
+        found.append([start, end])
+
+
+def compare_chunks(
+    fa: DumpFile,
+    fb: DumpFile,
+    chunk_size: int,
+    start: int = 0,
+    end: int | None = None,
+    use_mmap: bool = True,
+) -> tuple[tuple[int, int], ...]:
+    """The chunks of bytes ``start:end`` (default: the common prefix) whose
+    bytes differ between two local files, as merged byte ranges clipped to
+    ``end``: what ``differing_ranges`` finds from the digests of two files of
+    equal size, found without hashing. ``start`` is a multiple of
+    ``chunk_size``, so a big pair can be split between threads.
+
+    Windows of the two files are mapped side by side (``paired_views``, with
+    copy-on-write maps, so that ctypes can hand their addresses to libc's
+    ``memcmp``; nothing is written to them) and compared chunk by chunk;
+    where they cannot be mapped (or with ``use_mmap=False``) they are read
+    into this thread's buffers 1 and 2. Each file is checked as ``hash_file``
+    checks it: one that changed raises FileChanged (an OSError whose
+    ``filename`` names it), never ranges.
+    """
+    if end is None:
+        end = min(fa.size, fb.size)
+    memcmp = _libc_memcmp()
+    found: list[list[int]] = []
+
+    def compare(xa: int, xb: int, lo: int, hi: int) -> None:
+        """Compare bytes lo:hi, found at addresses xa and xb, chunk by chunk."""
+        pos = lo
+        while pos < hi:
+            first = pos - pos % chunk_size
+            stop = min(first + chunk_size, hi)
+            if memcmp(xa + pos - lo, xb + pos - lo, stop - pos):
+                _note(found, first, min(first + chunk_size, end))
+            pos = stop
+
+    fda = open_fd(fa.path)
+    try:
+        fdb = open_fd(fb.path)
+        try:
+            mapped = use_mmap and end - start >= MAP_MIN
+            pos = start
+            for va, vb in paired_views(fda, fa, fdb, fb, start, end, mapped, private=True):
+                n = len(va)
+                compare(_address(va), _address(vb), pos, pos + n)
+                va.release()  # so that the windows are unmapped at once
+                vb.release()
+                pos += n
+        except OSError:
+            check_unchanged(fda, fa)  # a read that failed: which file changed?
+            check_unchanged(fdb, fb)
+            raise
+        finally:
+            os.close(fdb)
+    finally:
+        os.close(fda)
+    return tuple((s, e) for s, e in found)
+
+
+def compare_batch(
+    jobs: Sequence[tuple[DumpFile, DumpFile, int, int]], chunk_size: int, use_mmap: bool = True
+) -> list[tuple[tuple[int, int], ...] | Problem]:
+    """Compare several (file A, file B, start, end) pieces (one pool task); a
+    piece that fails becomes a Problem naming the file at fault."""
+    out: list[tuple[tuple[int, int], ...] | Problem] = []
+    for fa, fb, start, end in jobs:
+        try:
+            out.append(compare_chunks(fa, fb, chunk_size, start, end, use_mmap))
+        except OSError as exc:
+            out.append(Problem(getattr(exc, "filename", None) or fa.path, describe_os_error(exc)))
+    return out
