@@ -23,8 +23,9 @@ from .errors import FastdiffError
 from .render import path_record, plural
 from .results import Problem, Skipped
 from .schema import OTHER_GROUP, Schema
+from .sources import open_run
 from .sources.schemas import choose_schema
-from .stages.discover import DumpFile, RunListing, display_path, open_run
+from .stages.discover import DumpFile, RunListing, display_path
 
 STATS_SCHEMA_VERSION = 1
 DEFAULT_TOP = 10

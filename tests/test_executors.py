@@ -46,11 +46,11 @@ OPTS = CompareOptions(chunk_size=256)
 
 def test_every_executor_gives_identical_results(pairs: list[tuple[str, str]]) -> None:
     distributed = pytest.importorskip("distributed")
-    serial, s0 = sweep(pairs, replace(OPTS, executor="serial"))
+    serial, s0 = sweep(pairs, OPTS.replace(executor="serial"))
     assert (s0.identical, s0.diverged, s0.error) == (1, 5, 0)
     expected = payload(serial)
     for kind in ("thread", "process"):
-        got, _ = sweep(pairs, replace(OPTS, executor=kind, jobs=2))
+        got, _ = sweep(pairs, OPTS.replace(executor=kind, jobs=2))
         assert payload(got) == expected, (kind, [r.errors[:1] for r in got])
     with (
         distributed.LocalCluster(

@@ -42,7 +42,8 @@ from ..dtypes import get_dtype
 from ..engine.pool import SERIAL_MAX_BYTES
 from ..errors import FastdiffError
 from ..schema import Schema
-from ..stages.discover import is_inside, open_run
+from ..sources import open_run
+from ..stages.discover import is_inside
 from ..stats import format_bytes
 from . import synth, timing
 

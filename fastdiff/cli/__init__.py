@@ -470,7 +470,7 @@ def _run_sweep(args: argparse.Namespace) -> int:
 
 
 def _run_hash(args: argparse.Namespace) -> int:
-    from ..sources.manifest import write_manifest
+    from ..hashrun import write_manifest
 
     options = _options(args)
     cache = _cache(args, [args.run])

@@ -17,11 +17,14 @@ a whole number of elements).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from ..schema import RL_STATE
 
-from ..render import plural
-from ..schema import RL_STATE, Schema
-from ..stages.discover import RunSource
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..schema import Schema
+    from . import RunSource
 
 
 def _differing(src: RunSource, schema: Schema, skip: set[str]) -> list[str]:
@@ -85,6 +88,8 @@ def choose_schema(
             )
         else:
             what = f"read with schema {chosen.name!r}"
+        from ..render import plural
+
         said.append(
             f"warning: {m.spec}: {what}; the dtype differs for "
             f"{plural(len(differ), 'buffer')}: {', '.join(differ)}"

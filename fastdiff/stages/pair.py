@@ -8,30 +8,68 @@ listed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from ..results import BufferResult
 
-from ..results import BufferResult, Status
-from ..schema import Schema
-from .discover import DumpFile, RunListing
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..results import Status
+    from ..schema import Schema
+    from .discover import DumpFile, RunListing
 
 
-@dataclass(frozen=True)
 class Pair:
+    """One buffer at one step, as found in run A and run B (an immutable value).
+
+    ``problem``: why this buffer cannot be compared (an entry of that name is
+    in a run but could not be read); an error, not a buffer missing from one
+    run. ``broken_a``/``broken_b``: the paths of such unreadable entries.
+    """
+
+    __slots__ = ("a", "b", "broken_a", "broken_b", "dtype", "group", "name", "problem", "step")
+
     step: int
     name: str
     group: str
     dtype: str
     a: DumpFile | None
     b: DumpFile | None
-    #: Why this buffer cannot be compared (an entry of that name is in a run
-    #: but could not be read); an error, not a buffer missing from one run.
-    problem: str | None = None
-    #: The paths of such unreadable entries, in run A and run B.
-    broken_a: str | None = None
-    broken_b: str | None = None
+    problem: str | None
+    broken_a: str | None
+    broken_b: str | None
 
-    def result(self, status: Status, **fields: Any) -> BufferResult:
+    def __init__(
+        self,
+        step: int,
+        name: str,
+        group: str,
+        dtype: str,
+        a: DumpFile | None,
+        b: DumpFile | None,
+        problem: str | None = None,
+        broken_a: str | None = None,
+        broken_b: str | None = None,
+    ) -> None:
+        self.step = step
+        self.name = name
+        self.group = group
+        self.dtype = dtype
+        self.a = a
+        self.b = b
+        self.problem = problem
+        self.broken_a = broken_a
+        self.broken_b = broken_b
+
+    def __repr__(self) -> str:
+        return f"Pair(step={self.step}, name={self.name!r}, a={self.a!r}, b={self.b!r})"
+
+    def __reduce__(self) -> tuple[type[Pair], tuple[object, ...]]:
+        # Sent to worker processes (in a scan job): slots classes pickle by their fields.
+        return Pair, (
+            self.step, self.name, self.group, self.dtype, self.a, self.b, self.problem,
+            self.broken_a, self.broken_b,
+        )  # fmt: skip
+
+    def result(self, status: Status, **fields: object) -> BufferResult:
         """A BufferResult for this pair, with its identity filled in."""
         return BufferResult(
             step=self.step,
@@ -41,33 +79,42 @@ class Pair:
             status=status,
             path_a=self.a.path if self.a else self.broken_a,
             path_b=self.b.path if self.b else self.broken_b,
-            **fields,
+            **fields,  # type: ignore[arg-type]
         )
 
 
 def pair_runs(run_a: RunListing, run_b: RunListing, schema: Schema) -> tuple[Pair, ...]:
+    """Every (step, name) of either run, paired, in report order. One pass over
+    the files; the schema classifies each buffer name once."""
     files_a = run_a.by_key()
-    files_b = run_b.by_key()
+    files_b = files_a if run_b is run_a else run_b.by_key()
+    keys = files_a.keys() | files_b.keys()
     broken_a, broken_b = dict(run_a.broken), dict(run_b.broken)
+    if broken_a or broken_b:
+        keys |= broken_a.keys() | broken_b.keys()
     order = schema.order
-    pairs = []
-    for key in files_a.keys() | files_b.keys() | broken_a.keys() | broken_b.keys():
+    classified: dict[str, tuple[str, str, int]] = {}
+    rows = []
+    get_a, get_b = files_a.get, files_b.get
+    for key in keys:
         step, name = key
-        group, dtype = schema.classify(name)
+        c = classified.get(name)
+        if c is None:
+            group, dtype = schema.classify(name)
+            c = classified[name] = (group, dtype, order[group])
         pa, pb = broken_a.get(key), broken_b.get(key)
         problem = pa or pb
-        pairs.append(
-            Pair(
-                step,
-                name,
-                group,
-                dtype,
-                files_a.get(key),
-                files_b.get(key),
-                problem.message if problem else None,
-                pa.path if pa else None,
-                pb.path if pb else None,
-            )
+        pair = Pair(
+            step,
+            name,
+            c[0],
+            c[1],
+            get_a(key),
+            get_b(key),
+            problem.message if problem else None,
+            pa.path if pa else None,
+            pb.path if pb else None,
         )
-    pairs.sort(key=lambda p: (p.step, order[p.group], p.name))
-    return tuple(pairs)
+        rows.append((step, c[2], name, pair))
+    rows.sort()  # (step, name) is unique, so no two rows tie before the Pair
+    return tuple(row[3] for row in rows)
