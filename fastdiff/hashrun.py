@@ -9,9 +9,10 @@ options choose, as a comparison does), and writes the manifest
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 
-from .engine.scheduler import Scheduler
+from .engine.scheduler import Scheduler, gc_paused
 from .errors import FastdiffError
 from .results import Problem
 from .schema import RL_STATE
@@ -22,6 +23,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .engine.cache import DigestCache
     from .options import CompareOptions
+    from .stages.discover import RunListing
     from .stages.hash import FileDigest
 
 
@@ -42,6 +44,21 @@ def write_manifest(
             f"-o {output}: refusing to write into the run folder {root} "
             "(fastdiff never changes a run folder); write the manifest elsewhere"
         )
+    with gc_paused():
+        listing, digests, problems = _hash_run(root, options, cache)
+    if problems:
+        return "", problems
+    schema = options.schema or RL_STATE
+    text = json.dumps(manifest_dict(listing, digests, options.chunk_size, schema), indent=1) + "\n"
+    if output is not None:
+        _write_output(os.fspath(output), text)
+    return text, []
+
+
+def _hash_run(
+    root: str, options: CompareOptions, cache: DigestCache | None
+) -> tuple[RunListing, dict[str, FileDigest], list[Problem]]:
+    """The run's listing, its files' digests, and the problems met."""
     listing = discover(root)
     problems = list(listing.errors)
     if not listing.files and not problems:
@@ -58,15 +75,7 @@ def write_manifest(
     sched = Scheduler(options, cache)
     sched.request_digests(listing.files, options.chunk_size, hashed)
     sched.run()
-    if problems:
-        return "", problems
-    import json
-
-    schema = options.schema or RL_STATE
-    text = json.dumps(manifest_dict(listing, digests, options.chunk_size, schema), indent=1) + "\n"
-    if output is not None:
-        _write_output(os.fspath(output), text)
-    return text, []
+    return listing, digests, problems
 
 
 def _write_output(out: str, text: str) -> None:

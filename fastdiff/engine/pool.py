@@ -309,13 +309,12 @@ def batches(items: Sequence[T], weight: Callable[[T], int], parts: int) -> list[
     A batch closes at BATCH_BYTES, BATCH_FILES, or its share of the total
     when there are few items, so ``parts`` workers all get some work.
     """
-    total = sum(weight(i) for i in items)
-    cap = max(1, min(BATCH_BYTES, total // max(1, parts)))
+    weights = list(map(weight, items))
+    cap = max(1, min(BATCH_BYTES, sum(weights) // max(1, parts)))
     out: list[list[T]] = []
     cur: list[T] = []
     cur_bytes = 0
-    for item in items:
-        w = weight(item)
+    for item, w in zip(items, weights, strict=True):
         if w >= cap and cur:  # a big item goes alone, not after small ones
             out.append(cur)
             cur, cur_bytes = [], 0

@@ -255,10 +255,6 @@ def _unreadable(root: str, problem: Problem) -> RunListing:
     return RunListing(root, (), (), (problem,), readable=False)
 
 
-def _entry_name(entry: os.DirEntry[str]) -> str:
-    return entry.name
-
-
 def discover(run: str | os.PathLike[str], steps: StepFilter | None = None) -> RunListing:
     """List a run folder; with ``steps``, only the dumps of those steps."""
     root = os.fspath(run)
@@ -286,7 +282,7 @@ def discover(run: str | os.PathLike[str], steps: StepFilter | None = None) -> Ru
     want = step_filter(steps)
     try:
         with os.scandir(root) as it:
-            entries = sorted(it, key=_entry_name)
+            names = sorted([entry.name for entry in it])
     except OSError as exc:
         return _unreadable(
             root,
@@ -302,7 +298,8 @@ def discover(run: str | os.PathLike[str], steps: StepFilter | None = None) -> Ru
     errors: list[Problem] = []
     broken: dict[tuple[int, str], Problem] = {}
     seen: dict[tuple[int, str], str] = {}
-    S_ISLNK, S_ISREG = stat.S_ISLNK, stat.S_ISREG
+    S_ISLNK, S_ISREG, lstat = stat.S_ISLNK, stat.S_ISREG, os.lstat
+    prefix = root if root.endswith(os.sep) else root + os.sep  # os.path.join(root, name)
 
     def fail(shown_path: str, parsed: tuple[int, str] | None, message: str, kind: str) -> None:
         problem = Problem(shown_path, message, kind=kind)
@@ -310,8 +307,8 @@ def discover(run: str | os.PathLike[str], steps: StepFilter | None = None) -> Ru
         if parsed is not None:
             broken.setdefault(parsed, problem)
 
-    for entry in entries:
-        entry_name = entry.name
+    for entry_name in names:
+        path = prefix + entry_name
         parts = split_dump_name(entry_name)
         parsed: tuple[int, str] | None = None
         if parts is not None:
@@ -322,16 +319,15 @@ def discover(run: str | os.PathLike[str], steps: StepFilter | None = None) -> Ru
                         f"step number has {len(digits):,} digits, more than fastdiff reads "
                         f"({MAX_STEP_DIGITS}); rename the file"
                     )
-                    fail(entry.path, None, message, "name")
+                    fail(path, None, message, "name")
                 continue
             parsed = (int(digits), name)
             if want is not None and not want(parsed[0]):
                 continue
         elif want is not None:
             continue  # not a dump: only a listing of every step accounts for it
-        path = entry.path
         try:
-            st = entry.stat(follow_symlinks=False)
+            st = lstat(path)  # one stat per entry: a link's target is stat'ed too
             if S_ISLNK(st.st_mode):
                 try:
                     st = os.stat(path)

@@ -85,36 +85,43 @@ class Pair:
 
 def pair_runs(run_a: RunListing, run_b: RunListing, schema: Schema) -> tuple[Pair, ...]:
     """Every (step, name) of either run, paired, in report order. One pass over
-    the files; the schema classifies each buffer name once."""
-    files_a = run_a.by_key()
-    files_b = files_a if run_b is run_a else run_b.by_key()
-    keys = files_a.keys() | files_b.keys()
-    broken_a, broken_b = dict(run_a.broken), dict(run_b.broken)
-    if broken_a or broken_b:
-        keys |= broken_a.keys() | broken_b.keys()
+    each run's files; the schema classifies each buffer name once."""
     order = schema.order
     classified: dict[str, tuple[str, str, int]] = {}
-    rows = []
-    get_a, get_b = files_a.get, files_b.get
-    for key in keys:
-        step, name = key
-        c = classified.get(name)
-        if c is None:
-            group, dtype = schema.classify(name)
-            c = classified[name] = (group, dtype, order[group])
-        pa, pb = broken_a.get(key), broken_b.get(key)
-        problem = pa or pb
-        pair = Pair(
-            step,
-            name,
-            c[0],
-            c[1],
-            get_a(key),
-            get_b(key),
-            problem.message if problem else None,
-            pa.path if pa else None,
-            pb.path if pb else None,
-        )
-        rows.append((step, c[2], name, pair))
+
+    def classify(name: str) -> tuple[str, str, int]:
+        group, dtype = schema.classify(name)
+        c = classified[name] = (group, dtype, order[group])
+        return c
+
+    rows: list[tuple[int, int, str, Pair]] = []
+    append = rows.append
+    if run_a.broken or run_b.broken:
+        # Entries in a run that could not be read: their pairs are errors,
+        # present in that run, not absent from it.
+        files_a, files_b = run_a.by_key(), run_b.by_key()
+        broken_a, broken_b = dict(run_a.broken), dict(run_b.broken)
+        for key in files_a.keys() | files_b.keys() | broken_a.keys() | broken_b.keys():
+            step, name = key
+            c = classified.get(name) or classify(name)
+            pa, pb = broken_a.get(key), broken_b.get(key)
+            problem = pa or pb
+            pair = Pair(
+                step, name, c[0], c[1], files_a.get(key), files_b.get(key),
+                problem.message if problem else None, pa.path if pa else None,
+                pb.path if pb else None,
+            )  # fmt: skip
+            append((step, c[2], name, pair))
+    else:
+        take_b = run_b.by_key().pop
+        for fa in run_a.files:
+            step, name = key = fa.step, fa.name
+            c = classified.get(name) or classify(name)
+            append((step, c[2], name, Pair(step, name, c[0], c[1], fa, take_b(key, None))))
+        for fb in run_b.files:
+            if take_b((fb.step, fb.name), None) is not None:  # in run B only
+                step, name = fb.step, fb.name
+                c = classified.get(name) or classify(name)
+                append((step, c[2], name, Pair(step, name, c[0], c[1], None, fb)))
     rows.sort()  # (step, name) is unique, so no two rows tie before the Pair
     return tuple(row[3] for row in rows)
