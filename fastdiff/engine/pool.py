@@ -1,12 +1,13 @@
 """Fan-out: batches of work, run in this thread or over any executor.
 
-The scheduler hands tasks to a runner and takes finished ones back one at a
-time (``next``), submitting more meanwhile; ``cancel`` drops what has not
-started. ``SerialRunner`` runs each task in this thread when it is taken,
-without importing ``concurrent.futures`` or ``threading`` at all (small
-comparisons start faster); ``PoolRunner`` wraps any
-``concurrent.futures.Executor`` the caller owns (a thread pool, a process
-pool, a Dask client's executor) and calls only ``submit`` on it and
+The scheduler hands tasks to a runner, at most ``capacity`` at a time (it
+keeps the rest itself, so it can put urgent tasks first and drop work it no
+longer needs), and takes finished ones back one at a time (``next``);
+``cancel`` drops what has not started. ``SerialRunner`` runs each task in
+this thread when it is taken, without importing ``concurrent.futures`` or
+``threading`` at all (small comparisons start faster); ``PoolRunner`` wraps
+any ``concurrent.futures.Executor`` the caller owns (a thread pool, a
+process pool, a Dask client's executor) and calls only ``submit`` on it and
 ``add_done_callback`` on its futures. Tasks are module-level functions over
 batches, so they pickle; small files are batched together because a task
 costs tens of microseconds of overhead (more in a process pool) while a
@@ -47,11 +48,13 @@ BATCH_FILES = 256
 class SerialRunner:
     """Runs each task in this thread, in submission order, when ``next`` takes it."""
 
-    __slots__ = ("_head", "_tasks", "kind")
+    __slots__ = ("_head", "_tasks", "capacity", "kind")
 
     def __init__(self, kind: str = "serial") -> None:
         #: The executor kind reports name (``Work.executor``).
         self.kind = kind
+        #: How many tasks to hand it at a time: one, the one it runs next.
+        self.capacity: int | None = 1
         self._tasks: list[tuple[Any, Callable[..., Any], tuple[Any, ...]] | None] = []
         self._head = 0
 
@@ -62,6 +65,11 @@ class SerialRunner:
     def busy(self) -> bool:
         """True while a task waits to run."""
         return self._head < len(self._tasks)
+
+    @property
+    def in_flight(self) -> int:
+        """Tasks handed over and not taken back yet."""
+        return len(self._tasks) - self._head
 
     def next(self, timeout: float | None = None) -> Finished | None:
         """Run the next task and return it; None when there is none. (A task
@@ -99,13 +107,14 @@ class PoolRunner:
     executor the caller owns is never replaced.
     """
 
-    __slots__ = ("_finished", "_pending", "executor", "factory", "kind")
+    __slots__ = ("_finished", "_pending", "capacity", "executor", "factory", "kind")
 
     def __init__(
         self,
         executor: Executor,
         factory: Callable[[], Executor] | None = None,
         kind: str = "external",
+        capacity: int | None = None,
     ) -> None:
         from queue import SimpleQueue
 
@@ -113,6 +122,9 @@ class PoolRunner:
         self.factory = factory
         #: The executor kind reports name (``Work.executor``).
         self.kind = kind
+        #: How many tasks to hand it at a time (None: all there are, for an
+        #: executor whose size fastdiff does not know, e.g. a Dask cluster's).
+        self.capacity = capacity
         self._pending: dict[Future[Any], tuple[Any, Callable[..., Any], tuple[Any, ...], int]] = {}
         #: Futures as they complete: their done callbacks put them here.
         self._finished: SimpleQueue[Future[Any]] = SimpleQueue()
@@ -129,6 +141,11 @@ class PoolRunner:
     def busy(self) -> bool:
         """True while a task runs or waits to run."""
         return bool(self._pending)
+
+    @property
+    def in_flight(self) -> int:
+        """Tasks handed over and not taken back yet."""
+        return len(self._pending)
 
     def _replace_broken(self) -> None:
         assert self.factory is not None
@@ -267,8 +284,9 @@ class _OpenRunner:
         elif kind == "serial" or (jobs <= 1 and kind != "process"):
             runner = SerialRunner(kind)
         else:
+            # Two tasks per worker: one running, one ready to start.
             runner = PoolRunner(
-                _make_executor(kind, jobs), lambda: _make_executor(kind, jobs), kind
+                _make_executor(kind, jobs), lambda: _make_executor(kind, jobs), kind, 2 * jobs
             )
             self.owned = True
         self.runner = runner

@@ -315,6 +315,11 @@ class Scheduler:
         #: Keys new since the last cache lookup, and keys to hash: with the run's spec.
         self._unlooked: list[tuple[_Key, str]] = []
         self._to_hash: list[tuple[_Key, str]] = []
+        #: Tasks not handed to the runner yet: scans go first (each finishes a
+        #: plan), then hashing, in the order it was asked for.
+        self._scans: list[tuple[object, Callable[..., object], tuple[object, ...]]] = []
+        self._hashes: list[tuple[object, Callable[..., object], tuple[object, ...]]] = []
+        self._hashes_head = 0
         #: Needs whose digests are all in (to decide), and those done (to report).
         self._ready: list[_Need] = []
         self._done: list[_Need] = []
@@ -404,12 +409,12 @@ class Scheduler:
         """Run tasks until every plan submitted (before or meanwhile) is
         reported, ``stop`` is called, or ``timeout`` seconds pass. True when
         nothing is left pending. Callbacks are called from here only."""
+        if self._stopped:
+            return False
         if self._runner is None:
             self._runner = runner
         elif runner is not self._runner:
             raise ValueError("drain with the runner of the earlier drains")
-        if self._stopped:
-            return False
         if self.progress is not None and not self._progress_on:
             self._lookup()
             self.progress.start(
@@ -418,6 +423,7 @@ class Scheduler:
             self._progress_on = True
         deadline = None if timeout is None else time.monotonic() + timeout
         self._flush()
+        pump = self._pump
         while not self._stopped:
             if self._ready:
                 ready, self._ready = self._ready, []
@@ -435,6 +441,7 @@ class Scheduler:
                         break
                     self._report(done[k])
                 continue
+            pump(runner)
             wait = None
             if deadline is not None:
                 wait = deadline - time.monotonic()
@@ -442,7 +449,7 @@ class Scheduler:
                     break
             got = runner.next(wait)
             if got is None:
-                if not runner.busy and self._open and not self._stopped:
+                if not runner.busy and self._open:
                     raise RuntimeError(f"scheduler idle with {self._open} plans pending")
                 break
             self._finished(got)
@@ -457,6 +464,7 @@ class Scheduler:
             self._runner.cancel()
         self._waiters.clear()
         self._unlooked, self._to_hash, self._ready = [], [], []
+        self._scans, self._hashes, self._hashes_head = [], [], 0
 
     # --- digests
 
@@ -518,19 +526,40 @@ class Scheduler:
         self._to_hash += new
 
     def _flush(self) -> None:
-        """Hand the keys to hash to the runner: batched, run by run."""
+        """Queue the keys to hash as tasks: batched, run by run."""
         self._lookup()
         todo, self._to_hash = self._to_hash, []
         if not todo:
             return
-        assert self._runner is not None
         by_run: dict[tuple[str, int], list[DumpFile]] = {}
         for (f, cs), spec in todo:
             by_run.setdefault((spec, cs), []).append(f)
-        submit = self._runner.submit
+        queue = self._hashes.append
         for (_, cs), files in by_run.items():
             for group in batches(files, _size, self.jobs):
-                submit(("hash", group, cs), hash_batch, group, cs)
+                queue((("hash", group, cs), hash_batch, (group, cs)))
+
+    def _pump(self, runner: Runner) -> None:
+        """Hand queued tasks to the runner, up to its capacity: scans first."""
+        room = runner.capacity
+        if room is not None:
+            room -= runner.in_flight
+        scans, hashes = self._scans, self._hashes
+        while (room is None or room > 0) and (scans or self._hashes_head < len(hashes)):
+            if scans:
+                tag, fn, args = scans.pop(0)
+            else:
+                task = hashes[self._hashes_head]
+                hashes[self._hashes_head] = None  # type: ignore[call-overload]
+                self._hashes_head += 1
+                assert task is not None
+                tag, fn, args = task
+            runner.submit(tag, fn, *args)
+            if room is not None:
+                room -= 1
+        if self._hashes_head and self._hashes_head == len(hashes):
+            self._hashes.clear()
+            self._hashes_head = 0
 
     def _finished(self, got: Finished) -> None:
         (what, *payload), result, exc = got
@@ -594,11 +623,9 @@ class Scheduler:
         job.bytes_scanned = sum(j.n_bytes for j in scan_jobs)
         groups = batches(scan_jobs, _scan_bytes, self.jobs)
         job.scans_left = len(groups)
-        assert self._runner is not None
+        tol, engine = self.opts.tolerance, self.opts.engine
         for group in groups:
-            self._runner.submit(
-                ("scan", job, group), scan_batch, group, self.opts.tolerance, self.opts.engine
-            )
+            self._scans.append((("scan", job, group), scan_batch, (group, tol, engine)))
 
     def _scanned(
         self, job: _Job, group: list[ScanJob], result: list[ScanOutcome] | None,

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import xxhash
 
+from ..errors import problem_kind
 from ..options import DEFAULT_CHUNK_SIZE
 from ..results import Problem
 from ..sources.reader import READ_SIZE, buffer, describe_os_error, open_dump, read_exact
@@ -70,7 +71,7 @@ def hash_batch(files: Sequence[DumpFile], chunk_size: int) -> list[FileDigest | 
         try:
             out.append(hash_file(f, chunk_size))
         except OSError as exc:
-            out.append(Problem(f.path, describe_os_error(exc)))
+            out.append(Problem(f.path, describe_os_error(exc), kind=problem_kind(exc)))
     return out
 
 
