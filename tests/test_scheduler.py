@@ -381,3 +381,21 @@ def test_discovery_module_keeps_its_limits(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(discover_module, "MAX_STEP_DIGITS", 2)
     assert discover_module.parse_dump_name("step_123_x.bin") is None
     assert discover_module.parse_dump_name("step_12_x.bin") == (12, "x")
+
+
+def test_the_readme_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme.split("## From Python", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
+    assert len(blocks) == 2
+    write_rl_run(tmp_path / "run-a", batch=4, steps=3, seed=1)
+    write_rl_run(tmp_path / "run-b", batch=4, steps=3, seed=1, diverge=[(1, "rewards", 0)])
+    monkeypatch.chdir(tmp_path)
+    first: dict[str, object] = {}
+    exec(blocks[0], first)
+    assert first["report"].verdict == "diverged"  # type: ignore[attr-defined]
+    reports: list[tuple[object, Report]] = []
+    recording = "def done(plan, report):\n    reports.append((plan.tag, report))"
+    exec(blocks[1].replace("def done(plan, report):", recording), {"reports": reports})
+    # The plans finish in order, and step 1's divergence stops step 2.
+    assert [(tag, r.verdict) for tag, r in reports] == [(0, "identical"), (1, "diverged")]

@@ -312,9 +312,10 @@ class Scheduler:
         self.progress = progress
         #: Keys being looked up or hashed, and who waits for each.
         self._waiters: dict[_Key, list[_Need]] = {}
-        #: Keys new since the last cache lookup, and keys to hash: with the run's spec.
-        self._unlooked: list[tuple[_Key, str]] = []
-        self._to_hash: list[tuple[_Key, str]] = []
+        #: Keys new since the last cache lookup, and keys to hash: with the
+        #: plan that first asked and the run's spec, to batch them by.
+        self._unlooked: list[tuple[_Key, tuple[_Need, str]]] = []
+        self._to_hash: list[tuple[_Key, tuple[_Need, str]]] = []
         #: Tasks not handed to the runner yet: scans go first (each finishes a
         #: plan), then hashing, in the order it was asked for.
         self._scans: list[tuple[object, Callable[..., object], tuple[object, ...]]] = []
@@ -474,7 +475,7 @@ class Scheduler:
         waiters = self._waiters.get(key)
         if waiters is None:
             self._waiters[key] = [need]
-            self._unlooked.append((key, spec))
+            self._unlooked.append((key, (need, spec)))
         elif waiters[-1] is need:
             return  # the same file twice in one plan (a run compared with itself)
         else:
@@ -512,10 +513,10 @@ class Scheduler:
                     hits[(path, cs)] = d
             if hits:
                 rest = []
-                for key, spec in new:
+                for key, group in new:
                     d = hits.get((key[0].path, key[1]))
                     if d is None:
-                        rest.append((key, spec))
+                        rest.append((key, group))
                     else:
                         self._deliver(key, d)
                 new = rest
@@ -526,16 +527,17 @@ class Scheduler:
         self._to_hash += new
 
     def _flush(self) -> None:
-        """Queue the keys to hash as tasks: batched, run by run."""
+        """Queue the keys to hash as tasks: batched plan by plan and run by
+        run, in the order they were submitted, so the first plans finish first."""
         self._lookup()
         todo, self._to_hash = self._to_hash, []
         if not todo:
             return
-        by_run: dict[tuple[str, int], list[DumpFile]] = {}
-        for (f, cs), spec in todo:
-            by_run.setdefault((spec, cs), []).append(f)
+        by_run: dict[tuple[_Need, str, int], list[DumpFile]] = {}
+        for (f, cs), (need, spec) in todo:
+            by_run.setdefault((need, spec, cs), []).append(f)
         queue = self._hashes.append
-        for (_, cs), files in by_run.items():
+        for (_, _, cs), files in by_run.items():
             for group in batches(files, _size, self.jobs):
                 queue((("hash", group, cs), hash_batch, (group, cs)))
 
