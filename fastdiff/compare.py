@@ -1,20 +1,19 @@
 """The library API for one run pair: ``compare_runs``.
 
-discover -> pair -> size -> hash -> scan (kernel) -> verdict, driven by
-``pipeline.compare_pairs``; each stage drops what it has decided, so the
-cheap tests (stat, then digests) settle almost everything and only
+discover -> pair -> size -> hash -> scan (kernel) -> verdict, driven by the
+scheduler (``engine.scheduler``); each stage drops what it has decided, so
+the cheap tests (stat, then digests) settle almost everything and only
 differing chunks reach the kernel.
 """
 
 from __future__ import annotations
 
-import os
-from typing import TYPE_CHECKING
-
 from .engine.scheduler import compare_pairs
 from .options import CompareOptions, tolerance_dict
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import os
     from concurrent.futures import Executor
 
     from .engine.cache import DigestCache

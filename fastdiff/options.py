@@ -7,11 +7,12 @@ A leaf module: it imports no stage, so the CLI can read the choices
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from .dtypes import MAX_ITEMSIZE
 from .kernels import EXACT, Tolerance
-from .schema import Schema
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .schema import Schema
 
 #: Digests cover chunks of this many bytes (``--chunk-size``): only chunks whose
 #: digests differ are scanned.
@@ -37,23 +38,68 @@ EXECUTORS = ("auto", "serial", "thread", "process")
 ENGINE_CHOICES = ("auto", "numba", "numpy", "python")
 
 
-@dataclass(frozen=True)
 class CompareOptions:
-    #: None: the schema a manifest records (run A's, else run B's), else rl-state
-    #: (``runschema.choose_schema``); a schema given here wins over a manifest's.
-    schema: Schema | None = None
-    tolerance: Tolerance = EXACT
-    chunk_size: int = DEFAULT_CHUNK_SIZE
-    engine: str = "auto"  # auto | numba | numpy | python
-    executor: str = "auto"  # auto | serial | thread | process
-    jobs: int | None = None
+    """What a comparison is asked to do (an immutable value; ``replace`` makes
+    a changed copy).
 
-    def __post_init__(self) -> None:
-        check_chunk_size(self.chunk_size)
-        if self.engine not in ("auto", "numba", "numpy", "python"):
-            raise ValueError(f"unknown engine {self.engine!r} (valid: auto numba numpy python)")
-        if self.jobs is not None and self.jobs < 1:
-            raise ValueError(f"--jobs must be at least 1, got {self.jobs}")
+    ``schema``: None for the schema a manifest records (run A's, else run
+    B's), else rl-state (``sources.schemas.choose_schema``); a schema given
+    here wins over a manifest's. ``engine``: auto | numba | numpy | python;
+    ``executor``: auto | serial | thread | process; ``jobs``: None for the
+    cores this process may use.
+    """
+
+    __slots__ = ("chunk_size", "engine", "executor", "jobs", "schema", "tolerance")
+
+    schema: Schema | None
+    tolerance: Tolerance
+    chunk_size: int
+    engine: str
+    executor: str
+    jobs: int | None
+
+    def __init__(
+        self,
+        schema: Schema | None = None,
+        tolerance: Tolerance = EXACT,
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
+        engine: str = "auto",
+        executor: str = "auto",
+        jobs: int | None = None,
+    ) -> None:
+        check_chunk_size(chunk_size)
+        if engine not in ENGINE_CHOICES:
+            raise ValueError(f"unknown engine {engine!r} (valid: auto numba numpy python)")
+        if jobs is not None and jobs < 1:
+            raise ValueError(f"--jobs must be at least 1, got {jobs}")
+        self.schema = schema
+        self.tolerance = tolerance
+        self.chunk_size = chunk_size
+        self.engine = engine
+        self.executor = executor
+        self.jobs = jobs
+
+    def _fields(self) -> dict[str, object]:
+        return {name: getattr(self, name) for name in _OPTION_FIELDS}
+
+    def replace(self, **changes: object) -> CompareOptions:
+        """A copy with ``changes`` (keyword per field), checked as a new one is."""
+        return CompareOptions(**{**self._fields(), **changes})  # type: ignore[arg-type]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CompareOptions):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(tuple(self._fields().values()))
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{k}={v!r}" for k, v in self._fields().items())
+        return f"CompareOptions({inner})"
+
+
+_OPTION_FIELDS = ("schema", "tolerance", "chunk_size", "engine", "executor", "jobs")
 
 
 def tolerance_dict(tol: Tolerance) -> dict[str, object]:

@@ -17,8 +17,8 @@ from .dtypes import DTYPES, get_dtype
 from .errors import FastdiffError
 from .record import Record
 from .schema import OTHER_GROUP
+from .sources import open_run
 from .sources.schemas import choose_schema
-from .stages.discover import open_run
 from .stages.size import malformed_message
 
 TYPE_CHECKING = False

@@ -3,24 +3,28 @@
 The pair lists (one baseline against candidates, every pair of a set, or
 pairs read from a file), the summary, and the classes of runs that are
 bit-identical to each other (never merely within tolerance). The work
-itself is ``pipeline.compare_pairs``.
+itself is ``engine.scheduler.compare_pairs``.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import Executor
-from dataclasses import dataclass
 from itertools import combinations
 
-from .engine.cache import DigestCache
-from .engine.progress import Progress
 from .engine.scheduler import compare_pairs
 from .errors import FastdiffError
-from .options import CompareOptions
-from .results import Report
+from .stages.verdict import exit_code
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from concurrent.futures import Executor
+
+    from .engine.cache import DigestCache
+    from .engine.progress import Progress
+    from .options import CompareOptions
+    from .results import Report
 
 RunPair = tuple[str, str]
 
@@ -139,12 +143,28 @@ def bit_identical(report: Report) -> bool:
     return report.verdict == "identical" and all(b.status == "equal" for b in report.buffers)
 
 
-@dataclass(frozen=True)
 class UnclassifiedRun:
-    """A run left out of the identity classes, and why."""
+    """A run left out of the identity classes, and why (an immutable value)."""
+
+    __slots__ = ("reason", "run")
 
     run: str
     reason: str
+
+    def __init__(self, run: str, reason: str) -> None:
+        self.run = run
+        self.reason = reason
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, UnclassifiedRun):
+            return NotImplemented
+        return (self.run, self.reason) == (other.run, other.reason)
+
+    def __hash__(self) -> int:
+        return hash((self.run, self.reason))
+
+    def __repr__(self) -> str:
+        return f"UnclassifiedRun(run={self.run!r}, reason={self.reason!r})"
 
 
 def identity_classes(
@@ -209,8 +229,19 @@ def identity_classes(
     return classes, [UnclassifiedRun(r, unclassified[r]) for r in wanted if r in unclassified]
 
 
-@dataclass(frozen=True)
 class SweepSummary:
+    """What a sweep found, over the pairs that finished (an immutable value).
+
+    ``classes``: the identity classes when asked for (``classes_of``), else
+    None; ``unclassified``: the runs of ``classes_of`` in no class (a pair
+    ended in error), None with ``classes``.
+    """
+
+    __slots__ = (
+        "cache_hits", "classes", "diverged", "elapsed_s", "error", "identical", "interrupted",
+        "pairs", "unclassified",
+    )  # fmt: skip
+
     pairs: int
     identical: int
     diverged: int
@@ -218,13 +249,45 @@ class SweepSummary:
     classes: tuple[tuple[str, ...], ...] | None
     cache_hits: int
     elapsed_s: float
-    interrupted: bool = False
-    #: Runs of ``classes_of`` in no class (a pair ended in error), None with ``classes``.
-    unclassified: tuple[UnclassifiedRun, ...] | None = None
+    interrupted: bool
+    unclassified: tuple[UnclassifiedRun, ...] | None
+
+    def __init__(
+        self,
+        pairs: int,
+        identical: int,
+        diverged: int,
+        error: int,
+        classes: tuple[tuple[str, ...], ...] | None,
+        cache_hits: int,
+        elapsed_s: float,
+        interrupted: bool = False,
+        unclassified: tuple[UnclassifiedRun, ...] | None = None,
+    ) -> None:
+        self.pairs = pairs
+        self.identical = identical
+        self.diverged = diverged
+        self.error = error
+        self.classes = classes
+        self.cache_hits = cache_hits
+        self.elapsed_s = elapsed_s
+        self.interrupted = interrupted
+        self.unclassified = unclassified
+
+    def __repr__(self) -> str:
+        return (
+            f"SweepSummary(pairs={self.pairs}, identical={self.identical}, "
+            f"diverged={self.diverged}, error={self.error}, interrupted={self.interrupted})"
+        )
+
+    @property
+    def verdict(self) -> str:
+        """The sweep's verdict, as a report's: any error, else any divergence."""
+        return "error" if self.error else "diverged" if self.diverged else "identical"
 
     @property
     def exit_code(self) -> int:
-        return 2 if self.error else 1 if self.diverged else 0
+        return exit_code(self)  # type: ignore[arg-type]  # reads .verdict only
 
 
 def sweep(

@@ -14,6 +14,7 @@ import sqlite3
 import stat
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -306,3 +307,53 @@ def test_cache_verify_takes_a_fraction(tmp_path: Path, bad: str) -> None:
     r = cli("sweep", "--baseline", str(a), str(b), "--no-cache", "--cache-verify", bad)
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "argument --cache-verify: " in r.stderr  # not "unrecognized arguments"
+
+
+def test_a_cache_created_meanwhile_by_another_fastdiff_is_used_not_set_aside(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two fastdiffs opening a new cache at once: the second reads the cache's
+    marks while the first creates it; it must never see a half-made cache
+    (its table, but not yet its application id) and set it aside."""
+    folder = tmp_path / "cache"
+    real_connect = sqlite3.connect
+    other: list[threading.Thread] = []
+
+    class _Rows:
+        def __init__(self, rows: list[tuple[object, ...]]) -> None:
+            self.rows = rows
+
+        def fetchone(self) -> tuple[object, ...]:
+            return self.rows[0]
+
+    class Racing:
+        """Our connection; the other fastdiff creates the cache right after
+        our first read."""
+
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            self.db = real_connect(*args, **kwargs)
+
+        def execute(self, sql: str, *args: object) -> object:
+            cur = self.db.execute(sql, *args)
+            if sql == "PRAGMA application_id" and not other:
+                # Finish our statement first: only an open transaction of ours
+                # may hold the other fastdiff off now.
+                rows = cur.fetchall()
+                monkeypatch.setattr(sqlite3, "connect", real_connect)
+                t = threading.Thread(target=lambda: DigestCache(folder).close())
+                other.append(t)
+                t.start()
+                t.join(timeout=0.5)  # done at once, unless our reads hold it off
+                return _Rows(rows)
+            return cur
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self.db, name)
+
+    monkeypatch.setattr(sqlite3, "connect", Racing)
+    c = DigestCache(folder)
+    c.close()
+    other[0].join()
+    assert c.warnings == []
+    assert capsys.readouterr().err == ""
+    assert not list(folder.glob("*.bad-*"))

@@ -8,7 +8,6 @@ import os
 import socket
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -64,11 +63,11 @@ def test_every_executor_gives_identical_results(
     pairs: list[tuple[str, str]], port_8787_taken: object
 ) -> None:
     distributed = pytest.importorskip("distributed")
-    serial, s0 = sweep(pairs, replace(OPTS, executor="serial"))
+    serial, s0 = sweep(pairs, OPTS.replace(executor="serial"))
     assert (s0.identical, s0.diverged, s0.error) == (1, 5, 0)
     expected = payload(serial)
     for kind in ("thread", "process"):
-        got, _ = sweep(pairs, replace(OPTS, executor=kind, jobs=2))
+        got, _ = sweep(pairs, OPTS.replace(executor=kind, jobs=2))
         assert payload(got) == expected, (kind, [r.errors[:1] for r in got])
     with (
         # dashboard_address=None still binds 8787; ":0" lets the OS pick a free port.

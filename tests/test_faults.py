@@ -15,7 +15,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -103,7 +102,7 @@ def test_a_file_changed_while_read_is_an_error_not_a_verdict(
 ) -> None:
     a, b = pair_of_runs(tmp_path, {"step_0_x.bin": bytes(4096), "step_0_y.bin": bytes(4096)})
     writer_during_read[str(b / "step_0_x.bin")] = change
-    report = compare_runs(a, b, replace(F32, executor=executor, jobs=2))
+    report = compare_runs(a, b, F32.replace(executor=executor, jobs=2))
     assert report.verdict == "error" and exit_code(report) == 2
     by_name = {x.name: x for x in report.buffers}
     assert by_name["x"].status == "error"

@@ -135,8 +135,8 @@ def test_mutated_schema_files_load_or_fail_clearly(data: st.DataObject) -> None:
 
 def _real_manifest() -> dict[str, object]:
     from fastdiff.bench.synth import write_rl_run
+    from fastdiff.hashrun import write_manifest
     from fastdiff.options import CompareOptions
-    from fastdiff.sources.manifest import write_manifest
 
     run = TMP / "run"
     if not run.exists():

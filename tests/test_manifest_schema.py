@@ -22,8 +22,9 @@ import pytest
 from fastdiff.bench.synth import write_rl_run
 from fastdiff.compare import compare_runs
 from fastdiff.schema import RL_STATE, Schema, load_schema, resolve_schema
+from fastdiff.sources import RunSource
 from fastdiff.sources.schemas import choose_schema
-from fastdiff.stages.discover import RunListing, RunSource
+from fastdiff.stages.discover import RunListing
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -7,7 +7,6 @@ import os
 import socket
 import struct
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -184,7 +183,7 @@ def test_every_executor_gives_the_same_report(tmp_path: Path) -> None:
     a, b = make_runs(tmp_path, files)
     base = CompareOptions(schema=RAW.with_default_dtype("f32"), chunk_size=256)
     reports = [
-        compare_runs(a, b, replace(base, executor=k, jobs=2))
+        compare_runs(a, b, base.replace(executor=k, jobs=2))
         for k in ("serial", "thread", "process")
     ]
     with ThreadPoolExecutor(3) as ex:

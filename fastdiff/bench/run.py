@@ -43,7 +43,8 @@ from ..engine.pool import SERIAL_MAX_BYTES
 from ..errors import FastdiffError
 from ..render.fmt import format_bytes
 from ..schema import Schema
-from ..stages.discover import is_inside, open_run
+from ..sources import open_run
+from ..stages.discover import is_inside
 from . import synth, timing
 
 if TYPE_CHECKING:

@@ -28,7 +28,7 @@ ARGUMENTS = (
 
 
 def run(args: Namespace) -> int:
-    from ..sources.manifest import write_manifest
+    from ..hashrun import write_manifest
 
     options = options_of(args)
     cache = digest_cache(args, [args.run])

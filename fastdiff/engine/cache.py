@@ -224,9 +224,14 @@ class DigestCache:
         self._make_database()
         db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
         try:
+            # One read transaction: another fastdiff may be creating the cache
+            # right now, and three separate reads could see its table but not
+            # yet its application id (and set aside a good cache).
+            db.execute("BEGIN")
             app_id = db.execute("PRAGMA application_id").fetchone()[0]
             version = db.execute("PRAGMA user_version").fetchone()[0]
             tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+            db.execute("COMMIT")
             if tables and (app_id != _APP_ID or version != CACHE_VERSION):
                 raise sqlite3.DatabaseError(
                     f"not a fastdiff digest cache of version {CACHE_VERSION}"
@@ -234,6 +239,8 @@ class DigestCache:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             if not tables:
+                # Marked and laid out in one transaction, so nobody sees it half made.
+                db.execute("BEGIN IMMEDIATE")
                 db.execute(f"PRAGMA application_id={_APP_ID}")
                 db.execute(f"PRAGMA user_version={CACHE_VERSION}")
                 db.execute(
@@ -242,6 +249,7 @@ class DigestCache:
                     " ctime_ns INTEGER, chunk_size INTEGER, chunks BLOB NOT NULL,"
                     " PRIMARY KEY (dev, ino, size, mtime_ns, ctime_ns, chunk_size))"
                 )
+                db.execute("COMMIT")
             db.execute("PRAGMA quick_check").fetchone()
         except BaseException:
             db.close()

@@ -1,33 +1,37 @@
 """Fan-out: batches of work, run in this thread or over any executor.
 
-The pipeline hands tasks to a runner and reads results back as they
-complete. ``SerialRunner`` runs them in this thread, without importing
-``concurrent.futures`` at all (small comparisons start faster);
-``PoolRunner`` wraps any ``concurrent.futures.Executor`` the caller owns (a
-thread pool, a process pool, a Dask client's executor) and calls only
-``submit`` on it and ``as_completed`` on its futures. Tasks are module-level
-functions over batches, so they pickle; small files are batched together
-because a task costs tens of microseconds of overhead (more in a process
-pool) while a small file hashes in a few. Results are keyed by what they
-are about, never by completion order, so every executor gives the same
-report.
+The scheduler hands tasks to a runner, at most ``capacity`` at a time (it
+keeps the rest itself, so it can put urgent tasks first and drop work it no
+longer needs), and takes finished ones back one at a time (``next``);
+``cancel`` drops what has not started. ``SerialRunner`` runs each task in
+this thread when it is taken, without importing ``concurrent.futures`` or
+``threading`` at all (small comparisons start faster); ``PoolRunner`` wraps
+any ``concurrent.futures.Executor`` the caller owns (a thread pool, a
+process pool, a Dask client's executor) and calls only ``submit`` on it and
+``add_done_callback`` on its futures. Tasks are module-level functions over
+batches, so they pickle; small files are batched together because a task
+costs tens of microseconds of overhead (more in a process pool) while a
+small file hashes in a few. Results are keyed by what they are about, never
+by completion order, so every executor gives the same report.
 """
 
 from __future__ import annotations
 
 import os
-import threading
-from collections import deque
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..options import EXECUTORS
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
     from concurrent.futures import Executor, Future
+    from queue import SimpleQueue
+    from types import TracebackType
+    from typing import Any, TypeVar
 
-T = TypeVar("T")
+    T = TypeVar("T")
+    #: (tag, result, exception): what a runner gives back for each finished task.
+    Finished = tuple[Any, Any, BaseException | None]
 
 
 #: Below this many bytes to hash in total, work stays in this thread: a pool
@@ -40,32 +44,62 @@ SERIAL_MAX_BYTES = 128 << 20
 BATCH_BYTES = 16 << 20
 BATCH_FILES = 256
 
-#: (tag, result, exception): what a runner yields for each finished task.
-Finished = tuple[Any, Any, BaseException | None]
-
 
 class SerialRunner:
-    """Runs each task in this thread, in submission order, as results are read."""
+    """Runs each task in this thread, in submission order, when ``next`` takes it."""
 
-    def __init__(self) -> None:
-        self._queue: deque[tuple[Any, Callable[..., Any], tuple[Any, ...]]] = deque()
+    __slots__ = ("_head", "_tasks", "capacity", "kind")
+
+    def __init__(self, kind: str = "serial") -> None:
+        #: The executor kind reports name (``Work.executor``).
+        self.kind = kind
+        #: How many tasks to hand it at a time: one, the one it runs next.
+        self.capacity: int | None = 1
+        self._tasks: list[tuple[Any, Callable[..., Any], tuple[Any, ...]] | None] = []
+        self._head = 0
 
     def submit(self, tag: Any, fn: Callable[..., Any], *args: Any) -> None:
-        self._queue.append((tag, fn, args))
+        self._tasks.append((tag, fn, args))
 
-    def results(self) -> Iterator[Finished]:
-        while self._queue:
-            tag, fn, args = self._queue.popleft()
-            try:
-                result = fn(*args)
-            except Exception as exc:
-                yield tag, None, exc
-            else:
-                yield tag, result, None
+    @property
+    def busy(self) -> bool:
+        """True while a task waits to run."""
+        return self._head < len(self._tasks)
+
+    @property
+    def in_flight(self) -> int:
+        """Tasks handed over and not taken back yet."""
+        return len(self._tasks) - self._head
+
+    def next(self, timeout: float | None = None) -> Finished | None:
+        """Run the next task and return it; None when there is none. (A task
+        here runs to its end: ``timeout`` is for the common interface.)"""
+        tasks = self._tasks
+        if self._head >= len(tasks):
+            self.cancel()
+            return None
+        task = tasks[self._head]
+        tasks[self._head] = None  # its arguments are not kept alive
+        self._head += 1
+        if self._head >= 1024 and self._head * 2 >= len(tasks):
+            del tasks[: self._head]
+            self._head = 0
+        assert task is not None
+        tag, fn, args = task
+        try:
+            result = fn(*args)
+        except Exception as exc:
+            return tag, None, exc
+        return tag, result, None
+
+    def cancel(self) -> None:
+        """Forget every task not run yet."""
+        self._tasks = []
+        self._head = 0
 
 
 class PoolRunner:
-    """Runs tasks on an executor; yields them as they complete.
+    """Runs tasks on an executor; ``next`` returns them as they complete.
 
     With ``factory`` (an executor fastdiff created and owns), a pool broken by
     a dying worker process is replaced and each task it took down is run once
@@ -73,16 +107,45 @@ class PoolRunner:
     executor the caller owns is never replaced.
     """
 
-    def __init__(self, executor: Executor, factory: Callable[[], Executor] | None = None) -> None:
+    __slots__ = ("_finished", "_pending", "capacity", "executor", "factory", "kind")
+
+    def __init__(
+        self,
+        executor: Executor,
+        factory: Callable[[], Executor] | None = None,
+        kind: str = "external",
+        capacity: int | None = None,
+    ) -> None:
+        from queue import SimpleQueue
+
         self.executor = executor
         self.factory = factory
+        #: The executor kind reports name (``Work.executor``).
+        self.kind = kind
+        #: How many tasks to hand it at a time (None: all there are, for an
+        #: executor whose size fastdiff does not know, e.g. a Dask cluster's).
+        self.capacity = capacity
         self._pending: dict[Future[Any], tuple[Any, Callable[..., Any], tuple[Any, ...], int]] = {}
+        #: Futures as they complete: their done callbacks put them here.
+        self._finished: SimpleQueue[Future[Any]] = SimpleQueue()
 
     def submit(self, tag: Any, fn: Callable[..., Any], *args: Any) -> None:
         self._submit(tag, fn, args, 0)
 
     def _submit(self, tag: Any, fn: Callable[..., Any], args: tuple[Any, ...], tries: int) -> None:
-        self._pending[self.executor.submit(fn, *args)] = (tag, fn, args, tries)
+        fut = self.executor.submit(fn, *args)
+        self._pending[fut] = (tag, fn, args, tries)
+        fut.add_done_callback(self._finished.put)
+
+    @property
+    def busy(self) -> bool:
+        """True while a task runs or waits to run."""
+        return bool(self._pending)
+
+    @property
+    def in_flight(self) -> int:
+        """Tasks handed over and not taken back yet."""
+        return len(self._pending)
 
     def _replace_broken(self) -> None:
         assert self.factory is not None
@@ -90,27 +153,47 @@ class PoolRunner:
         self.executor = self.factory()
         stop_executor(old)
 
-    def results(self) -> Iterator[Finished]:
-        from concurrent.futures import BrokenExecutor, as_completed
+    def next(self, timeout: float | None = None) -> Finished | None:
+        """The next task to complete; None when none is left, or when none
+        completed within ``timeout`` seconds (``busy`` tells which)."""
+        import time
+        from concurrent.futures import BrokenExecutor
+        from queue import Empty
 
-        # Tasks submitted while a round is read wait for the next round;
-        # executors run tasks in submission order anyway.
+        deadline = None if timeout is None else time.monotonic() + timeout
         while self._pending:
-            for fut in as_completed(list(self._pending)):
-                tag, fn, args, tries = self._pending.pop(fut)
-                try:
-                    result = fut.result()
-                except BrokenExecutor as exc:
-                    if self.factory is not None and tries == 0:
-                        if getattr(self.executor, "_broken", False):
-                            self._replace_broken()
-                        self._submit(tag, fn, args, 1)
-                        continue
-                    yield tag, None, WorkerDied(f"a worker process died twice running it ({exc})")
-                except Exception as exc:
-                    yield tag, None, exc
-                else:
-                    yield tag, result, None
+            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                fut = self._finished.get(timeout=wait)
+            except Empty:
+                return None
+            entry = self._pending.pop(fut, None)
+            if entry is None:
+                continue  # cancelled: no longer ours
+            tag, fn, args, tries = entry
+            try:
+                result = fut.result()
+            except BrokenExecutor as exc:
+                if self.factory is not None and tries == 0:
+                    if getattr(self.executor, "_broken", False):
+                        self._replace_broken()
+                    self._submit(tag, fn, args, 1)
+                    continue
+                return tag, None, WorkerDied(f"a worker process died twice running it ({exc})")
+            except Exception as exc:
+                return tag, None, exc
+            return tag, result, None
+        return None
+
+    def cancel(self) -> None:
+        """Cancel every task not started yet; those running finish unheeded."""
+        pending, self._pending = self._pending, {}
+        for fut in pending:
+            fut.cancel()
+
+
+if TYPE_CHECKING:
+    Runner = SerialRunner | PoolRunner
 
 
 class WorkerDied(RuntimeError):
@@ -143,9 +226,6 @@ def stop_executor(ex: Executor, cancel: bool = False) -> None:
         ex.shutdown(wait=True, cancel_futures=True)
 
 
-Runner = SerialRunner | PoolRunner
-
-
 def default_jobs() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -168,6 +248,7 @@ def _make_executor(kind: str, jobs: int) -> Executor:
         return ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="fastdiff")
     if kind == "process":
         import multiprocessing
+        import threading
         from concurrent.futures import ProcessPoolExecutor
 
         # fork is the cheapest start (18 ms for two workers, against 120 ms
@@ -181,34 +262,63 @@ def _make_executor(kind: str, jobs: int) -> Executor:
     raise ValueError(f"unknown executor {kind!r} (valid: {' '.join(EXECUTORS)})")
 
 
-@contextmanager
-def open_runner(kind: str, jobs: int, executor: Executor | None = None) -> Iterator[Runner]:
-    """A runner for ``kind``; with ``executor`` given, that one (the caller owns it).
+class _OpenRunner:
+    """``open_runner``'s context manager (a class: no ``contextlib`` to import)."""
+
+    __slots__ = ("executor", "jobs", "kind", "owned", "runner")
+
+    def __init__(self, kind: str, jobs: int, executor: Executor | None) -> None:
+        self.kind = kind
+        self.jobs = jobs
+        self.executor = executor
+        self.owned = False
+
+    def __enter__(self) -> Runner:
+        from ..sources import reader
+
+        reader.CANCEL.clear()
+        kind, jobs = self.kind, self.jobs
+        runner: Runner
+        if self.executor is not None:
+            runner = PoolRunner(self.executor, kind=kind)
+        elif kind == "serial" or (jobs <= 1 and kind != "process"):
+            runner = SerialRunner(kind)
+        else:
+            # Two tasks per worker: one running, one ready to start.
+            runner = PoolRunner(
+                _make_executor(kind, jobs), lambda: _make_executor(kind, jobs), kind, 2 * jobs
+            )
+            self.owned = True
+        self.runner = runner
+        return runner
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        runner = self.runner
+        if not isinstance(runner, PoolRunner):
+            return
+        if exc_type is not None:
+            from ..sources import reader
+
+            reader.CANCEL.set()
+            if self.owned:
+                stop_executor(runner.executor, cancel=True)
+        elif self.owned:
+            stop_executor(runner.executor)
+
+
+def open_runner(kind: str, jobs: int, executor: Executor | None = None) -> _OpenRunner:
+    """``with open_runner(kind, jobs) as runner``: a runner for ``kind``; with
+    ``executor`` given, over that one (the caller owns it).
 
     On an interrupt (Ctrl-C) running tasks are told to stop (``reader.cancel``)
     and fastdiff's own worker processes are terminated, so it exits promptly.
     """
-    from ..sources import reader
-
-    reader.CANCEL.clear()
-    if executor is not None:
-        try:
-            yield PoolRunner(executor)
-        except BaseException:
-            reader.CANCEL.set()
-            raise
-        return
-    if kind == "serial" or (jobs <= 1 and kind != "process"):
-        yield SerialRunner()
-        return
-    runner = PoolRunner(_make_executor(kind, jobs), factory=lambda: _make_executor(kind, jobs))
-    try:
-        yield runner
-    except BaseException:
-        reader.CANCEL.set()
-        stop_executor(runner.executor, cancel=True)
-        raise
-    stop_executor(runner.executor)
+    return _OpenRunner(kind, jobs, executor)
 
 
 def batches(items: Sequence[T], weight: Callable[[T], int], parts: int) -> list[list[T]]:
@@ -217,13 +327,12 @@ def batches(items: Sequence[T], weight: Callable[[T], int], parts: int) -> list[
     A batch closes at BATCH_BYTES, BATCH_FILES, or its share of the total
     when there are few items, so ``parts`` workers all get some work.
     """
-    total = sum(weight(i) for i in items)
-    cap = max(1, min(BATCH_BYTES, total // max(1, parts)))
+    weights = list(map(weight, items))
+    cap = max(1, min(BATCH_BYTES, sum(weights) // max(1, parts)))
     out: list[list[T]] = []
     cur: list[T] = []
     cur_bytes = 0
-    for item in items:
-        w = weight(item)
+    for item, w in zip(items, weights, strict=True):
         if w >= cap and cur:  # a big item goes alone, not after small ones
             out.append(cur)
             cur, cur_bytes = [], 0

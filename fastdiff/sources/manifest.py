@@ -7,12 +7,14 @@ digests differ (a byte range), without reading any dump. A manifest against
 a local run tells which local files still match what was hashed.
 
 The format is versioned (``fastdiff_manifest``); a loader refuses versions
-it does not know, and any malformed content, with a one-line error.
+it does not know, and any malformed content, with a one-line error. This
+module is the format (``manifest_dict``, ``parse_manifest``,
+``load_manifest``); hashing a run into one is ``fastdiff.hashrun``'s.
 
 A manifest records the schema it was hashed under (key ``schema``: the
 schema as data, in the shape of a TOML schema file) and each file's dtype,
 so ``stats`` and ``compare`` see the same groups and dtypes as on the folder
-(``runschema`` picks the schema a comparison uses). The key was added within
+(``sources.schemas`` picks the schema a comparison uses). The key was added within
 format 1, which older fastdiffs still read (they ignore it); a manifest
 without it, from an older fastdiff, is still read: its schema is unknown
 (``Manifest.schema`` is None), and its files' dtypes are kept.
@@ -20,41 +22,48 @@ without it, from an older fastdiff, is still read: its schema is unknown
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import re
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
 
 from ..dtypes import DTYPES
-from ..engine.pool import batches, default_jobs, open_runner, resolve_executor_kind
 from ..errors import FastdiffError, SchemaError
 from ..options import check_chunk_size
-from ..results import Problem, Skipped
-from ..schema import RL_STATE, Schema, parse_schema
-from ..stages.discover import DumpFile, RunListing, discover, is_inside, parse_dump_name
-from ..stages.hash import FileDigest, hash_batch
+from ..results import Skipped
+from ..schema import Schema, parse_schema
+from ..stages.discover import DumpFile, RunListing, parse_dump_name
+from ..stages.hash import FileDigest
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ..engine.cache import DigestCache
-    from ..options import CompareOptions
+    from typing import Any
 
 MANIFEST_VERSION = 1
-_HEX32 = re.compile(r"^[0-9a-f]{32}$")
+_HEX = "0123456789abcdef"
+
+
+def _is_hex32(text: object) -> bool:
+    """32 lowercase hex digits: one xxh3-128 digest as a manifest writes it."""
+    return isinstance(text, str) and len(text) == 32 and not text.strip(_HEX)
 
 
 class ManifestError(FastdiffError, ValueError):
-    """A manifest that cannot be used."""
+    """A manifest that cannot be used; ``kind``: the ``Problem.kind`` it makes
+    (``malformed``, or ``unreadable`` when the file cannot be read)."""
+
+    def __init__(self, message: str, kind: str = "malformed") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 class NotAManifest(ManifestError):
     """The file is not a fastdiff manifest at all."""
 
 
-@dataclass(frozen=True)
 class Manifest:
+    """A manifest as read: the run it describes, as a listing and its digests."""
+
+    __slots__ = ("chunk_size", "digests", "dtypes", "listing", "path", "run", "schema")
+
     path: str
     run: str
     chunk_size: int
@@ -62,9 +71,27 @@ class Manifest:
     digests: dict[str, FileDigest]  # by DumpFile.path
     #: The schema it was hashed under; None for a manifest of an older
     #: fastdiff, which did not record it.
-    schema: Schema | None = None
+    schema: Schema | None
     #: The dtype recorded for each buffer name (those of its files).
-    dtypes: dict[str, str] = field(default_factory=dict)
+    dtypes: dict[str, str]
+
+    def __init__(
+        self,
+        path: str,
+        run: str,
+        chunk_size: int,
+        listing: RunListing,
+        digests: dict[str, FileDigest],
+        schema: Schema | None = None,
+        dtypes: dict[str, str] | None = None,
+    ) -> None:
+        self.path = path
+        self.run = run
+        self.chunk_size = chunk_size
+        self.listing = listing
+        self.digests = digests
+        self.schema = schema
+        self.dtypes = {} if dtypes is None else dtypes
 
 
 def entry_path(manifest_path: str, filename: str) -> str:
@@ -86,6 +113,8 @@ def schema_dict(schema: Schema) -> dict[str, Any]:
 def manifest_dict(
     listing: RunListing, digests: dict[str, FileDigest], chunk_size: int, schema: Schema
 ) -> dict[str, Any]:
+    from datetime import UTC, datetime
+
     files = []
     for f in listing.files:
         d = digests[f.path]
@@ -167,12 +196,12 @@ def parse_manifest(doc: object, path: str) -> Manifest:
                 path, f"{where}{len(chunks)} chunk digests do not fit size {size} "
                 f"and chunk size {chunk_size}"
             )  # fmt: skip
-        if not all(isinstance(c, str) and _HEX32.match(c) for c in chunks):
+        if not all(map(_is_hex32, chunks)):
             raise _fail(path, f"{where}chunk digests must be 32 lowercase hex digits")
         d = FileDigest(
             entry_path(path, name), size, chunk_size, tuple(bytes.fromhex(c) for c in chunks)
         )
-        if not _HEX32.match(digest) or d.digest.hex() != digest:
+        if not _is_hex32(digest) or d.digest.hex() != digest:
             raise _fail(path, f"{where}file digest does not match its chunk digests (damaged?)")
         step, buffer = parsed
         dtype = entry.get("dtype")
@@ -268,7 +297,8 @@ def load_manifest(path: str | os.PathLike[str]) -> Manifest:
                     break
                 raw += piece
     except OSError as exc:
-        raise ManifestError(f"{p}: cannot read manifest: {exc.strerror}") from exc
+        kind = "missing" if isinstance(exc, FileNotFoundError) else "unreadable"
+        raise ManifestError(f"{p}: cannot read manifest: {exc.strerror}", kind) from exc
     if len(raw) > MAX_MANIFEST_BYTES:
         raise ManifestError(f"{p}: grew while it was read, {too_big}")
     try:
@@ -276,80 +306,3 @@ def load_manifest(path: str | os.PathLike[str]) -> Manifest:
     except (ValueError, RecursionError) as exc:
         raise NotAManifest(f"{p}: not JSON ({exc})") from None
     return parse_manifest(doc, p)
-
-
-def write_manifest(
-    run: str | os.PathLike[str],
-    options: CompareOptions,
-    cache: DigestCache | None = None,
-    output: str | os.PathLike[str] | None = None,
-) -> tuple[str, list[Problem]]:
-    """Hash every dump of ``run``; return the manifest text and any problems.
-
-    With ``output``, the manifest is written there (atomically, by rename)
-    only when there were no problems: a manifest is complete or absent.
-    """
-    root = os.fspath(run)
-    if output is not None and is_inside(os.fspath(output), root):
-        raise FastdiffError(
-            f"-o {output}: refusing to write into the run folder {root} "
-            "(fastdiff never changes a run folder); write the manifest elsewhere"
-        )
-    listing = discover(root)
-    problems = list(listing.errors)
-    if not listing.files and not problems:
-        problems.append(Problem(root, "no step_<N>_<name>.bin files to hash"))
-    files = list(listing.files)
-    digests: dict[str, FileDigest] = {}
-    if cache is not None:
-        digests.update(cache.get_many(files, options.chunk_size))
-    todo = [f for f in files if f.path not in digests]
-    jobs = options.jobs or default_jobs()
-    kind = resolve_executor_kind(options.executor, sum(f.size for f in todo))
-    hashed: list[FileDigest | Problem] = []
-    with open_runner(kind, jobs) as runner:
-        for group in batches(todo, lambda f: f.size, jobs):
-            runner.submit(group, hash_batch, group, options.chunk_size)
-        for group, result, exc in runner.results():
-            if exc is not None:
-                result = [Problem(f.path, f"worker failed while hashing: {exc!r}") for f in group]
-            hashed += result
-    by_path = {f.path: f for f in files}
-    fresh = []
-    for item in hashed:
-        if isinstance(item, FileDigest):
-            digests[item.path] = item
-            fresh.append((by_path[item.path], item))
-        else:
-            problems.append(item)
-    if cache is not None:
-        cache.put_many(fresh)
-    if problems:
-        return "", problems
-    schema = options.schema or RL_STATE
-    text = json.dumps(manifest_dict(listing, digests, options.chunk_size, schema), indent=1) + "\n"
-    if output is not None:
-        _write_output(os.fspath(output), text)
-    return text, []
-
-
-def _write_output(out: str, text: str) -> None:
-    """Write atomically (a rename) next to the real file a symlink points to;
-    a FIFO or device (``-o /dev/stdout``) is written to as it is."""
-    target = os.path.realpath(out)
-    try:
-        if os.path.exists(target) and not os.path.isfile(target):
-            with open(target, "w", encoding="utf-8") as fh:
-                fh.write(text)
-            return
-        tmp = f"{target}.tmp-{os.getpid()}"
-        try:
-            with open(tmp, "w", encoding="utf-8") as fh:
-                fh.write(text)
-            os.replace(tmp, target)
-        except OSError:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-    except OSError as exc:
-        raise FastdiffError(f"-o {out}: cannot write manifest ({exc.strerror})") from exc

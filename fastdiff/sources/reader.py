@@ -102,6 +102,8 @@ os.register_at_fork(after_in_child=_forget_buffers)
 class FileChanged(OSError):
     """The file is not what discovery saw, or changed while it was read."""
 
+    kind = "changed"  # its Problem's kind (errors.problem_kind)
+
     def __init__(self, message: str, path: str) -> None:
         super().__init__(message)
         self.filename = path

@@ -17,11 +17,15 @@ a whole number of elements).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from ..render.fmt import plural
-from ..schema import RL_STATE, Schema
-from ..stages.discover import RunSource
+from ..schema import RL_STATE
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..schema import Schema
+    from . import RunSource
 
 
 def _differing(src: RunSource, schema: Schema, skip: set[str]) -> list[str]:

@@ -6,36 +6,48 @@ link is followed. Every other entry is reported as skipped, with the reason;
 entries named like dumps that cannot be compared (a folder, FIFO, socket or
 device, a broken link or link loop, a name that is not UTF-8, a step number
 too long to read) are errors. Nothing is opened here (so a FIFO cannot
-block): one ``lstat``/``stat`` per entry, and folders are never written to.
+block): one ``stat`` per entry (two for a symbolic link: the link, then
+what it points to), and folders are never written to.
+
+``discover(run, steps=...)`` lists only the dumps of the steps chosen (a
+set, a range, or a predicate on the step number): entries of other steps,
+and entries not named like dumps, are then neither listed, skipped nor
+stat'ed, so listing one step of a long run costs one pass over the names.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import stat
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from ..render.escape import is_utf8
 from ..results import Problem, Skipped
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ..schema import Schema
-    from .hash import FileDigest
+    from collections.abc import Callable, Container
 
-#: Only ASCII digits make a step number (``\d`` would take other scripts'
-#: digits too); ``\Z``, as ``$`` would also match before a final newline.
-DUMP_NAME = re.compile(r"^step_([0-9]+)_(.+)\.bin\Z", re.DOTALL)
+    #: Which steps to list: a set or range of step numbers, or a predicate.
+    StepFilter = Container[int] | Callable[[int], bool]
+
+#: A dump is named ``step_<N>_<name>.bin``: ``N`` ASCII digits only (not other
+#: scripts' digits), ``name`` at least one character (any, a newline too).
+DUMP_PREFIX = "step_"
+DUMP_SUFFIX = ".bin"
 #: Step numbers of more digits are refused (an error, never a skip): below
 #: the smallest limit Python may put on int/str conversions (640 digits), and
 #: far above the 255 bytes most file systems allow a file name.
 MAX_STEP_DIGITS = 600
 
 
-@dataclass(frozen=True)
 class DumpFile:
-    """One dump file as ``stat`` saw it during discovery."""
+    """One dump file as ``stat`` saw it during discovery (an immutable value).
+
+    Equality is identity: the scheduler keys digests by the very DumpFile a
+    listing holds, so a file listed afresh is read afresh.
+    """
+
+    __slots__ = ("ctime_ns", "dev", "ino", "mtime_ns", "name", "path", "size", "step")
 
     path: str
     step: int
@@ -46,29 +58,117 @@ class DumpFile:
     mtime_ns: int
     ctime_ns: int
 
+    def __init__(
+        self, path: str, step: int, name: str, size: int, dev: int, ino: int,
+        mtime_ns: int, ctime_ns: int,
+    ) -> None:  # fmt: skip
+        self.path = path
+        self.step = step
+        self.name = name
+        self.size = size
+        self.dev = dev
+        self.ino = ino
+        self.mtime_ns = mtime_ns
+        self.ctime_ns = ctime_ns
 
-@dataclass(frozen=True)
+    def __repr__(self) -> str:
+        return f"DumpFile({self.path!r}, step={self.step}, name={self.name!r}, size={self.size})"
+
+    def __reduce__(self) -> tuple[type[DumpFile], tuple[object, ...]]:
+        # Sent to worker processes: slots classes pickle by their fields.
+        return DumpFile, (
+            self.path, self.step, self.name, self.size, self.dev, self.ino,
+            self.mtime_ns, self.ctime_ns,
+        )  # fmt: skip
+
+
+def step_filter(steps: StepFilter | None) -> Callable[[int], bool] | None:
+    """A predicate for ``steps`` (a set, a range or a predicate); None for all steps."""
+    if steps is None or callable(steps):
+        return steps
+    return steps.__contains__
+
+
 class RunListing:
+    """What discovery found in a run folder (or what a manifest lists).
+
+    ``readable`` is False when the run itself could not be read (missing, not
+    a folder): its buffers are unknown, not absent, so nothing is paired
+    against it. ``broken``: dumps named in the folder that could not be
+    compared (a FIFO, a broken link, ...), by (step, name), with the entry's
+    problem: present, not absent.
+    """
+
+    __slots__ = ("broken", "errors", "files", "readable", "root", "skipped")
+
     root: str
     files: tuple[DumpFile, ...]
     skipped: tuple[Skipped, ...]
     errors: tuple[Problem, ...]
-    #: False when the run itself could not be read (missing, not a folder):
-    #: its buffers are unknown, not absent, so nothing is paired against it.
-    readable: bool = True
-    #: Dumps named in the folder that could not be compared (a FIFO, a broken
-    #: link, ...), by (step, name), with the entry's path and the reason:
-    #: present, not absent.
-    broken: tuple[tuple[tuple[int, str], Problem], ...] = ()
+    readable: bool
+    broken: tuple[tuple[tuple[int, str], Problem], ...]
+
+    def __init__(
+        self,
+        root: str,
+        files: tuple[DumpFile, ...],
+        skipped: tuple[Skipped, ...],
+        errors: tuple[Problem, ...],
+        readable: bool = True,
+        broken: tuple[tuple[tuple[int, str], Problem], ...] = (),
+    ) -> None:
+        self.root = root
+        self.files = files
+        self.skipped = skipped
+        self.errors = errors
+        self.readable = readable
+        self.broken = broken
+
+    def __repr__(self) -> str:
+        return (
+            f"RunListing({self.root!r}, {len(self.files)} files, {len(self.skipped)} skipped, "
+            f"{len(self.errors)} errors)"
+        )
 
     def by_key(self) -> dict[tuple[int, str], DumpFile]:
         return {(f.step, f.name): f for f in self.files}
 
+    def select(self, steps: StepFilter) -> RunListing:
+        """This listing restricted to ``steps``, as ``discover(root, steps=...)``
+        would list them: the dumps and broken entries of those steps, the
+        errors about them and about the run itself; nothing skipped."""
+        want = step_filter(steps)
+        assert want is not None
+
+        def kept(problem: Problem) -> bool:
+            parts = split_dump_name(os.path.basename(problem.path))
+            if parts is None:
+                return problem.path == self.root or not self.readable  # about the run itself
+            return len(parts[0]) <= MAX_STEP_DIGITS and want(int(parts[0]))
+
+        return RunListing(
+            self.root,
+            tuple(f for f in self.files if want(f.step)),
+            (),
+            tuple(e for e in self.errors if kept(e)),
+            self.readable,
+            tuple(item for item in self.broken if want(item[0][0])),
+        )
+
 
 def split_dump_name(filename: str) -> tuple[str, str] | None:
     """(step digits, buffer name) for a name shaped ``step_<N>_<name>.bin``, else None."""
-    m = DUMP_NAME.match(filename)
-    return None if m is None else (m.group(1), m.group(2))
+    if not (filename.startswith(DUMP_PREFIX) and filename.endswith(DUMP_SUFFIX)):
+        return None
+    sep = filename.find("_", 5)
+    # The digits run up to the first "_" after "step_", and a name of at
+    # least one character sits between that "_" and ".bin".
+    if sep <= 5 or sep + 1 >= len(filename) - 4:
+        return None
+    digits = filename[5:sep]
+    if not (digits.isascii() and digits.isdigit()):
+        return None
+    return digits, filename[sep + 1 : -4]
 
 
 def parse_dump_name(filename: str) -> tuple[int, str] | None:
@@ -112,27 +212,42 @@ def _unreadable(root: str, problem: Problem) -> RunListing:
     return RunListing(root, (), (), (problem,), readable=False)
 
 
-def discover(run: str | os.PathLike[str]) -> RunListing:
+def discover(run: str | os.PathLike[str], steps: StepFilter | None = None) -> RunListing:
+    """List a run folder; with ``steps``, only the dumps of those steps."""
     root = os.fspath(run)
     shown = root  # paths stay as the OS gave them; renderers escape them
     if "\0" in root:
-        return _unreadable(root, Problem(shown, "a path cannot contain a NUL character"))
+        problem = Problem(shown, "a path cannot contain a NUL character", kind="name")
+        return _unreadable(root, problem)
     try:
         st = os.stat(root)
     except FileNotFoundError:
-        return _unreadable(root, Problem(shown, "run folder not found; check the path"))
+        return _unreadable(
+            root, Problem(shown, "run folder not found; check the path", kind="missing")
+        )
     except OSError as exc:
-        return _unreadable(root, Problem(shown, f"cannot access run folder: {exc.strerror}"))
+        return _unreadable(
+            root, Problem(shown, f"cannot access run folder: {exc.strerror}", kind="unreadable")
+        )
     if not stat.S_ISDIR(st.st_mode):
         return _unreadable(
-            root, Problem(shown, "not a folder; give the run folder that holds the dumps")
+            root,
+            Problem(
+                shown, "not a folder; give the run folder that holds the dumps", kind="unreadable"
+            ),
         )
+    want = step_filter(steps)
     try:
         with os.scandir(root) as it:
-            names = sorted(entry.name for entry in it)
+            names = sorted([entry.name for entry in it])
     except OSError as exc:
         return _unreadable(
-            root, Problem(shown, f"cannot list run folder: {exc.strerror}; check permissions")
+            root,
+            Problem(
+                shown,
+                f"cannot list run folder: {exc.strerror}; check permissions",
+                kind="unreadable",
+            ),
         )
 
     files: list[DumpFile] = []
@@ -140,177 +255,83 @@ def discover(run: str | os.PathLike[str]) -> RunListing:
     errors: list[Problem] = []
     broken: dict[tuple[int, str], Problem] = {}
     seen: dict[tuple[int, str], str] = {}
+    S_ISLNK, S_ISREG, lstat = stat.S_ISLNK, stat.S_ISREG, os.lstat
+    prefix = root if root.endswith(os.sep) else root + os.sep  # os.path.join(root, name)
 
-    def fail(shown_path: str, parsed: tuple[int, str] | None, message: str) -> None:
-        problem = Problem(shown_path, message)
+    def fail(shown_path: str, parsed: tuple[int, str] | None, message: str, kind: str) -> None:
+        problem = Problem(shown_path, message, kind=kind)
         errors.append(problem)
         if parsed is not None:
             broken.setdefault(parsed, problem)
 
     for entry_name in names:
-        path = os.path.join(root, entry_name)
-        shown_path = path
+        path = prefix + entry_name
         parts = split_dump_name(entry_name)
-        if parts is not None and len(parts[0]) > MAX_STEP_DIGITS:  # an error, not a skip
-            message = (
-                f"step number has {len(parts[0]):,} digits, more than fastdiff reads "
-                f"({MAX_STEP_DIGITS}); rename the file"
-            )
-            fail(shown_path, None, message)
-            continue
-        parsed = None if parts is None else (int(parts[0]), parts[1])
+        parsed: tuple[int, str] | None = None
+        if parts is not None:
+            digits, name = parts
+            if len(digits) > MAX_STEP_DIGITS:  # an error, not a skip
+                if want is None:
+                    message = (
+                        f"step number has {len(digits):,} digits, more than fastdiff reads "
+                        f"({MAX_STEP_DIGITS}); rename the file"
+                    )
+                    fail(path, None, message, "name")
+                continue
+            parsed = (int(digits), name)
+            if want is not None and not want(parsed[0]):
+                continue
+        elif want is not None:
+            continue  # not a dump: only a listing of every step accounts for it
         try:
-            lst = os.lstat(path)
+            st = lstat(path)  # one stat per entry: a link's target is stat'ed too
+            if S_ISLNK(st.st_mode):
+                try:
+                    st = os.stat(path)
+                except OSError as exc:
+                    what = "symbolic link loop" if exc.errno == 40 else "broken symbolic link"
+                    if parsed is None:
+                        skipped.append(Skipped(path, f"{what}, not a dump"))
+                    else:
+                        fail(path, parsed, f"{what}; fix or remove the link", "unreadable")
+                    continue
         except OSError as exc:
-            fail(shown_path, parsed, f"vanished or unreadable while listing: {exc.strerror}")
+            message = f"vanished or unreadable while listing: {exc.strerror}"
+            kind = "changed" if isinstance(exc, FileNotFoundError) else "unreadable"
+            fail(path, parsed, message, kind)
             continue
-        is_link = stat.S_ISLNK(lst.st_mode)
-        try:
-            st = os.stat(path) if is_link else lst
-        except OSError as exc:
-            what = "symbolic link loop" if exc.errno == 40 else "broken symbolic link"
-            if parsed is None:
-                skipped.append(Skipped(shown_path, f"{what}, not a dump"))
-            else:
-                fail(shown_path, parsed, f"{what}; fix or remove the link")
-            continue
-        if not stat.S_ISREG(st.st_mode):
+        if not S_ISREG(st.st_mode):
             kind = _kind(st.st_mode)
             if parsed is None:
-                skipped.append(Skipped(shown_path, f"{kind}; fastdiff compares regular files only"))
+                skipped.append(Skipped(path, f"{kind}; fastdiff compares regular files only"))
             else:
-                fail(
-                    shown_path,
-                    parsed,
-                    f"named like a dump but is {kind}; only regular files are read",
-                )
+                message = f"named like a dump but is {kind}; only regular files are read"
+                fail(path, parsed, message, "unreadable")
             continue
         if parsed is None:
-            skipped.append(Skipped(shown_path, "not a dump: name is not step_<N>_<name>.bin"))
+            skipped.append(Skipped(path, "not a dump: name is not step_<N>_<name>.bin"))
             continue
-        if not is_utf8(entry_name):
-            fail(shown_path, parsed, "file name is not valid UTF-8; rename it to compare it")
+        if not entry_name.isascii() and not is_utf8(entry_name):
+            fail(path, parsed, "file name is not valid UTF-8; rename it to compare it", "name")
             continue
-        step, name = parsed
-        if (step, name) in seen:
+        if parsed in seen:
             errors.append(
                 Problem(
-                    shown_path,
-                    f"same step and buffer as {seen[(step, name)]} (step numbers with leading "
+                    path,
+                    f"same step and buffer as {seen[parsed]} (step numbers with leading "
                     "zeros?); keep one of them",
+                    kind="name",
                 )
             )
             continue
-        seen[(step, name)] = shown_path
-        files.append(dump_file_from_stat(path, step, name, st))
+        seen[parsed] = path
+        step, name = parsed
+        files.append(
+            DumpFile(
+                path, step, name, st.st_size, st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns
+            )
+        )
     broken = {k: m for k, m in broken.items() if k not in seen}
     return RunListing(
         root, tuple(files), tuple(skipped), tuple(errors), True, tuple(sorted(broken.items()))
     )
-
-
-@dataclass(frozen=True)
-class RunSource:
-    """A run as the pipeline sees it: a listing, and digests known in advance."""
-
-    spec: str
-    listing: RunListing
-    digests: dict[str, FileDigest]  # by DumpFile.path
-    chunk_size: int | None  # set for manifests: local files must be hashed alike
-    schema: Schema | None = None  # the schema a manifest records (None: a folder, or none)
-    dtypes: dict[str, str] = field(default_factory=dict)  # a manifest's dtype per buffer name
-
-    @property
-    def is_manifest(self) -> bool:
-        return self.chunk_size is not None
-
-
-def open_run(spec: str | os.PathLike[str]) -> RunSource:
-    """A run folder, or a manifest file; errors become listing errors, never exceptions.
-
-    A regular file is read as a manifest (``load_manifest`` sniffs its first
-    bytes and caps what it reads); a dump file given as a run is refused by
-    its name, without opening it.
-    """
-    s = os.fspath(spec)
-    if os.path.isfile(s):  # a regular file given as a run is read as a manifest
-        from ..sources.manifest import ManifestError, NotAManifest, load_manifest
-
-        shown = s  # renderers escape paths when they print them
-        base = os.path.basename(s)
-        if split_dump_name(base) is not None:
-            folder = os.path.dirname(s) or os.curdir
-            problem = Problem(shown, f"this is a dump file; pass its folder {folder} instead")
-            return RunSource(s, RunListing(s, (), (), (problem,), readable=False), {}, None)
-        try:
-            m = load_manifest(s)
-        except ManifestError as exc:
-            msg = str(exc).removeprefix(f"{s}: ")
-            if isinstance(exc, NotAManifest) and base.lower().endswith(".bin"):
-                msg = (
-                    f"not a run folder, nor a fastdiff manifest ({msg}); a .bin file is data: "
-                    "pass the run folder that holds the step_<N>_<name>.bin dumps"
-                )
-            elif isinstance(exc, NotAManifest):
-                msg = (
-                    f"not a run folder, nor a fastdiff manifest ({msg}); give the folder that "
-                    "holds the step_<N>_<name>.bin dumps, or a file written by 'fastdiff hash'"
-                )
-            problem = Problem(shown, msg)
-            return RunSource(s, RunListing(s, (), (), (problem,), readable=False), {}, None)
-        return RunSource(s, m.listing, m.digests, m.chunk_size, m.schema, m.dtypes)
-    return RunSource(s, discover(s), {}, None)
-
-
-# --- a run with no dumps ------------------------------------------------------------
-
-#: How far ``dump_subfolder`` looks: this many subfolders, this many entries in each.
-_PEEK_FOLDERS = 64
-_PEEK_ENTRIES = 10_000
-
-
-def holds_no_dumps(listing: RunListing) -> bool:
-    """A run that could be read but holds nothing named like a dump: every
-    entry was skipped, or there is none. Nothing can be compared against it."""
-    return listing.readable and not listing.files and not listing.errors
-
-
-def dump_subfolder(root: str) -> str | None:
-    """The first subfolder of ``root`` (one level down, in name order) with an
-    entry named like a dump, or None. Names only: no file is opened."""
-    try:
-        with os.scandir(root) as it:
-            subfolders = sorted(e.name for e in it if e.is_dir())
-    except OSError:
-        return None
-    for name in subfolders[:_PEEK_FOLDERS]:
-        path = os.path.join(root, name)
-        try:
-            with os.scandir(path) as it:
-                for i, entry in enumerate(it):
-                    if i == _PEEK_ENTRIES:
-                        break
-                    if split_dump_name(entry.name) is not None:
-                        return path
-        except OSError:
-            continue
-    return None
-
-
-def no_dumps_problem(src: RunSource, side: str, subfolder: str | None = None) -> Problem:
-    """The error for run ``side`` ("A" or "B") holding no dumps; ``subfolder``:
-    one that does hold some (``dump_subfolder``), to suggest."""
-    shown = src.spec  # escaped by whoever prints it
-    if src.is_manifest:
-        return Problem(
-            shown,
-            f"run {side} is a manifest that lists no dumps; nothing can be compared against "
-            "it: hash the run folder that holds them with 'fastdiff hash RUN -o FILE'",
-        )
-    n = len(src.listing.skipped)
-    others = f" (only {n} other {'entry' if n == 1 else 'entries'}, skipped)" if n else ""
-    if subfolder is not None:
-        what = f"did you mean {subfolder}?"
-    else:
-        what = "give the folder that holds them"
-    return Problem(shown, f"run {side} holds no step_<N>_<name>.bin dumps{others}; {what}")

@@ -22,6 +22,7 @@ import os
 
 from xxhash import xxh3_128, xxh3_128_digest
 
+from ..errors import problem_kind
 from ..options import DEFAULT_CHUNK_SIZE
 from ..results import Problem
 from ..sources.reader import (
@@ -155,7 +156,7 @@ def hash_batch(
             # Called with two arguments unless reads are asked for: tests wrap it.
             d = hash_file(f, chunk_size) if use_mmap else hash_file(f, chunk_size, use_mmap=False)
         except OSError as exc:
-            out.append(Problem(f.path, describe_os_error(exc)))
+            out.append(Problem(f.path, describe_os_error(exc), kind=problem_kind(exc)))
         else:
             out.append(d)
     return out

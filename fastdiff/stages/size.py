@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from ..dtypes import get_dtype
 from ..results import COUNT_FIELDS, BufferResult, Problem
-from .pair import Pair
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .pair import Pair
 
 
 def malformed_message(size: int, itemsize: int, dtype: str) -> str:
@@ -27,26 +30,35 @@ def size_stage(
     decided: list[BufferResult] = []
     problems: list[Problem] = []
     to_hash: list[Pair] = []
+    itemsizes: dict[str, int] = {}
     for p in pairs:
         if p.problem is not None:  # reported by discovery already
             decided.append(p.result("error", message=p.problem))
             continue
-        itemsize = get_dtype(p.dtype).itemsize
-        bad = [f for f in (p.a, p.b) if f is not None and f.size % itemsize]
+        itemsize = itemsizes.get(p.dtype)
+        if itemsize is None:
+            itemsize = itemsizes[p.dtype] = get_dtype(p.dtype).itemsize
+        a, b = p.a, p.b
+        if a is not None and b is not None and a.size == b.size and a.size % itemsize == 0:
+            if a.size:
+                to_hash.append(p)  # the usual case
+            else:
+                zeros = dict.fromkeys(COUNT_FIELDS, 0)
+                decided.append(p.result("equal", n_elements_a=0, n_elements_b=0, **zeros))
+            continue
+        bad = [f for f in (a, b) if f is not None and f.size % itemsize]
         if bad:
             messages = [malformed_message(f.size, itemsize, p.dtype) for f in bad]
-            problems += [Problem(f.path, m) for f, m in zip(bad, messages, strict=True)]
+            problems += [
+                Problem(f.path, m, kind="malformed") for f, m in zip(bad, messages, strict=True)
+            ]
             decided.append(p.result("malformed", message=messages[0]))
             continue
-        n_a = p.a.size // itemsize if p.a else None
-        n_b = p.b.size // itemsize if p.b else None
-        if p.a is None:
-            decided.append(p.result("only_in_b", n_elements_b=n_b))
-        elif p.b is None:
-            decided.append(p.result("only_in_a", n_elements_a=n_a))
-        elif p.a.size == 0 and p.b.size == 0:
-            zeros = dict.fromkeys(COUNT_FIELDS, 0)
-            decided.append(p.result("equal", n_elements_a=0, n_elements_b=0, **zeros))
+        if a is None:
+            assert b is not None
+            decided.append(p.result("only_in_b", n_elements_b=b.size // itemsize))
+        elif b is None:
+            decided.append(p.result("only_in_a", n_elements_a=a.size // itemsize))
         else:
-            to_hash.append(p)
+            to_hash.append(p)  # unequal sizes: the common prefix is compared
     return decided, problems, to_hash

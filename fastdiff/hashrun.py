@@ -1,0 +1,100 @@
+"""The ``hash`` API: a run folder's digests, written as a manifest.
+
+``write_manifest`` lists the run, asks the scheduler for the digest of every
+dump (the digest cache first, then batched hashing on the executor the
+options choose, as a comparison does), and writes the manifest
+(``sources.manifest`` is the format) only when every file was hashed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+
+from .engine.scheduler import Scheduler, gc_paused
+from .errors import FastdiffError
+from .results import Problem
+from .schema import RL_STATE
+from .sources.manifest import manifest_dict
+from .stages.discover import discover, is_inside
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .engine.cache import DigestCache
+    from .options import CompareOptions
+    from .stages.discover import RunListing
+    from .stages.hash import FileDigest
+
+
+def write_manifest(
+    run: str | os.PathLike[str],
+    options: CompareOptions,
+    cache: DigestCache | None = None,
+    output: str | os.PathLike[str] | None = None,
+) -> tuple[str, list[Problem]]:
+    """Hash every dump of ``run``; return the manifest text and any problems.
+
+    With ``output``, the manifest is written there (atomically, by rename)
+    only when there were no problems: a manifest is complete or absent.
+    """
+    root = os.fspath(run)
+    if output is not None and is_inside(os.fspath(output), root):
+        raise FastdiffError(
+            f"-o {output}: refusing to write into the run folder {root} "
+            "(fastdiff never changes a run folder); write the manifest elsewhere"
+        )
+    with gc_paused():
+        listing, digests, problems = _hash_run(root, options, cache)
+    if problems:
+        return "", problems
+    schema = options.schema or RL_STATE
+    text = json.dumps(manifest_dict(listing, digests, options.chunk_size, schema), indent=1) + "\n"
+    if output is not None:
+        _write_output(os.fspath(output), text)
+    return text, []
+
+
+def _hash_run(
+    root: str, options: CompareOptions, cache: DigestCache | None
+) -> tuple[RunListing, dict[str, FileDigest], list[Problem]]:
+    """The run's listing, its files' digests, and the problems met."""
+    listing = discover(root)
+    problems = list(listing.errors)
+    if not listing.files and not problems:
+        problems.append(Problem(root, "no step_<N>_<name>.bin files to hash", kind="no_dumps"))
+    digests: dict[str, FileDigest] = {}
+
+    def hashed(items: list[FileDigest | Problem]) -> None:
+        for item in items:
+            if isinstance(item, Problem):
+                problems.append(item)
+            else:
+                digests[item.path] = item
+
+    sched = Scheduler(options, cache)
+    sched.request_digests(listing.files, options.chunk_size, hashed)
+    sched.run()
+    return listing, digests, problems
+
+
+def _write_output(out: str, text: str) -> None:
+    """Write atomically (a rename) next to the real file a symlink points to;
+    a FIFO or device (``-o /dev/stdout``) is written to as it is."""
+    target = os.path.realpath(out)
+    try:
+        if os.path.exists(target) and not os.path.isfile(target):
+            with open(target, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            return
+        tmp = f"{target}.tmp-{os.getpid()}"
+        try:
+            with open(tmp, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            os.replace(tmp, target)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+    except OSError as exc:
+        raise FastdiffError(f"-o {out}: cannot write manifest ({exc.strerror})") from exc
