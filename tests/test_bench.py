@@ -18,6 +18,7 @@ import math
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,8 @@ MIB = 1 << 20
 GIB = 1 << 30
 
 RESULT_KEYS = {
-    "shape", "case", "size", "files", "bytes", "jobs", "executor", "seconds", "gbs", "times",
+    "shape", "case", "size", "files", "bytes", "jobs", "jobs_values", "executor", "seconds",
+    "gbs", "times",
     "loops", "floor_seconds", "floor_gbs", "floor_times", "floor_loops", "floor_kind",
     "floor_candidates", "ratio_to_floor",
 }  # fmt: skip
@@ -64,6 +66,7 @@ def check_result(r: dict[str, Any], repeat: int) -> None:
     assert r["case"] in ("identical", "late-diff")
     assert r["bytes"] == 2 * r["size"]
     assert r["executor"] in ("serial", "thread", "process")
+    assert r["jobs"] == r["jobs_values"][0] and r["jobs_values"] == sorted(r["jobs_values"])
     assert len(r["times"]) == len(r["floor_times"]) == repeat
     assert r["loops"] >= 1 and r["floor_loops"] >= 1
     for key in ("seconds", "floor_seconds"):
@@ -97,12 +100,12 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Any, str
 
 def test_json_structure(tiny: tuple[Path, Path, Any, str]) -> None:
     work, _, doc, _ = tiny
-    assert doc["schema_version"] == 2
+    assert doc["schema_version"] == 3
     assert set(doc) == {
         "schema_version", "machine", "method", "plan", "folder", "kept", "elapsed_s", "results",
     }  # fmt: skip
     assert set(doc["machine"]) == {"cpus", "jobs_available", "python", "platform", "load_average"}
-    assert set(doc["method"]) == {"fastdiff", "floor", "statistic", "gbs", "late_diff"}
+    assert set(doc["method"]) == {"fastdiff", "floor", "statistic", "gbs", "jobs", "late_diff"}
     assert "in-process" in doc["method"]["fastdiff"]
     assert "compare_runs" in doc["method"]["fastdiff"]
     plan = doc["plan"]
@@ -113,17 +116,19 @@ def test_json_structure(tiny: tuple[Path, Path, Any, str]) -> None:
         "auto", 1, 0, "f32"
     )  # fmt: skip
     assert plan["like"] is None
-    cases = [(r["shape"], r["size"], r["case"], r["jobs"]) for r in doc["results"]]
+    # auto runs in-process below 128 MiB whatever --jobs: jobs 1 and 2 ran alike,
+    # one row each (were two rows, the second labelled serial too)
+    cases = [
+        (r["shape"], r["size"], r["case"], r["jobs_values"], r["executor"]) for r in doc["results"]
+    ]
     assert cases == [
-        ("ladder", size, case, jobs)
+        ("ladder", size, case, [1, 2], "serial")
         for size in plan["sizes"]
         for case in ("identical", "late-diff")
-        for jobs in (1, 2)
     ]
     for r in doc["results"]:
         check_result(r, repeat=1)
         assert r["files"] == 1
-        assert r["executor"] == "serial"  # auto: in-process below 128 MiB
     # the temporary folder is gone, and nothing else was left in the workdir
     assert doc["kept"] is False
     assert not Path(doc["folder"]).exists()
@@ -144,12 +149,13 @@ def test_plot_is_a_png_matplotlib_reads_back(tiny: tuple[Path, Path, Any, str]) 
 def test_text_table(tmp_path: Path) -> None:
     p = fastdiff(
         "bench", "--workdir", str(tmp_path), "--max-size", "16K", "--repeat", "1",
-        "--warmup", "0", "--jobs", "1",
+        "--warmup", "0", "--jobs", "2",
     )  # fmt: skip
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
     assert lines[0].startswith("fastdiff bench: ")
     assert any("in-process library call" in line for line in lines)
+    assert "one row per way fastdiff ran: jobs values that ran alike, in this thread " in p.stdout
     head = next(i for i, line in enumerate(lines) if line.startswith("|"))
     table = lines[head:]
     assert [c.strip() for c in table[0].strip("|").split("|")] == [
@@ -158,12 +164,28 @@ def test_text_table(tmp_path: Path) -> None:
     ]  # fmt: skip
     rows = [[c.strip() for c in line.strip("|").split("|")] for line in table[2:]]
     assert {r[8] for r in rows} <= {"readinto", "mmap+xxh3"}
-    assert [r[:4] for r in rows] == [
-        ["4 KiB", "identical", "1", "serial"],
-        ["4 KiB", "late-diff", "1", "serial"],
-        ["16 KiB", "identical", "1", "serial"],
-        ["16 KiB", "late-diff", "1", "serial"],
+    assert [r[:4] for r in rows] == [  # jobs 1 and 2 ran alike: one row, not two
+        ["4 KiB", "identical", "1-2", "serial"],
+        ["4 KiB", "late-diff", "1-2", "serial"],
+        ["16 KiB", "identical", "1-2", "serial"],
+        ["16 KiB", "late-diff", "1-2", "serial"],
     ]
+
+
+def test_jobs_that_run_differently_stay_apart(tmp_path: Path) -> None:
+    """--executor thread: one job runs in this thread, two on a pool: two rows."""
+    _, doc = bench_json(
+        tmp_path, "--max-size", "4K", "--repeat", "1", "--warmup", "0", "--jobs", "2",
+        "--executor", "thread",
+    )  # fmt: skip
+    assert [(r["case"], r["jobs"], r["jobs_values"], r["executor"]) for r in doc["results"]] == [
+        ("identical", 1, [1], "serial"),
+        ("identical", 2, [2], "thread"),
+        ("late-diff", 1, [1], "serial"),
+        ("late-diff", 2, [2], "thread"),
+    ]
+    for r in doc["results"]:
+        check_result(r, repeat=1)
 
 
 def test_like_a_real_run_scaled(tmp_path: Path) -> None:
@@ -391,16 +413,24 @@ def test_time_calls_interleaves_rounds_and_loops() -> None:
         timing.time_calls(calls, repeat=0)
 
 
-def test_autorange_grows_the_loop_for_quick_calls() -> None:
+def test_autorange_grows_the_loop_for_quick_calls(monkeypatch: pytest.MonkeyPatch) -> None:
     n = 0
 
     def quick() -> None:
         nonlocal n
         n += 1
 
+    # A clock that says 1 µs per call: on a busy machine one real call may take
+    # longer than the whole sample (was a flaky "1 > 1").
+    def time_loop(fn: Callable[[], object], loops: int = 1) -> float:
+        for _ in range(loops):
+            fn()
+        return 1e-6
+
+    monkeypatch.setattr(timing, "time_loop", time_loop)
     loops = timing.autorange(quick, min_time=0.001)
-    assert loops > 1
-    assert n >= loops
+    assert loops == 1200  # 1 call, then 1.2 x 0.001 s / 1 µs
+    assert n == 1 + loops
     assert timing.autorange(lambda: None, min_time=10.0, max_loops=8) == 8
 
 
@@ -702,3 +732,98 @@ def test_bench_compare_estimates_only_the_pure_python_baselines(
     for name in ("pure-python", "reference"):
         assert cells[name].estimate == 1000.0 and not cells[name].times
         assert cells[name].note == "~est (from mid), not run"
+
+
+# --- the plot, drawn from made-up results ----------------------------------------------
+
+
+def made_up(load: float | None, executors: dict[int, str]) -> bench.BenchResult:
+    """A result of two rungs, both cases, with the jobs values of ``executors``
+    (jobs -> what ran) grouped as ``_measure`` groups them; each case its own floor."""
+    p = plan(jobs=max(executors), max_size=16 * KIB)
+    rows = []
+    for size in p.sizes:
+        for case, floor_s in (("identical", 1e-4), ("late-diff", 2e-4)):
+            alike: dict[tuple[str, int], list[int]] = {}
+            for jobs, ran in executors.items():
+                alike.setdefault((ran, 0 if ran == "serial" else jobs), []).append(jobs)
+            for (ran, _), values in alike.items():
+                seconds = 1e-3 * values[0]
+                rows.append(
+                    bench.Measurement(
+                        shape="ladder",
+                        case=case,
+                        size=size,
+                        files=1,
+                        jobs=values[0],
+                        jobs_values=tuple(values),
+                        executor=ran,
+                        fastdiff=bench.Timing(seconds, (seconds,), 1),
+                        floor=bench.Timing(floor_s, (floor_s,), 1),
+                        floor_kind="readinto",
+                        floor_candidates=(("readinto", floor_s), ("mmap+xxh3", 2 * floor_s)),
+                    )
+                )
+    machine = bench.Machine(2, 2, "CPython 3", "Linux", load)
+    return bench.BenchResult(p, machine, tuple(rows), "/nowhere", False, 1.0)
+
+
+def plot_lines(result: bench.BenchResult) -> dict[str, list[float]]:
+    pytest.importorskip("matplotlib")
+    from fastdiff.bench.plot import draw
+
+    (ax,) = draw(result).axes
+    lines = {line.get_label(): list(line.get_ydata()) for line in ax.get_lines()}
+    assert len(lines) == len(ax.get_lines())  # no two lines alike
+    return lines
+
+
+def test_plot_draws_a_line_per_way_it_ran_and_a_floor_per_case() -> None:
+    lines = plot_lines(made_up(None, {1: "serial", 2: "serial"}))
+    identical_floor = [2 * 4 * KIB / 1e-4 / 1e9, 2 * 16 * KIB / 1e-4 / 1e9]
+    late_floor = [2 * 4 * KIB / 2e-4 / 1e9, 2 * 16 * KIB / 2e-4 / 1e9]
+    assert lines == {
+        "identical, jobs 1-2, serial": pytest.approx([2 * 4 * KIB / 1e6, 2 * 16 * KIB / 1e6]),
+        "late-diff, jobs 1-2, serial": pytest.approx([2 * 4 * KIB / 1e6, 2 * 16 * KIB / 1e6]),
+        "floor, identical: read both files": pytest.approx(identical_floor),
+        "floor, late-diff: read both files": pytest.approx(late_floor),
+    }
+    lines = plot_lines(made_up(None, {1: "serial", 2: "thread", 4: "thread"}))
+    assert sorted(lines) == [
+        "floor, identical: read both files",
+        "floor, late-diff: read both files",
+        "identical, jobs 1, serial",
+        "identical, jobs 2, thread",
+        "identical, jobs 4, thread",
+        "late-diff, jobs 1, serial",
+        "late-diff, jobs 2, thread",
+        "late-diff, jobs 4, thread",
+    ]
+
+
+@pytest.mark.parametrize(("load", "shown"), [(None, False), (0.9, False), (1.5, True)])
+def test_plot_shows_a_noisy_load_average(load: float | None, shown: bool) -> None:
+    pytest.importorskip("matplotlib")
+    from fastdiff.bench.plot import draw
+
+    (ax,) = draw(made_up(load, {1: "serial"})).axes
+    note = f"load average {load or 0:.2f} on 2 CPUs at start: other work was running, timings "
+    assert ax.get_title().startswith("fastdiff compare_runs, in-process, median of 5: 2 CPUs")
+    assert ax.get_title().endswith("\n" + note + "are noisy") == shown
+    assert ("load average" in ax.get_title()) == shown
+
+
+def test_plot_png_of_made_up_results_reads_back(tmp_path: Path) -> None:
+    image = pytest.importorskip("matplotlib.image")
+    from fastdiff.bench.plot import write_plot
+
+    write_plot(made_up(3.0, {1: "serial", 2: "thread"}), tmp_path / "p.png")
+    assert (tmp_path / "p.png").read_bytes()[:8] == PNG_SIGNATURE
+    assert image.imread(tmp_path / "p.png").shape[2] in (3, 4)
+
+
+def test_noisy_load_is_per_cpu() -> None:
+    assert not bench.noisy_load(None, 2)
+    assert not bench.noisy_load(1.0, 2)
+    assert bench.noisy_load(1.01, 2)
+    assert bench.noisy_load(0.6, None)  # CPUs unknown: counted as one

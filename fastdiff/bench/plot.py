@@ -1,4 +1,5 @@
-"""The ``fastdiff bench`` plot: GB/s against size, one line per case, the floor drawn in.
+"""The ``fastdiff bench`` plot: GB/s against size, a line per case and way fastdiff ran,
+each case's floor drawn in, and the load average when it makes the timings noisy.
 
 matplotlib is the optional extra ``plot`` (``fastdiff-dumps[plot]``); it is imported here
 only, inside the functions, and drawn with the Agg backend through the
@@ -13,7 +14,9 @@ from typing import TYPE_CHECKING
 from ..errors import FastdiffError
 
 if TYPE_CHECKING:
-    from .run import BenchResult
+    from matplotlib.figure import Figure
+
+    from .run import BenchResult, Measurement
 
 MISSING = (
     "--plot needs matplotlib, the optional extra 'plot': pip install 'fastdiff-dumps[plot]' "
@@ -34,6 +37,44 @@ def require_matplotlib(path: str | os.PathLike[str]) -> None:
 
 def write_plot(result: BenchResult, path: str | os.PathLike[str]) -> None:
     """Write the plot of ``result`` as a PNG file."""
+    fig = draw(result)
+    try:
+        fig.savefig(os.fspath(path), format="png", dpi=100)
+    except OSError as exc:
+        raise FastdiffError(f"--plot {path}: cannot write ({exc.strerror or exc})") from exc
+
+
+def _configuration(m: Measurement) -> tuple[str, int]:
+    """A line of the plot: what ran (serial: whatever the jobs value)."""
+    return (m.executor, 0 if m.executor == "serial" else m.jobs)
+
+
+def _configuration_label(ms: list[Measurement]) -> str:
+    """``jobs 2, thread``; ``jobs 1-2, serial`` where the rows say so alike, else
+    ``serial`` (the jobs values that run serially can change with the size)."""
+    labels = {m.jobs_label for m in ms}
+    if ms[0].executor == "serial" and len(labels) > 1:
+        return "serial"
+    return f"jobs {labels.pop()}, {ms[0].executor}"
+
+
+def load_note(result: BenchResult) -> str | None:
+    """What the plot says of the load average when it makes timings noisy, else None."""
+    from .run import noisy_load
+
+    mc = result.machine
+    if mc.load_average is None or not noisy_load(mc.load_average, mc.cpus):
+        return None
+    return (
+        f"load average {mc.load_average:.2f} on {mc.cpus} CPUs at start: other work was "
+        "running, timings are noisy"
+    )
+
+
+def draw(result: BenchResult) -> Figure:
+    """The figure: one line per case and way fastdiff ran (serial, or jobs N on a
+    pool), one floor line per case, a like run as stars; the load average when
+    it is high. Nothing is written."""
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
@@ -46,12 +87,19 @@ def write_plot(result: BenchResult, path: str | os.PathLike[str]) -> None:
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     ladder = [m for m in result.measurements if m.shape == "ladder"]
-    colors = {j: f"C{i}" for i, j in enumerate(result.plan.jobs)}
+    # Rows of jobs values that ran alike are one row already; across sizes, the
+    # same way of running (serial) is one line.
+    keys = sorted({_configuration(m) for m in result.measurements}, key=lambda k: (k[1], k[0]))
+    colors = {key: f"C{i}" for i, key in enumerate(keys)}
+    labels = {
+        key: _configuration_label([m for m in result.measurements if _configuration(m) == key])
+        for key in keys
+    }
     styles = {"identical": "-", "late-diff": "--"}
     markers = {"identical": "o", "late-diff": "s"}
     for case in ("identical", "late-diff"):
-        for jobs in result.plan.jobs:
-            ms = sorted((m for m in ladder if m.case == case and m.jobs == jobs),
+        for key in keys:
+            ms = sorted((m for m in ladder if m.case == case and _configuration(m) == key),
                         key=lambda m: m.size)  # fmt: skip
             if ms:
                 ax.plot(
@@ -59,19 +107,25 @@ def write_plot(result: BenchResult, path: str | os.PathLike[str]) -> None:
                     [m.gbs for m in ms],
                     styles[case],
                     marker=markers[case],
-                    color=colors[jobs],
-                    label=f"{case}, jobs {jobs}",
+                    color=colors[key],
+                    label=f"{case}, {labels[key]}",
                 )
-    # The floor: the faster way of reading both files once (readinto, or mmap+xxh3),
-    # measured with every case; its median per size.
-    floors: dict[int, list[float]] = {}
-    for m in ladder:
-        floors.setdefault(m.size, []).append(m.floor_gbs)
-    if floors:
-        sizes = sorted(floors)
-        ys = [sorted(floors[s])[len(floors[s]) // 2] for s in sizes]
-        ax.plot(sizes, ys, ":", color="black", linewidth=2.5, label="floor: read both files")
-    like_floor = "floor of the like run"
+    # The floor of each case: the faster way of reading both files once (readinto,
+    # or mmap+xxh3), timed in the same rounds as the case; the same for all its rows.
+    floor_styles = {"identical": ":", "late-diff": "-."}
+    floor_colors = {"identical": "black", "late-diff": "dimgray"}
+    for case in ("identical", "late-diff"):
+        floors = {m.size: m.floor_gbs for m in ladder if m.case == case}
+        if floors:
+            sizes = sorted(floors)
+            ax.plot(
+                sizes,
+                [floors[s] for s in sizes],
+                floor_styles[case],
+                color=floor_colors[case],
+                linewidth=2.5,
+                label=f"floor, {case}: read both files",
+            )
     for m in result.measurements:
         if m.shape == "like":
             ax.plot(
@@ -80,12 +134,15 @@ def write_plot(result: BenchResult, path: str | os.PathLike[str]) -> None:
                 marker="*" if m.case == "identical" else "X",
                 markersize=13,
                 linestyle="none",
-                color=colors[m.jobs],
-                label=f"like run, {m.case}, jobs {m.jobs}",
+                color=colors[_configuration(m)],
+                label=f"like run, {m.case}, {labels[_configuration(m)]}",
             )
-            ax.plot([m.size], [m.floor_gbs], marker="_", markersize=16, markeredgewidth=2,
-                    linestyle="none", color="black", label=like_floor)  # fmt: skip
-            like_floor = "_nolegend_"
+    for case in ("identical", "late-diff"):
+        like = [m for m in result.measurements if m.shape == "like" and m.case == case]
+        if like:
+            ax.plot([like[0].size], [like[0].floor_gbs], marker="_", markersize=16,
+                    markeredgewidth=2, linestyle="none", color=floor_colors[case],
+                    label=f"floor of the like run, {case}")  # fmt: skip
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ticks = sorted({m.size for m in ladder}) or sorted({m.size for m in result.measurements})
@@ -96,14 +153,12 @@ def write_plot(result: BenchResult, path: str | os.PathLike[str]) -> None:
     ax.set_xlabel("bytes per run (the ladder: one file per run)")
     ax.set_ylabel("GB/s (10^9 bytes of both runs per second)")
     mc = result.machine
-    ax.set_title(
+    title = (
         f"fastdiff compare_runs, in-process, median of {result.plan.repeat}: "
-        f"{mc.cpus} CPUs, {mc.python}",
-        fontsize=10,
+        f"{mc.cpus} CPUs, {mc.python}"
     )
+    note = load_note(result)
+    ax.set_title(title if note is None else f"{title}\n{note}", fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=8, loc="best")
-    try:
-        fig.savefig(os.fspath(path), format="png", dpi=100)
-    except OSError as exc:
-        raise FastdiffError(f"--plot {path}: cannot write ({exc.strerror or exc})") from exc
+    return fig

@@ -50,9 +50,10 @@ from . import synth, timing
 if TYPE_CHECKING:
     from ..compare import CompareOptions
 
-#: 2: the floor is the faster of two ways to read the runs (``floor_kind``,
+#: 3: jobs values that run alike are one result (``jobs_values``); 2: the floor
+#: is the faster of two ways to read the runs (``floor_kind``,
 #: ``floor_candidates``); version 1's was the readinto loop alone.
-BENCH_SCHEMA_VERSION = 2
+BENCH_SCHEMA_VERSION = 3
 
 MIN_SIZE = 4 << 10
 DEFAULT_MAX_SIZE = 1 << 30
@@ -65,6 +66,8 @@ LADDER_SCHEMA = Schema("bench", (), default_dtype=LADDER_DTYPE)
 MIN_SAMPLE_S = 0.01
 #: Of free memory and of free disk, at most this share is used for dumps.
 BUDGET_SHARE = 0.5
+#: A load average above this per CPU means other work is running: timings are noisy.
+NOISY_LOAD_PER_CPU = 0.5
 
 Case = Literal["identical", "late-diff"]
 Shape = Literal["ladder", "like"]
@@ -87,6 +90,11 @@ STATISTIC = (
     "rounds (each floor and each jobs value once per round)"
 )
 GBS = "GB/s: 10^9 bytes of both runs (A + B) per second; x floor: fastdiff time / floor time"
+ALIKE = (
+    "one row per way fastdiff ran: jobs values that ran alike, in this thread (executor auto "
+    "below {threshold} to hash in all, or one job), were timed once, as one row (jobs 1-2, "
+    "serial)"
+)
 LATE = (
     "late-diff: one element of B has its lowest bit flipped 4 KiB before the end of "
     "the file (the last element below 8 KiB); on a like run, in the last step's largest file"
@@ -136,6 +144,12 @@ class BenchPlan:
     memory_available: int | None
     disk_free: int
     notes: tuple[str, ...]  # what was lowered, and why
+
+
+def noisy_load(load: float | None, cpus: int | None) -> bool:
+    """Whether a load average says other work is running (over
+    ``NOISY_LOAD_PER_CPU`` per CPU): timings taken now are noisy."""
+    return load is not None and load > NOISY_LOAD_PER_CPU * (cpus or 1)
 
 
 def ladder(max_size: int, min_size: int = MIN_SIZE, factor: int = LADDER_FACTOR) -> tuple[int, ...]:
@@ -337,9 +351,12 @@ def plan_bench(
         size = lowered
         sizes = ladder(size)
 
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
-    if load > 0.5:
-        notes.append(f"load average {load:.2f}: other work is running, timings will be noisy")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    cpus = os.cpu_count()
+    if load is not None and noisy_load(load, cpus):
+        notes.append(
+            f"load average {load:.2f} on {cpus} CPUs: other work is running, timings will be noisy"
+        )
     jobs_list = jobs_ladder(jobs or default_jobs())
     if executor == "serial" and jobs_list != (1,):
         notes.append("--executor serial runs one job: measuring jobs 1 only")
@@ -380,12 +397,19 @@ class Measurement:
     case: Case
     size: int  # bytes per run (one file per run on the ladder)
     files: int  # files per run
-    jobs: int
+    jobs: int  # the jobs value timed: the first of ``jobs_values``
+    jobs_values: tuple[int, ...]  # the plan's jobs values that ran alike, as this one
     executor: str  # what compare_runs ran on: serial, thread or process
     fastdiff: Timing
     floor: Timing  # the faster of the candidates
     floor_kind: str  # which one: "readinto" or "mmap+xxh3"
     floor_candidates: tuple[tuple[str, float], ...]  # (kind, median s) of each
+
+    @property
+    def jobs_label(self) -> str:
+        """``2``, or ``1-4`` for jobs values 1, 2 and 4 that ran alike."""
+        first, last = self.jobs_values[0], self.jobs_values[-1]
+        return str(first) if first == last else f"{first}-{last}"
 
     @property
     def bytes(self) -> int:
@@ -480,7 +504,9 @@ def _measure(
                 f"bench: the {kind} floor read {read} bytes of {run_a} and {run_b}, not {total}"
             )
     calls: dict[str, Callable[[], object]] = {f"floor {k}": f for k, f in floors.items()}
-    used: dict[int, str] = {}
+    # jobs values that run alike are one configuration, timed once: (what ran, jobs) ->
+    # the jobs values; in this thread, the jobs value makes no difference.
+    alike: dict[tuple[str, int], list[int]] = {}
     for jobs in plan.jobs:
         opts = _options(plan, schema, jobs)
         report = compare_runs(run_a, run_b, opts)  # the check run, also a warm-up
@@ -490,9 +516,12 @@ def _measure(
                 f"bench: compare_runs said {report.verdict} on the {case} pair {run_a} "
                 f"{run_b} (expected {expected}){': ' + problems if problems else ''}"
             )
-        # The pipeline names the pool it picked; with one job, it runs it in this thread.
-        kind = report.work.executor
-        used[jobs] = "serial" if jobs == 1 and kind == "thread" else kind
+        ran = ran_on(report.work.executor, jobs)
+        key = (ran, 0 if ran == "serial" else jobs)
+        if key in alike:
+            alike[key].append(jobs)
+            continue
+        alike[key] = [jobs]
         calls[f"jobs {jobs}"] = partial(compare_runs, run_a, run_b, opts)
     loops = {name: timing.autorange(fn, MIN_SAMPLE_S) for name, fn in calls.items()}
     timing.read_once(paths, buf)
@@ -506,19 +535,26 @@ def _measure(
     floor = result(f"floor {best}")
     return [
         Measurement(
-            shape,
-            case,
-            size,
-            files,
-            jobs,
-            used[jobs],
-            result(f"jobs {jobs}"),
-            floor,
-            best,
-            candidates,
+            shape=shape,
+            case=case,
+            size=size,
+            files=files,
+            jobs=values[0],
+            jobs_values=tuple(values),
+            executor=ran,
+            fastdiff=result(f"jobs {values[0]}"),
+            floor=floor,
+            floor_kind=best,
+            floor_candidates=candidates,
         )
-        for jobs in plan.jobs
+        for (ran, _), values in alike.items()
     ]
+
+
+def ran_on(kind: str, jobs: int) -> str:
+    """What a comparison ran on, from the executor kind it names (``Work.executor``):
+    one job runs in this thread, unless in a process pool (as ``engine.pool.open_runner``)."""
+    return "serial" if jobs <= 1 and kind == "thread" else kind
 
 
 def _settle() -> None:
@@ -636,6 +672,7 @@ def measurement_dict(m: Measurement) -> dict[str, Any]:
         "files": m.files,
         "bytes": m.bytes,
         "jobs": m.jobs,
+        "jobs_values": list(m.jobs_values),
         "executor": m.executor,
         "seconds": m.fastdiff.seconds,
         "gbs": m.gbs,
@@ -667,6 +704,7 @@ def bench_dict(r: BenchResult) -> dict[str, Any]:
             "floor": FLOOR,
             "statistic": STATISTIC.format(repeat=r.plan.repeat, warmup=r.plan.warmup),
             "gbs": GBS,
+            "jobs": ALIKE.format(threshold=format_size(SERIAL_MAX_BYTES)),
             "late_diff": LATE,
         },
         "plan": plan_dict(r.plan),
@@ -702,6 +740,7 @@ def render_bench_text(r: BenchResult) -> str:
         FLOOR + ".",
         STATISTIC.format(repeat=plan.repeat, warmup=plan.warmup) + ".",
         GBS + ".",
+        ALIKE.format(threshold=format_size(SERIAL_MAX_BYTES)) + ".",
         LATE + ".",
         f"executor {plan.executor}"
         + (
@@ -729,7 +768,7 @@ def render_bench_text(r: BenchResult) -> str:
             [
                 _shape_label(m, plan),
                 m.case,
-                str(m.jobs),
+                m.jobs_label,
                 m.executor,
                 format_seconds(m.fastdiff.seconds),
                 f"{m.gbs:.2f}",

@@ -21,7 +21,7 @@ import sys
 
 from .. import __version__
 from ..errors import EXIT_INTERRUPTED, EXIT_TROUBLE, FastdiffError
-from .commands import COMMANDS, DESCRIPTION, command_module
+from .commands import COMMANDS, DESCRIPTION, TOP_OPTIONS, command_module
 from .output import print_problems, silence_stdout, write_stdout
 
 TYPE_CHECKING = False
@@ -81,10 +81,7 @@ def _help_width() -> int:
 def top_help() -> str:
     """``fastdiff --help``: the commands from the table, none imported."""
     width = _help_width()
-    rows = [("-h, --help", "show this help message and exit")]
-    rows.append(("--version", "show program's version number and exit"))
-    rows.append(("--debug", "on an unexpected error (a bug), print the traceback "
-                 "(also: FASTDIFF_DEBUG=1)"))  # fmt: skip
+    rows = TOP_OPTIONS
     out = ["usage: fastdiff [-h] [--version] [--debug] COMMAND ...", "", DESCRIPTION, ""]
     out.append("commands:")
     column = 4 + max(map(len, COMMANDS)) + 2

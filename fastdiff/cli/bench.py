@@ -67,7 +67,12 @@ ARGUMENTS = (
         metavar="N",
         help="untimed rounds after the check run and calibration (default: 1)",
     ),
-    Arg("--format", choices=("text", "json"), default="text"),
+    Arg(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="text: the method and a table (default); json: one object with every sample",
+    ),
     Arg("--plot", metavar="FILE.png", help="also draw GB/s against size (needs matplotlib)"),
     Arg("--workdir", metavar="DIR", help="make the temporary folder here"),
     Arg("--keep", action=STORE_TRUE, help="keep the dumps and say where"),

@@ -35,6 +35,13 @@ COMMANDS = {
 
 DESCRIPTION = "Compare the binary state dumps of two training runs, bitwise and fast."
 
+#: The one-line helps of the options before the command (``spec`` declares them).
+HELP_HELP = "show this help message and exit"  # argparse's own words
+VERSION_HELP = "show fastdiff's version and exit"
+DEBUG_HELP = "on an unexpected error (a bug), print the traceback (also: FASTDIFF_DEBUG=1)"
+#: How ``fastdiff --help`` lists them.
+TOP_OPTIONS = (("-h, --help", HELP_HELP), ("--version", VERSION_HELP), ("--debug", DEBUG_HELP))
+
 
 def command_module(name: str) -> ModuleType:
     """The module of command ``name`` (imported now if not yet)."""

@@ -20,7 +20,12 @@ DESCRIPTION = (
 ARGUMENTS = (
     Arg("run_a", metavar="RUN_A", help="folder (or manifest) of the first run"),
     Arg("run_b", metavar="RUN_B", help="folder (or manifest) of the second run"),
-    Arg("--format", choices=("text", "json"), default="text"),
+    Arg(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="text: the report for people (default); json: one JSON object",
+    ),
     Arg("-v", "--verbose", action=STORE_TRUE, help="list every buffer"),
     *common_options(EXECUTORS),
     *compare_options(default_cache=False),

@@ -9,9 +9,20 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from argparse import Namespace
 
-DESCRIPTION = None
+DESCRIPTION = (
+    "Print a schema as TOML: a preset, or a schema file read and checked as compare would read "
+    "it. A start for your own: fastdiff schema > my.toml, edit, then --schema my.toml."
+)
 
-ARGUMENTS = (Arg("name", nargs="?", default="rl-state", metavar="NAME|FILE.toml"),)
+ARGUMENTS = (
+    Arg(
+        "name",
+        nargs="?",
+        default="rl-state",
+        metavar="NAME|FILE.toml",
+        help="a preset (rl-state, raw) or a TOML schema file (default: rl-state)",
+    ),
+)
 
 
 def run(args: Namespace) -> int:

@@ -13,6 +13,8 @@ same namespace (``tests/test_cli_parse.py`` checks this with hypothesis).
 
 from __future__ import annotations
 
+from .commands import DEBUG_HELP, HELP_HELP, VERSION_HELP
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -102,12 +104,13 @@ def _dest_of(names: tuple[str, ...]) -> str:
 
 
 #: ``--debug``, which every command takes (it also works before the command).
-DEBUG = Arg(
-    "--debug",
-    action=STORE_TRUE,
-    default=SUPPRESS,
-    help="on an unexpected error (a bug), print the traceback (also: FASTDIFF_DEBUG=1)",
-)
+DEBUG = Arg("--debug", action=STORE_TRUE, default=SUPPRESS, help=DEBUG_HELP)
+
+
+#: ``-h``, which argparse adds to every parser, and ``--version``, which only the
+#: top level takes (``fastdiff --help`` lists them from ``commands.TOP_OPTIONS``).
+HELP = Arg("-h", "--help", action=STORE_TRUE, help=HELP_HELP)
+VERSION = Arg("--version", action=STORE_TRUE, help=VERSION_HELP)
 
 
 class Args:

@@ -22,7 +22,12 @@ DESCRIPTION = (
 
 ARGUMENTS = (
     Arg("run", metavar="RUN", help="run folder (or manifest)"),
-    Arg("--format", choices=("text", "json"), default="text"),
+    Arg(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="text: tables for people (default); json: one JSON object",
+    ),
     Arg(
         "--top",
         type=non_negative_int,

@@ -48,7 +48,13 @@ ARGUMENTS = (
         help="progress on stderr (default: when stderr is a terminal)",
         exclusive=_PROGRESS,
     ),
-    Arg("--no-progress", dest="progress", action=STORE_FALSE, exclusive=_PROGRESS),
+    Arg(
+        "--no-progress",
+        dest="progress",
+        action=STORE_FALSE,
+        help="no progress, even when stderr is a terminal",
+        exclusive=_PROGRESS,
+    ),
     *common_options((*EXECUTORS, "dask")),
     *compare_options(default_cache=True),
 )
