@@ -62,7 +62,10 @@ def _hash_run(
     listing = discover(root)
     problems = list(listing.errors)
     if not listing.files and not problems:
-        problems.append(Problem(root, "no step_<N>_<name>.bin files to hash", kind="no_dumps"))
+        from .sources import RunSource, dump_subfolder, no_dumps_problem
+
+        src = RunSource(root, listing, {}, None)
+        problems.append(no_dumps_problem(src, None, dump_subfolder(root)))
     digests: dict[str, FileDigest] = {}
 
     def hashed(items: list[FileDigest | Problem]) -> None:

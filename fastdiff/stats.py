@@ -320,10 +320,11 @@ def stats_for(
         problem = src.listing.errors[0]
         raise FastdiffError(f"{problem.path}: {problem.message}")
     if not src.listing.files and not src.listing.errors:
-        raise FastdiffError(
-            f"{src.spec}: no step_<N>_<name>.bin dumps in it; give the folder that holds "
-            "the dumps, or a manifest written by 'fastdiff hash'"
-        )
+        from .sources import dump_subfolder, no_dumps_problem
+
+        sub = None if src.is_manifest else dump_subfolder(src.spec)
+        problem = no_dumps_problem(src, None, sub)
+        raise FastdiffError(f"{problem.path}: {problem.message}")
     chosen, notes = choose_schema((src,), schema)
     stats = run_stats(src.listing, chosen, top, "manifest" if src.is_manifest else "folder")
     return stats.replace(notes=notes)

@@ -191,3 +191,16 @@ def test_a_pairs_file_may_name_folders_that_are_not_utf8(tmp_path: Path) -> None
     r = cli("sweep", "--pairs", str(p), "--no-cache", "--schema", "raw")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout.splitlines()[0])["verdict"] == "identical"
+
+
+def test_a_run_compared_with_itself_lists_its_skipped_entries_once(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "step_0_x.bin").write_bytes(bytes(8))
+    (run / "notes.txt").write_text("hello")
+    p = cli("compare", str(run), str(run), "--format", "json")
+    assert p.returncode == 0, p.stderr
+    skipped = json.loads(p.stdout)["skipped"]
+    assert [s["path"] for s in skipped] == [str(run / "notes.txt")]
+    text = cli("compare", str(run), str(run)).stdout
+    assert text.count("notes.txt") == 1

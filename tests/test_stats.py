@@ -368,8 +368,22 @@ def test_folder_without_dumps(tmp_path: Path) -> None:
     p = fastdiff("stats", str(tmp_path))
     assert p.returncode == 2
     assert p.stderr == (
-        f"fastdiff: error: {tmp_path}: no step_<N>_<name>.bin dumps in it; give the folder "
-        "that holds the dumps, or a manifest written by 'fastdiff hash'\n"
+        f"fastdiff: error: {tmp_path}: the run holds no step_<N>_<name>.bin dumps (only 1 "
+        "other entry, skipped); give the folder that holds them\n"
+    )
+
+
+@pytest.mark.parametrize("command", ["stats", "hash"])
+def test_the_parent_folder_by_mistake_names_the_run_below(tmp_path: Path, command: str) -> None:
+    """As compare does: a folder without dumps whose subfolder holds some."""
+    (tmp_path / "run-a").mkdir()
+    (tmp_path / "run-a" / "step_0_rewards.bin").write_bytes(bytes(64))
+    p = fastdiff(command, str(tmp_path))
+    assert p.returncode == 2
+    assert p.stdout == ""
+    assert p.stderr.startswith(
+        f"fastdiff: error: {tmp_path}: the run holds no step_<N>_<name>.bin dumps (only 1 "
+        f"other entry, skipped); did you mean {tmp_path / 'run-a'}?\n"
     )
 
 

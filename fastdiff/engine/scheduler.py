@@ -38,7 +38,7 @@ import time
 
 from ..dtypes import get_dtype
 from ..options import CompareOptions, tolerance_dict
-from ..results import COUNT_FIELDS, BufferResult, Problem, Report, Work
+from ..results import COUNT_FIELDS, BufferResult, Problem, Report, Skipped, Work
 from ..sources import RunSource, dump_subfolder, holds_no_dumps, no_dumps_problem, open_run
 from ..sources.schemas import choose_schema
 from ..stages.hash import FileDigest, differing_ranges, hash_batch
@@ -68,6 +68,12 @@ NOTHING_TO_COMPARE = (
     "nothing to compare: neither run holds step_<N>_<name>.bin files; "
     "check that these are the dump folders"
 )
+
+
+def _skipped(plan: Plan) -> list[Skipped]:
+    """What both runs skipped; a run compared with itself lists its entries once."""
+    a, b = plan.src_a.listing.skipped, plan.src_b.listing.skipped
+    return list(a) if plan.src_a.spec == plan.src_b.spec else [*a, *b]
 
 
 # --- per-pair decisions ------------------------------------------------------
@@ -645,7 +651,7 @@ class Scheduler:
             plan.src_b.spec,
             plan.schema,
             job.results,
-            [*plan.src_a.listing.skipped, *plan.src_b.listing.skipped],
+            _skipped(plan),
             job.errors,
             tolerance=tolerance_dict(self.opts.tolerance),
             work=work,

@@ -157,14 +157,16 @@ def dump_subfolder(root: str) -> str | None:
     return None
 
 
-def no_dumps_problem(src: RunSource, side: str, subfolder: str | None = None) -> Problem:
-    """The error for run ``side`` ("A" or "B") holding no dumps; ``subfolder``:
-    one that does hold some (``dump_subfolder``), to suggest."""
+def no_dumps_problem(src: RunSource, side: str | None, subfolder: str | None = None) -> Problem:
+    """The error for run ``side`` ("A" or "B"; None for the one run of
+    ``stats`` or ``hash``) holding no dumps; ``subfolder``: one that does hold
+    some (``dump_subfolder``), to suggest."""
     shown = src.spec  # escaped by whoever prints it
+    run = f"run {side}" if side else "the run"
     if src.is_manifest:
         return Problem(
             shown,
-            f"run {side} is a manifest that lists no dumps; nothing can be compared against "
+            f"{run} is a manifest that lists no dumps; nothing can be compared against "
             "it: hash the run folder that holds them with 'fastdiff hash RUN -o FILE'",
             kind="no_dumps",
         )
@@ -175,5 +177,5 @@ def no_dumps_problem(src: RunSource, side: str, subfolder: str | None = None) ->
     else:
         what = "give the folder that holds them"
     return Problem(
-        shown, f"run {side} holds no step_<N>_<name>.bin dumps{others}; {what}", kind="no_dumps"
+        shown, f"{run} holds no step_<N>_<name>.bin dumps{others}; {what}", kind="no_dumps"
     )
