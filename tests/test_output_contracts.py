@@ -284,6 +284,40 @@ def test_stats_and_hash_escape_names(odd_runs: tuple[Path, Path], tmp_path: Path
     )
 
 
+def test_a_run_folder_with_odd_bytes_gives_strict_json_in_stats_and_manifests(
+    tmp_path: Path,
+) -> None:
+    """stats JSON and a manifest are JSON we write too: valid UTF-8 only, the
+    raw bytes beside a name that is not; an error naming such a folder is one
+    printable line."""
+    run = tmp_path / os.fsdecode(b"run\xff\nVERDICT: identical")
+    run.mkdir()
+    (run / "step_0_x.bin").write_bytes(bytes(8))
+    (run / os.fsdecode(b"notes\xfe.txt")).write_text("hello")
+    shown = display_path(str(run))
+
+    doc = strict_json(cli("stats", run, "--format", "json").stdout)
+    assert doc["run"] == shown
+    assert bytes.fromhex(doc["run_bytes_hex"]) == os.fsencode(run)
+
+    out = tmp_path / "m.json"
+    h = cli("hash", run, "--no-cache", "-o", out)
+    assert h.returncode == 0, h.stderr
+    manifest = strict_json(out.read_bytes())
+    assert bytes.fromhex(manifest["run_bytes_hex"]) == os.fsencode(run)
+    (skipped,) = manifest["skipped"]
+    assert bytes.fromhex(skipped["path_bytes_hex"]) == os.fsencode(run / "notes\udcfe.txt")
+    # ... and it still compares as the run it was hashed from
+    assert cli("compare", out, run).returncode == 0
+
+    empty = tmp_path / os.fsdecode(b"empty\xff\nVERDICT: identical")
+    empty.mkdir()
+    st = cli("stats", empty)
+    assert st.returncode == 2
+    (line,) = one_line_each(st.stderr.decode("utf-8"))
+    assert line.startswith(f"fastdiff: error: {display_path(str(empty))}: the run holds no ")
+
+
 # --- the same JSON whatever the settings ----------------------------------------------------
 
 

@@ -195,7 +195,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         debug = debug or args.debug
         return command_module(args.command).run(args)
     except FastdiffError as exc:
-        print(f"fastdiff: error: {exc}", file=sys.stderr)
+        from ..render.escape import display_path  # a path in the message is printed safely
+
+        print(f"fastdiff: error: {display_path(str(exc))}", file=sys.stderr)
         return EXIT_TROUBLE
     except KeyboardInterrupt:
         print("fastdiff: interrupted", file=sys.stderr)

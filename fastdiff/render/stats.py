@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .escape import display_path, path_record
+from .escape import display_path, path_record, put_text
 from .fmt import format_bytes, format_steps, plural
 
 TYPE_CHECKING = False
@@ -29,9 +29,10 @@ def tally_dict(t: Tally) -> dict[str, Any]:
 
 def stats_dict(s: RunStats) -> dict[str, Any]:
     per_step = [st.total.bytes for st in s.steps]
+    head: dict[str, Any] = {"schema_version": STATS_SCHEMA_VERSION}
+    put_text(head, "run", s.run)  # valid UTF-8, with the raw bytes beside it where not
     return {
-        "schema_version": STATS_SCHEMA_VERSION,
-        "run": s.run,
+        **head,
         "source": s.source,
         "schema": s.schema,
         "totals": {

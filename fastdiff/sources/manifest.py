@@ -129,14 +129,17 @@ def manifest_dict(
                 "chunks": [c.hex() for c in d.chunks],
             }
         )
+    from ..render.escape import path_record, put_text
+
+    head: dict[str, Any] = {"fastdiff_manifest": MANIFEST_VERSION}
+    put_text(head, "run", os.path.abspath(listing.root))  # valid UTF-8, as every JSON we write
     return {
-        "fastdiff_manifest": MANIFEST_VERSION,
-        "run": os.path.abspath(listing.root),
+        **head,
         "created_utc": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "chunk_size": chunk_size,
         "schema": schema_dict(schema),
         "files": files,
-        "skipped": [{"path": s.path, "reason": s.reason} for s in listing.skipped],
+        "skipped": [path_record(s.path, "reason", s.reason) for s in listing.skipped],
     }
 
 
