@@ -374,7 +374,8 @@ def test_serial_executor_measures_one_job() -> None:
 
 
 def test_like_shape_and_scale() -> None:
-    shape = bench.like_shape(f"{ROOT}/{FIXTURES}/malformed/a", RL_STATE)
+    shape, schema = bench.like_shape(f"{ROOT}/{FIXTURES}/malformed/a", RL_STATE)
+    assert schema is RL_STATE
     assert len(shape.files) == 68
     assert shape.source_bytes == shape.bytes == 2 * 5092 - (64 - 10)  # one file is 10 bytes
     bad = next(f for f in shape.files if (f.step, f.name) == (0, "unit_entry_price"))
@@ -386,6 +387,29 @@ def test_like_shape_and_scale() -> None:
     tiny = bench.scale_shape(shape, 0.001)
     assert min(f.size for f in tiny.files) == 1  # a non-empty file keeps one element
     assert all(f.size % (1 if f.dtype == "u8" else 4) == 0 for f in tiny.files)
+
+
+def test_like_a_manifest_reads_it_with_the_schema_it_records(tmp_path: Path) -> None:
+    """As compare and stats do: a --like manifest hashed under a schema is
+    shaped with that schema's dtypes unless --schema says otherwise."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "step_0_logits.bin").write_bytes(bytes(64))
+    schema_file = tmp_path / "my.toml"
+    schema_file.write_text('name = "my"\n[[group]]\nkey = "P"\n[group.members]\nlogits = "f64"\n')
+    manifest = tmp_path / "run.json"
+    h = subprocess.run(
+        [sys.executable, "-m", "fastdiff", "hash", str(run), "--schema", str(schema_file),
+         "--no-cache", "-o", str(manifest)],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert h.returncode == 0, h.stderr
+    shape, schema = bench.like_shape(str(manifest), None)
+    assert schema.name == "my"
+    assert [(f.name, f.dtype) for f in shape.files] == [("logits", "f64")]
+    shape, schema = bench.like_shape(str(manifest), RL_STATE)
+    assert [(f.name, f.dtype) for f in shape.files] == [("logits", "u8")]
+    assert plan(like=str(manifest), ladder_on=False).schema.name == "my"
 
 
 def test_memory_available(tmp_path: Path) -> None:

@@ -42,7 +42,7 @@ from ..dtypes import get_dtype
 from ..engine.pool import SERIAL_MAX_BYTES
 from ..errors import FastdiffError
 from ..render.fmt import format_bytes
-from ..schema import Schema
+from ..schema import RL_STATE, Schema
 from ..sources import open_run
 from ..stages.discover import is_inside
 from . import synth, timing
@@ -188,8 +188,12 @@ def memory_available(meminfo: str = "/proc/meminfo") -> int | None:
     return None
 
 
-def like_shape(run: str, schema: Schema) -> LikeShape:
-    """The file list of a real run (folder or manifest), unscaled."""
+def like_shape(run: str, schema: Schema | None) -> tuple[LikeShape, Schema]:
+    """The file list of a real run (folder or manifest), unscaled, and the
+    schema that reads it: ``schema``, else the one a manifest records, else
+    rl-state (as compare chooses)."""
+    from ..sources.schemas import choose_schema
+
     src = open_run(run)
     if not src.listing.readable:
         problem = src.listing.errors[0]
@@ -199,12 +203,13 @@ def like_shape(run: str, schema: Schema) -> LikeShape:
             f"--like {run}: no step_<N>_<name>.bin dumps in it; give a run folder that holds "
             "dumps, or a manifest written by 'fastdiff hash'"
         )
+    chosen, _ = choose_schema((src,), schema)
     files = tuple(
-        LikeFile(f.step, f.name, schema.classify(f.name)[1], f.size)
+        LikeFile(f.step, f.name, chosen.classify(f.name)[1], f.size)
         for f in sorted(src.listing.files, key=lambda f: (f.step, f.name))
     )
     total = sum(f.size for f in files)
-    return LikeShape(run, files, 1.0, total)
+    return LikeShape(run, files, 1.0, total), chosen
 
 
 def scale_shape(shape: LikeShape, scale: float) -> LikeShape:
@@ -242,7 +247,7 @@ def plan_bench(
     like: str | None = None,
     scale: float = 1.0,
     ladder_on: bool = True,
-    schema: Schema = LADDER_SCHEMA,
+    schema: Schema | None = None,
     mem_available: int | Literal["probe"] | None = "probe",
     disk_free: int | None = None,
 ) -> BenchPlan:
@@ -303,7 +308,7 @@ def plan_bench(
 
     shape = None
     if like is not None:
-        shape = like_shape(like, schema)
+        shape, schema = like_shape(like, schema)
         scaled = scale_shape(shape, scale)
         budget = min(mem_budget, disk_budget)
         if 2 * scaled.bytes > budget:
@@ -374,7 +379,7 @@ def plan_bench(
         max_size=size if ladder_on else 0,
         like=shape,
         scale_requested=scale if like is not None else None,
-        schema=schema,
+        schema=schema if schema is not None else RL_STATE,
         memory_available=mem,
         disk_free=disk,
         notes=tuple(notes),

@@ -87,7 +87,7 @@ ARGUMENTS = (
 def run(args: Namespace) -> int:
     from ..bench.run import plan_bench, render_bench_json, render_bench_text, run_bench
     from ..engine.progress import StatusLine
-    from ..schema import resolve_schema
+    from .common import given_schema
 
     if args.plot == "":
         raise FastdiffError("--plot: empty file name; give the PNG file to write")
@@ -115,7 +115,7 @@ def run(args: Namespace) -> int:
         like=args.like,
         scale=args.scale,
         ladder_on=args.ladder,
-        schema=resolve_schema(args.schema, args.default_dtype),
+        schema=given_schema(args),  # None: a --like manifest's own schema, else rl-state
     )
     for note in plan.notes:
         print(f"fastdiff: {note}", file=sys.stderr)
