@@ -376,17 +376,20 @@ def test_a_file_that_keeps_changing_is_an_error_never_a_divergence(tmp_path: Pat
         _sparse(run / "step_0_zz_big.bin", BIG // 2)
     target = a / "step_0_rewards.bin"
     good = target.read_bytes()
-    bad = bytes([good[0] ^ 1]) + good[1:]
+    # A job rewriting it again and again, never with B's bytes: any read that
+    # happens to see the file whole finds a difference, which must not be
+    # reported as a divergence since the file changed before the report.
+    bad = [bytes([good[0] ^ 1]) + good[1:], bytes([good[0] ^ 2]) + good[1:]]
     rewriter = subprocess.Popen(
         [sys.executable, "-c", (
             "import sys, time\n"
-            "path, good, bad = sys.argv[1], *map(bytes.fromhex, sys.argv[2:])\n"
+            "path, *versions = sys.argv[1], *map(bytes.fromhex, sys.argv[2:])\n"
             "while True:\n"
-            "    for data in (bad, good):\n"
+            "    for data in versions:\n"
             "        with open(path, 'wb') as fh:\n"
             "            fh.write(data)\n"
             "        time.sleep(0.002)\n"
-        ), str(target), good.hex(), bad.hex()],
+        ), str(target), *(v.hex() for v in bad)],
     )  # fmt: skip
     try:
         w = watch(str(a), str(b), *FAST, "--jobs", "1", "--format", "jsonl")

@@ -34,19 +34,21 @@ mismatch.
 
 from __future__ import annotations
 
+import gc
 import heapq
 import os
+import sys
 import time
 from collections import deque
 
-from ..engine.pool import default_jobs, open_runner
+from ..engine.pool import default_jobs, open_runner, resolve_executor_kind
 from ..engine.scheduler import Plan, Scheduler, gc_paused
 from ..options import CompareOptions, tolerance_dict
 from ..render.fmt import plural
 from ..results import DIVERGENT, TROUBLE, BufferResult, Problem, Skipped, Work
 from ..sources import RunSource, dump_subfolder, open_run
 from ..sources.schemas import choose_schema
-from ..stages.discover import RunListing, discover
+from ..stages.discover import RunListing, list_entries
 from ..stages.verdict import build_report
 from .poll import ManifestSide, RunPoller, dump_stat, file_stat
 from .results import StepReport, WatchSummary
@@ -56,7 +58,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ..engine.cache import DigestCache
-    from ..engine.pool import Runner
+    from ..engine.pool import Runner, _OpenRunner
     from ..results import Report
     from ..schema import Schema
 
@@ -65,6 +67,9 @@ if TYPE_CHECKING:
 #: A step whose files changed during this many reads is reported with those
 #: buffers as errors.
 MAX_READS = 3
+
+#: While the loop runs, a garbage collection runs at most this often.
+GC_EVERY_S = 60.0
 
 DEFAULT_POLL = 0.2
 DEFAULT_SETTLE = 2.0
@@ -152,6 +157,8 @@ class Watch:
         self._work = [0, 0, 0, 0]  # files and bytes hashed, pairs and bytes scanned
         self._engines: set[str] = set()
         self._executor = "serial"
+        self._runner: Runner | None = None
+        self._runner_ctx: _OpenRunner | None = None
         self.a: Side
         self.b: Side
         self.schema: Schema
@@ -164,20 +171,29 @@ class Watch:
         t0 = self.clock()
         stopped = "error"
         try:
-            self.a = self._open_side(self.spec_a, t0)
-            self.b = self._open_side(self.spec_b, t0)
-            self.schema = self._choose_schema()
-            kind = self.opts.executor
-            if kind == "auto":
-                kind = "serial" if self.jobs <= 1 else "thread"
-            self._executor = kind
-            with open_runner(kind, self.jobs) as runner:
-                stopped = self._loop(runner)
+            try:
+                self.a = self._open_side(self.spec_a, t0)
+                self.b = self._open_side(self.spec_b, t0)
+                self.schema = self._choose_schema()
+                with gc_paused():  # see _loop
+                    stopped = self._loop()
+            finally:
+                if self._runner_ctx is not None:
+                    self._runner_ctx.__exit__(*sys.exc_info())
         except KeyboardInterrupt:
             stopped = "interrupted"
             self._sched.stop()
         elapsed = self.clock() - t0
         return self._summary(stopped, elapsed)
+
+    def _open_runner(self) -> Runner:
+        """The runner, opened with the first steps to read: in this thread
+        while what they hold is small (``auto``), as compare chooses."""
+        kind = resolve_executor_kind(self.opts.executor, self._sched.bytes_to_hash)
+        self._executor = kind
+        self._runner_ctx = open_runner(kind, self.jobs)
+        self._runner = self._runner_ctx.__enter__()
+        return self._runner
 
     def _open_side(self, spec: str, now: float) -> Side:
         """A manifest (a regular file) or a folder to poll (which may not exist yet)."""
@@ -211,14 +227,21 @@ class Watch:
         if self.on_problem is not None:
             self.on_problem(problem)
 
-    def _loop(self, runner: Runner) -> str:
+    def _loop(self) -> str:
+        """Poll, submit, read, report, until the end. The cyclic garbage
+        collector is paused (as ``compare`` pauses it: the bookkeeping makes
+        no cycles, and the collector would walk it again and again); a
+        collection runs now and then while nothing is pending."""
         clock, sched = self.clock, self._sched
+        runner = self._runner
         next_poll = clock()
+        next_collect = next_poll + GC_EVERY_S
         while True:
             now = clock()
             if now >= next_poll:
                 next_poll = now + self.poll
-                trouble = self._poll(now)
+                # Once both runs are idle, what they hold is what is compared.
+                trouble = None if self._closing else self._poll(now)
                 if trouble is not None:
                     return trouble
                 self._advance(now)
@@ -229,11 +252,15 @@ class Watch:
             if self._closing and not self._queue and not self._steps:
                 return "idle"
             if sched.pending:
-                with gc_paused():
-                    sched.drain(runner, timeout=max(0.005, next_poll - clock()))
+                if runner is None:
+                    runner = self._open_runner()
+                sched.drain(runner, timeout=max(0.005, next_poll - clock()))
                 if self._stopped is not None:
                     return self._stopped
             else:
+                if now >= next_collect:
+                    gc.collect()
+                    next_collect = clock() + GC_EVERY_S
                 time.sleep(max(0.0, next_poll - clock()))
 
     def _poll(self, now: float) -> str | None:
@@ -257,7 +284,7 @@ class Watch:
         empty = [
             (label, side)
             for label, side in (("A", self.a), ("B", self.b))
-            if not side.had_dumps and now - side.started >= self.idle_timeout
+            if not side.had_dumps and (side.final or now - side.started >= self.idle_timeout)
         ]
         if empty:
             for label, side in empty:
@@ -348,10 +375,12 @@ class Watch:
                 self._submit(step, now if t is None else t)
             elif t is not None and now >= step.not_before:
                 self._submit(step, max(t, step.not_before))
-        low = self._order[0] if self._order else queue[0] if queue else None
-        if low is not None:
-            self.a.forget_before(low)
-            self.b.forget_before(low)
+        lows = [queue[0]] if queue else []
+        if self._order:
+            lows.append(self._order[0])
+        if lows:
+            self.a.forget_before(min(lows))
+            self.b.forget_before(min(lows))
         self._emit()
 
     def _submit(self, step: _Step, complete_at: float) -> None:
@@ -397,10 +426,9 @@ class Watch:
         (paths), or that changed while read; and a buffer found in one run
         only whose file the other run now has."""
         n: int = plan.tag  # type: ignore[assignment]
-        grown = [side.spec for side, src in ((self.a, plan.src_a), (self.b, plan.src_b))
-                 if side.grew(n, src.listing)]  # fmt: skip
+        grown = {side.spec for side in (self.a, self.b) if side.grew(n)}
         if grown:
-            return set(grown)  # a file of the step appeared while it was read
+            return grown  # a file of the step appeared since it was listed
         if all(b.status == "equal" for b in report.buffers) and not report.errors:
             return set()  # all equal, every file checked after it was read
         changed: set[str] = set()
@@ -562,14 +590,13 @@ class Watch:
     # --- the end
 
     def _skipped(self) -> list[Skipped]:
+        """What compare would list as skipped: the entries that are not dumps."""
         out: list[Skipped] = []
         for side in (getattr(self, "a", None), getattr(self, "b", None)):
             if isinstance(side, ManifestSide):
                 out += side.src.listing.skipped
             elif isinstance(side, RunPoller) and side.exists and side.trouble is None:
-                listing = discover(side.root)
-                if listing.readable:
-                    out += listing.skipped
+                out += list_entries(side.root, sorted(side.others)).skipped
         return out
 
     def _summary(self, stopped: str, elapsed: float) -> WatchSummary:

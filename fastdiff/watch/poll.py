@@ -77,7 +77,7 @@ def dump_stat(f: DumpFile) -> FileStat:
 class StepFiles:
     """One step of a watched run: its files (name -> last stat) and their history."""
 
-    __slots__ = ("behind", "files", "last_change", "passed_at", "watched")
+    __slots__ = ("added", "behind", "files", "last_change", "listed", "passed_at", "watched")
 
     def __init__(self, now: float, behind: bool) -> None:
         self.files: dict[str, FileStat | None] = {}
@@ -91,6 +91,10 @@ class StepFiles:
         #: A re-read is due: its files are stat'ed on each poll (their
         #: changes are activity).
         self.watched = False
+        #: How many files have appeared in it, and how many had when it was
+        #: last listed to be read.
+        self.added = 0
+        self.listed = 0
 
 
 class RunPoller:
@@ -181,6 +185,7 @@ class RunPoller:
         if s is None:
             listing = RunListing(self.root, (), (), ())
         else:
+            s.listed = s.added
             listing = list_entries(self.root, sorted(s.files))
         return RunSource(self.spec, listing, {}, None)
 
@@ -199,15 +204,11 @@ class RunPoller:
         self._unpassed.discard(step)
         self._active.discard(step)
 
-    def grew(self, step: int, listing: RunListing) -> bool:
-        """Whether step ``step`` has files now that ``listing`` (made when it
-        was read) lacks: a file that appeared while the step was read."""
+    def grew(self, step: int) -> bool:
+        """Whether a file of step ``step`` appeared since it was last listed
+        to be read (``source``)."""
         s = self.steps.get(step)
-        if s is None:
-            return False
-        listed = {os.path.basename(f.path) for f in listing.files}
-        listed.update(os.path.basename(problem.path) for _, problem in listing.broken)
-        return not listed.issuperset(s.files)
+        return s is not None and s.added != s.listed
 
     def watch_again(self, step: int) -> None:
         """A re-read of ``step`` is due: stat its files on each poll until
@@ -348,6 +349,7 @@ class RunPoller:
                 s.behind = True  # a file added after a later step appeared
                 self._active.add(step)
             s.files[name] = None
+            s.added += 1
             s.last_change = now
             self.had_dumps = True
             if top is None or step > top:
@@ -468,7 +470,7 @@ class ManifestSide:
         self._by_step.pop(step, None)
         self._broken.pop(step, None)
 
-    def grew(self, step: int, listing: RunListing) -> bool:
+    def grew(self, step: int) -> bool:
         return False
 
     def watch_again(self, step: int) -> None:
