@@ -1,6 +1,6 @@
 """A stand-in for a training job: writes a run's dumps step by step, at a pace.
 
-    python tests/writer.py OUT --steps 6 --pace 0.1 [--batch 16] [--seed 0]
+    python tests/writer.py OUT --steps 6 --pace 0.1 [--rate STEPS_PER_S] [--batch 16] [--seed 0]
         [--mode mixed|whole|pieces|rename] [--diverge STEP:NAME:INDEX ...]
         [--skip STEP:NAME ...] [--die-at STEP:NAME] [--pause-after STEP:SECONDS]
         [--delay SECONDS] [--log FILE]
@@ -14,12 +14,16 @@ through the three by buffer): whole (one ``write``), in three pieces with a
 short sleep between the ``write`` calls, or under a temporary name
 (``.tmp-step_<N>_<name>``) renamed into place once written.
 
-``--skip`` leaves a buffer out; ``--die-at`` writes half of that file and
+``--pace`` sleeps that long between steps; ``--rate`` starts step k at
+k / rate seconds instead (a fixed schedule, whatever writing takes). ``--skip``
+leaves a buffer out; ``--die-at`` writes half of that file and
 exits at once with status 3, as a job killed mid-write; ``--pause-after``
 sleeps after a step (so that step is complete only by settling); ``--delay``
 waits before creating the folder at all; ``--log`` appends a JSON line per
 event (``{"event": "start"|"done", "step": N, "t": time.time()}``): a step
-starts when its first file is created and is done when its last write ends.
+starts when its first file is created and is done when its last write ends;
+``done`` also gives ``write_s``, the seconds spent in ``open``, ``write``
+and ``rename`` calls for the step (not in making its bytes, nor in sleeps).
 """
 
 from __future__ import annotations
@@ -67,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steps", type=int, default=4)
     p.add_argument("--start", type=int, default=0, help="first step number")
     p.add_argument("--pace", type=float, default=0.1, help="seconds between steps")
+    p.add_argument("--rate", type=float, help="steps per second, on a fixed schedule")
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--mode", choices=("mixed", "whole", "pieces", "rename"), default="mixed")
@@ -91,17 +96,22 @@ def main(argv: list[str] | None = None) -> int:
     pauses = {int(s): float(t) for s, t in (parse_key(item, 2) for item in args.pause_after)}
     log = open(args.log, "a", encoding="utf-8") if args.log else None  # noqa: SIM115
 
-    def event(kind: str, step: int) -> None:
+    def event(kind: str, step: int, **more: float) -> None:
         if log is not None:
-            log.write(json.dumps({"event": kind, "step": step, "t": time.time()}) + "\n")
+            record = {"event": kind, "step": step, "t": time.time(), **more}
+            log.write(json.dumps(record) + "\n")
             log.flush()
 
     time.sleep(args.delay)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     modes = ("whole", "pieces", "rename")
-    for step in range(args.start, args.start + args.steps):
+    t0 = time.monotonic()
+    for k, step in enumerate(range(args.start, args.start + args.steps)):
+        if args.rate:
+            time.sleep(max(0.0, t0 + k / args.rate - time.monotonic()))
         event("start", step)
+        write_s = 0.0
         for i, (name, dtype) in enumerate(RL_STATE_MEMBERS):
             if (step, name) in skip:
                 continue
@@ -109,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
             for index in flips.get((step, name), ()):
                 data[index * ITEMSIZE[dtype]] ^= 0x01
             final = out / f"step_{step}_{name}.bin"
+            started = time.perf_counter()
             if die == (step, name):
                 with open(final, "wb") as fh:  # half its elements
                     fh.write(data[: len(data) // 2 // ITEMSIZE[dtype] * ITEMSIZE[dtype]])
@@ -127,9 +138,10 @@ def main(argv: list[str] | None = None) -> int:
                 temp = out / f".tmp-step_{step}_{name}"
                 temp.write_bytes(data)
                 os.replace(temp, final)
-        event("done", step)
+            write_s += time.perf_counter() - started
+        event("done", step, write_s=write_s)
         time.sleep(pauses.get(step, 0.0))
-        if step != args.start + args.steps - 1:
+        if step != args.start + args.steps - 1 and not args.rate:
             time.sleep(args.pace)
     return 0
 
