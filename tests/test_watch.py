@@ -520,8 +520,10 @@ def test_text_output_a_line_per_step_then_the_verdict(tmp_path: Path) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
     static_run(a, 4)
     static_run(b, 4, "--diverge", "1:action_prng_state:2")
-    code, out, err = finish(watch(str(a), str(b), *FAST, "--format", "text"))
+    code, out, err = finish(watch(str(a), str(b), *FAST, "--format", "text", "--progress"))
     assert code == 1, err
+    # the status line, on stderr (its \r read as a newline here), erased before a step's line
+    assert err.startswith("\n\x1b[Kwatching; A: step 3, B: step 3; 0 steps compared\n\x1b[K")
     lines = out.splitlines()
     assert lines[:3] == [
         "step 0: 34 buffers equal",
@@ -573,3 +575,50 @@ def test_bad_option_values_are_one_line_errors(option: str, value: str, message:
     code, out, err = finish(watch("a", "b", f"{option}={value}"))
     assert (code, out) == (2, "")
     assert err == f"fastdiff: error: {message} (see 'fastdiff watch --help')\n"
+
+
+# --- polling stays cheap ---------------------------------------------------------------------
+
+
+def test_polling_parses_each_name_once_and_stats_only_steps_not_complete(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A poll lists the folder only when it changed (or now and then), parses
+    only new names, and stats only the files of steps that are not complete
+    (the newest); a file added to a step a later one had passed makes that
+    step complete only once its files settle."""
+    import fastdiff.watch.poll as poll
+
+    run = tmp_path / "run"
+    static_run(run, 50, "--mode", "whole")
+    poller = poll.RunPoller(str(run), settle=0.5, idle_timeout=60, now=0.0)
+    poller.poll(0.0)
+    assert (poller.scans, poller.newest, len(poller.steps)) == (1, 49, 50)
+    assert poller.complete_at(48, 0.0) == 0.0  # a later step exists
+    assert poller.complete_at(49, 0.0) is None  # the newest: not settled yet
+    assert poller.complete_at(49, 0.5) == 0.5
+
+    parsed, stated = [], []
+    real_split, real_stat = poll.split_dump_name, poll.file_stat
+    monkeypatch.setattr(poll, "split_dump_name", lambda n: parsed.append(n) or real_split(n))
+    monkeypatch.setattr(poll, "file_stat", lambda p: stated.append(p) or real_stat(p))
+    time.sleep(0.01)  # a later mtime for the folder, on any file system clock
+    (run / "step_50_rewards.bin").write_bytes(b"\0" * 64)
+    poller.poll(1.0)
+    assert poller.scans == 2 and parsed == ["step_50_rewards.bin"]
+    assert stated == [str(run / "step_50_rewards.bin")]  # the newest step's only file
+    assert poller.newest == 50 and poller.complete_at(49, 1.0) == 1.0  # passed at 1.0
+
+    parsed.clear()
+    stated.clear()
+    poller.poll(2.0)  # within the grace period after the folder changed: listed again
+    poller.poll(3.6)  # folder unchanged for 2.5 s, listed 1.6 s ago: not listed
+    assert poller.scans == 3 and parsed == []
+    assert len(stated) == 2  # the newest step's file, once a poll
+
+    (run / "step_10_late.bin").write_bytes(b"\0" * 8)  # behind: step 10 was passed
+    poller.poll(4.0)
+    assert poller.complete_at(10, 4.0) is None
+    assert poller.complete_at(10, 4.5) == 4.5
+    poller.release(10)
+    assert not poller.has(10) and poller.has(11)
