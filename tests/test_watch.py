@@ -622,3 +622,13 @@ def test_polling_parses_each_name_once_and_stats_only_steps_not_complete(
     assert poller.complete_at(10, 4.5) == 4.5
     poller.release(10)
     assert not poller.has(10) and poller.has(11)
+    for name in ("later", "later_too"):  # files of a step already compared: one note
+        (run / f"step_10_{name}.bin").write_bytes(b"\0" * 8)
+    poller.poll(5.0)
+    assert not poller.has(10)
+    assert poller.notes == [
+        f"note: {run / 'step_10_later.bin'} appeared after step 10 was compared; it is not compared"
+    ] or poller.notes == [
+        f"note: {run / 'step_10_later_too.bin'} appeared after step 10 was compared; it is "
+        "not compared"
+    ]

@@ -125,6 +125,7 @@ class RunPoller:
         #: Steps not yet released (compared), by number.
         self.steps: dict[int, StepFiles] = {}
         self.released: set[int] = set()
+        self._noted: set[int] = set()  # released steps a late file was noted for
         #: The highest step seen, and each new highest with when it was first seen.
         self.newest: int | None = None
         self._maxima: list[int] = []
@@ -331,10 +332,12 @@ class RunPoller:
                 continue
             step = int(digits)
             if step in self.released:
-                self.notes.append(
-                    f"note: {prefix + name} appeared after step {step} was compared; "
-                    "it is not compared"
-                )
+                if step not in self._noted:  # one note per step
+                    self._noted.add(step)
+                    self.notes.append(
+                        f"note: {prefix + name} appeared after step {step} was compared; "
+                        "it is not compared"
+                    )
                 continue
             s = steps.get(step)
             if s is None:
