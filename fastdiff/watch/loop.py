@@ -426,9 +426,9 @@ class Watch:
         (paths), or that changed while read; and a buffer found in one run
         only whose file the other run now has."""
         n: int = plan.tag  # type: ignore[assignment]
-        grown = {side.spec for side in (self.a, self.b) if side.grew(n)}
+        grown = {*self.a.grew(n), *self.b.grew(n)}
         if grown:
-            return grown  # a file of the step appeared since it was listed
+            return grown  # files of the step appeared since it was listed
         if all(b.status == "equal" for b in report.buffers) and not report.errors:
             return set()  # all equal, every file checked after it was read
         changed: set[str] = set()
@@ -511,6 +511,7 @@ class Watch:
             buffers.append(b)
         errors = [e for e in report.errors if not (e.kind == "changed" and e.path in changed)]
         errors += [Problem(path, message, kind="changed") for path in sorted(changed)]
+        # (A file that appeared during the last read is among them: it was not compared.)
         return self._rebuilt(report, buffers, errors)
 
     def _incomplete_at_end(self, n: int, report: Report) -> Report:

@@ -77,7 +77,7 @@ def dump_stat(f: DumpFile) -> FileStat:
 class StepFiles:
     """One step of a watched run: its files (name -> last stat) and their history."""
 
-    __slots__ = ("added", "behind", "files", "last_change", "listed", "passed_at", "watched")
+    __slots__ = ("behind", "files", "last_change", "listed", "passed_at", "watched")
 
     def __init__(self, now: float, behind: bool) -> None:
         self.files: dict[str, FileStat | None] = {}
@@ -91,10 +91,8 @@ class StepFiles:
         #: A re-read is due: its files are stat'ed on each poll (their
         #: changes are activity).
         self.watched = False
-        #: How many files have appeared in it, and how many had when it was
-        #: last listed to be read.
-        self.added = 0
-        self.listed = 0
+        #: Its files' names when it was last listed to be read.
+        self.listed: frozenset[str] = frozenset()
 
 
 class RunPoller:
@@ -186,8 +184,8 @@ class RunPoller:
         if s is None:
             listing = RunListing(self.root, (), (), ())
         else:
-            s.listed = s.added
-            listing = list_entries(self.root, sorted(s.files))
+            s.listed = frozenset(s.files)
+            listing = list_entries(self.root, sorted(s.listed))
         return RunSource(self.spec, listing, {}, None)
 
     def counterpart_exists(self, step: int, name: str, like: str) -> bool:
@@ -205,11 +203,13 @@ class RunPoller:
         self._unpassed.discard(step)
         self._active.discard(step)
 
-    def grew(self, step: int) -> bool:
-        """Whether a file of step ``step`` appeared since it was last listed
-        to be read (``source``)."""
+    def grew(self, step: int) -> list[str]:
+        """The files of step ``step`` (paths) that appeared since it was last
+        listed to be read (``source``)."""
         s = self.steps.get(step)
-        return s is not None and s.added != s.listed
+        if s is None or s.listed.issuperset(s.files):
+            return []
+        return [self._prefix + name for name in sorted(s.files.keys() - s.listed)]
 
     def watch_again(self, step: int) -> None:
         """A re-read of ``step`` is due: stat its files on each poll until
@@ -352,7 +352,6 @@ class RunPoller:
                 s.behind = True  # a file added after a later step appeared
                 self._active.add(step)
             s.files[name] = None
-            s.added += 1
             s.last_change = now
             self.had_dumps = True
             if top is None or step > top:
@@ -473,8 +472,8 @@ class ManifestSide:
         self._by_step.pop(step, None)
         self._broken.pop(step, None)
 
-    def grew(self, step: int) -> bool:
-        return False
+    def grew(self, step: int) -> list[str]:
+        return []
 
     def watch_again(self, step: int) -> None:
         pass
