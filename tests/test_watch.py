@@ -223,6 +223,26 @@ def test_a_buffer_missing_in_one_run_is_a_divergence(tmp_path: Path) -> None:
     assert summary["first_divergent_groups"] == ["F"]
 
 
+def test_a_writer_pausing_mid_step_longer_than_settle_gives_no_false_divergence(
+    tmp_path: Path,
+) -> None:
+    """A stops for a while before writing step 2's rewards (and what follows),
+    so its newest step looks settled, lacking buffers B has: the result is
+    held until A moves past step 2, and step 2 is then read again, equal."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    wa = writer(a, "--steps", "4", "--pace", "0.05", "--pause-before", f"2:rewards:{4 * SETTLE}")
+    wb = writer(b, "--steps", "4", "--pace", "0.05")
+    w = watch(str(a), str(b), *FAST, "--format", "jsonl")
+    try:
+        code, out, err = finish(w)
+    finally:
+        stop(wa, wb)
+    assert code == 0, err
+    steps, summary = steps_and_summary(out)
+    assert [(r["step"], r["status"]) for r in steps] == [(k, "equal") for k in range(4)]
+    assert summary["verdict"] == "identical"
+
+
 def test_a_writer_that_dies_mid_file_is_an_error_after_the_idle_timeout(tmp_path: Path) -> None:
     """A's job is killed while writing step 2's isv_full: fastdiff cannot
     tell a partial write from a real length mismatch, so that buffer is an

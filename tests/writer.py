@@ -3,6 +3,7 @@
     python tests/writer.py OUT --steps 6 --pace 0.1 [--rate STEPS_PER_S] [--batch 16] [--seed 0]
         [--mode mixed|whole|pieces|rename] [--diverge STEP:NAME:INDEX ...]
         [--skip STEP:NAME ...] [--die-at STEP:NAME] [--pause-after STEP:SECONDS]
+        [--pause-before STEP:NAME:SECONDS]
         [--delay SECONDS] [--log FILE]
 
 Each step holds the 34 buffers of the rl-state layout (``fastdiff.bench.synth``
@@ -18,7 +19,8 @@ short sleep between the ``write`` calls, or under a temporary name
 k / rate seconds instead (a fixed schedule, whatever writing takes). ``--skip``
 leaves a buffer out; ``--die-at`` writes half of that file and
 exits at once with status 3, as a job killed mid-write; ``--pause-after``
-sleeps after a step (so that step is complete only by settling); ``--delay``
+sleeps after a step (so that step is complete only by settling),
+``--pause-before`` before writing one buffer (a job pausing mid-step); ``--delay``
 waits before creating the folder at all; ``--log`` appends a JSON line per
 event (``{"event": "start"|"done", "step": N, "t": time.time()}``): a step
 starts when its first file is created and is done when its last write ends;
@@ -80,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--skip", action="append", default=[])
     p.add_argument("--die-at")
     p.add_argument("--pause-after", action="append", default=[])
+    p.add_argument("--pause-before", action="append", default=[])
     p.add_argument("--delay", type=float, default=0.0)
     p.add_argument("--log")
     args = p.parse_args(argv)
@@ -94,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         s, n = parse_key(args.die_at, 2)
         die = (int(s), n)
     pauses = {int(s): float(t) for s, t in (parse_key(item, 2) for item in args.pause_after)}
+    waits = {(int(s), n): float(t) for s, n, t in (parse_key(i, 3) for i in args.pause_before)}
     log = open(args.log, "a", encoding="utf-8") if args.log else None  # noqa: SIM115
 
     def event(kind: str, step: int, **more: float) -> None:
@@ -115,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         for i, (name, dtype) in enumerate(RL_STATE_MEMBERS):
             if (step, name) in skip:
                 continue
+            time.sleep(waits.get((step, name), 0.0))
             data = content(args.seed, step, name, dtype, args.batch)
             for index in flips.get((step, name), ()):
                 data[index * ITEMSIZE[dtype]] ^= 0x01
