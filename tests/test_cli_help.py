@@ -156,8 +156,8 @@ def test_every_command_names_the_unknown_option_first(args: tuple[str, ...], lin
         # before the command: the top level's help, and where the option belongs
         (
             ("--format", "json", "compare", RUN, RUN),
-            "unknown option '--format' before the command; it is an option of compare, sweep, "
-            "stats, bench: give it after the command's name (see 'fastdiff --help')",
+            "unknown option '--format' before the command; it is an option of compare, watch, "
+            "sweep, stats, bench: give it after the command's name (see 'fastdiff --help')",
         ),
         (("--debug", "--xyz"), "unknown option '--xyz' (see 'fastdiff --help')"),
         (

@@ -393,8 +393,8 @@ def test_unknown_command_suggests_the_closest() -> None:
     p = fastdiff("xyz")
     assert p.returncode == 2
     assert p.stderr == (
-        "fastdiff: error: unknown command 'xyz'; the commands are compare, sweep, hash, stats, "
-        "bench, schema (see 'fastdiff --help')\n"
+        "fastdiff: error: unknown command 'xyz'; the commands are compare, watch, sweep, hash, "
+        "stats, bench, schema (see 'fastdiff --help')\n"
     )
 
 

@@ -17,6 +17,10 @@ COMMANDS = {
         "fastdiff.cli.compare",
         "compare two runs (exit 0 identical, 1 diverged, 2 trouble)",
     ),
+    "watch": (
+        "fastdiff.cli.watch",
+        "compare two runs while they are written; stop at the first divergent step",
+    ),
     "sweep": (
         "fastdiff.cli.sweep",
         "compare many run pairs, hashing each file once (JSON Lines)",

@@ -266,7 +266,9 @@ class Scheduler:
 
     ``options``: chunk size, tolerance, engine, executor and jobs; ``cache``:
     a DigestCache to look digests up in and store them to; ``progress``: a
-    status line to keep up to date. Use: ``submit`` plans, then ``run()``
+    status line to keep up to date; ``use_mmap=False``: files are read,
+    never memory-mapped (runs still being written, which a writer may
+    truncate: see ``sources.reader``). Use: ``submit`` plans, then ``run()``
     (picks the executor, drains to the end), or ``drain(runner)`` with a
     runner of your own (``pool.open_runner``), as often as you like, always
     the same runner.
@@ -277,8 +279,10 @@ class Scheduler:
         options: CompareOptions | None = None,
         cache: DigestCache | None = None,
         progress: Progress | None = None,
+        use_mmap: bool = True,
     ) -> None:
         self.opts = options or CompareOptions()
+        self.use_mmap = use_mmap
         self.jobs = self.opts.jobs or default_jobs()
         self.cache = cache
         self.progress = progress
@@ -509,9 +513,10 @@ class Scheduler:
         for (f, cs), (need, spec) in todo:
             by_run.setdefault((need, spec, cs), []).append(f)
         queue = self._hashes.append
+        reads = () if self.use_mmap else (False,)  # hash_batch's use_mmap
         for (_, _, cs), files in by_run.items():
             for group in batches(files, _size, self.jobs):
-                queue((("hash", group, cs), hash_batch, (group, cs)))
+                queue((("hash", group, cs), hash_batch, (group, cs, *reads)))
 
     def _pump(self, runner: Runner) -> None:
         """Hand queued tasks to the runner, up to its capacity: scans first."""

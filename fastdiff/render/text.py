@@ -218,3 +218,8 @@ def _verdict_lines(report: Report) -> list[str]:
             hint = f"next, {keys[g.key]}: {display_path(g.hint)}"
             out += textwrap.wrap(hint, width=88, subsequent_indent="  ")
     return out
+
+
+def verdict_lines(report: Report) -> list[str]:
+    """The verdict block that ends the text report (``watch`` ends with it too)."""
+    return _verdict_lines(report)

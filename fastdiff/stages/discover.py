@@ -25,7 +25,7 @@ from ..results import Problem, Skipped
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Container
+    from collections.abc import Callable, Container, Iterable
 
     #: Which steps to list: a set or range of step numbers, or a predicate.
     StepFilter = Container[int] | Callable[[int], bool]
@@ -236,7 +236,6 @@ def discover(run: str | os.PathLike[str], steps: StepFilter | None = None) -> Ru
                 shown, "not a folder; give the run folder that holds the dumps", kind="unreadable"
             ),
         )
-    want = step_filter(steps)
     try:
         with os.scandir(root) as it:
             names = sorted([entry.name for entry in it])
@@ -249,7 +248,16 @@ def discover(run: str | os.PathLike[str], steps: StepFilter | None = None) -> Ru
                 kind="unreadable",
             ),
         )
+    return list_entries(root, names, steps)
 
+
+def list_entries(root: str, names: Iterable[str], steps: StepFilter | None = None) -> RunListing:
+    """The listing of the entries ``names`` of run folder ``root``, as
+    ``discover`` lists a whole folder (it calls this with every name,
+    sorted): for a caller that knows the names already (``watch``, listing
+    one step of a folder it polls). A name that no longer exists is an
+    error of kind ``changed``."""
+    want = step_filter(steps)
     files: list[DumpFile] = []
     skipped: list[Skipped] = []
     errors: list[Problem] = []

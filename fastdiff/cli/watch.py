@@ -1,0 +1,200 @@
+"""``fastdiff watch RUN_A RUN_B``: compare two runs while they are written."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from ..errors import EXIT_INTERRUPTED, FastdiffError
+from ..options import EXECUTORS
+from .common import common_options, compare_options, digest_cache, non_negative_float, options_of
+from .output import print_problems, write_stdout
+from .spec import STORE_FALSE, STORE_TRUE, Arg, BadValue, Exclusive
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from argparse import Namespace
+
+    from ..results import Problem
+    from ..watch import StepReport
+
+DESCRIPTION = (
+    "Compare two runs while they are written: each step as soon as both runs have it, "
+    "stopping at the first divergent step. RUN_A and RUN_B are run folders (which may not "
+    "exist yet) or manifests. Exit status: 0 all equal once both runs were idle for "
+    "--idle-timeout, 1 diverged, 2 trouble (a folder that stayed empty, vanished or cannot "
+    "be read; a buffer that cannot be compared), 130 interrupted."
+)
+
+WATCHING = "watching"
+
+#: The longest wait accepted (about 31 years): beyond it, a float sleep overflows.
+MAX_WAIT = 1e9
+
+
+def positive_seconds(text: str) -> float:
+    """--poll, --idle-timeout: seconds, > 0 and at most MAX_WAIT."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise BadValue(f"not a number: {text!r}") from None
+    if not 0 < value <= MAX_WAIT:
+        raise BadValue(f"must be a number of seconds > 0 and at most {MAX_WAIT:.0e}, got {text!r}")
+    return value
+
+
+def wait_seconds(text: str) -> float:
+    """--settle: seconds, >= 0 and at most MAX_WAIT."""
+    value = non_negative_float(text)
+    if value > MAX_WAIT:
+        raise BadValue(f"must be at most {MAX_WAIT:.0e} seconds, got {text!r}")
+    return value
+
+
+_PROGRESS = Exclusive()
+
+ARGUMENTS = (
+    Arg("run_a", metavar="RUN_A", help="folder (or manifest) of the first run"),
+    Arg("run_b", metavar="RUN_B", help="folder (or manifest) of the second run"),
+    Arg(
+        "--poll",
+        type=positive_seconds,
+        default=0.2,
+        metavar="SECONDS",
+        help="how often the run folders are looked at (default 0.2)",
+        group=WATCHING,
+    ),
+    Arg(
+        "--settle",
+        type=wait_seconds,
+        default=2.0,
+        metavar="SECONDS",
+        help="a run's newest step is complete once nothing in its folder changed for this "
+        "long (default 2); earlier steps are complete once a later step appears",
+        group=WATCHING,
+    ),
+    Arg(
+        "--idle-timeout",
+        type=positive_seconds,
+        default=60.0,
+        metavar="SECONDS",
+        help="once both runs wrote nothing for this long, compare what is left and stop "
+        "(default 60); also how long an empty or missing folder is waited for",
+        group=WATCHING,
+    ),
+    Arg(
+        "--keep-going",
+        action=STORE_TRUE,
+        help="after the first divergent step, go on and report every later step",
+        group=WATCHING,
+    ),
+    Arg(
+        "--format",
+        choices=("text", "jsonl"),
+        help="text: a line per step, then the verdict (default when stdout is a terminal); "
+        "jsonl: a JSON record per step, then a summary",
+    ),
+    Arg(
+        "--progress",
+        dest="progress",
+        action=STORE_TRUE,
+        default=None,
+        help="a status line on stderr (default: when stderr is a terminal)",
+        exclusive=_PROGRESS,
+    ),
+    Arg(
+        "--no-progress",
+        dest="progress",
+        action=STORE_FALSE,
+        help="no status line, even when stderr is a terminal",
+        exclusive=_PROGRESS,
+    ),
+    *common_options(EXECUTORS),
+    *compare_options(default_cache=False),
+)
+
+
+class _StatusLine:
+    """The progress line, redrawn at most five times a second."""
+
+    __slots__ = ("_last", "line")
+
+    def __init__(self) -> None:
+        from ..engine.progress import StatusLine
+
+        self.line = StatusLine()
+        self._last = 0.0
+
+    def show(self, text: str) -> None:
+        now = time.monotonic()
+        if now - self._last >= 0.2:
+            self._last = now
+            self.line.show(text)
+
+    def clear(self) -> None:
+        self.line.close()
+        self._last = 0.0
+
+
+def run(args: Namespace) -> int:
+    from ..render.watch import (
+        render_step_record,
+        render_step_text,
+        render_summary_record,
+        render_summary_text,
+    )
+    from ..stages.verdict import exit_code
+    from ..watch import Watch
+
+    options = options_of(args)
+    fmt = args.format or ("text" if sys.stdout.isatty() else "jsonl")
+    show_progress = sys.stderr.isatty() if args.progress is None else args.progress
+    status = _StatusLine() if show_progress else None
+    jsonl = fmt == "jsonl"
+
+    def on_step(step: StepReport) -> None:
+        if status is not None:
+            status.clear()
+        print_problems(step.errors)
+        write_stdout(render_step_record(step) if jsonl else render_step_text(step))
+
+    def on_problem(problem: Problem) -> None:
+        if status is not None:
+            status.clear()
+        print_problems([problem])
+
+    def on_note(text: str) -> None:
+        if status is not None:
+            status.clear()
+        print(f"fastdiff: {text}", file=sys.stderr)
+
+    cache = digest_cache(args, [args.run_a, args.run_b])
+    try:
+        watch = Watch(
+            args.run_a,
+            args.run_b,
+            options,
+            poll=args.poll,
+            settle=args.settle,
+            idle_timeout=args.idle_timeout,
+            keep_going=args.keep_going,
+            cache=cache,
+            on_step=on_step,
+            on_problem=on_problem,
+            on_note=on_note,
+            on_status=status.show if status is not None else None,
+        )
+    except ValueError as exc:
+        raise FastdiffError(str(exc)) from exc
+    try:
+        summary = watch.run()
+    finally:
+        if status is not None:
+            status.clear()
+        if cache is not None:
+            cache.close()
+    write_stdout(render_summary_record(summary) if jsonl else render_summary_text(summary))
+    if summary.stopped == "interrupted":
+        print("fastdiff: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return exit_code(summary.report)

@@ -1,0 +1,129 @@
+"""``fastdiff watch`` output: pure functions of its step reports and summary.
+
+Text: one line per step (``step 12: 34 buffers equal``, ``step 13: DIVERGED
+[E F]: ...``) followed by the lines of its buffers that are not equal, as
+``compare`` prints them; at the end why the watch stopped, the errors, and
+compare's verdict block. JSON Lines: one ``{"record": "step", ...}`` per
+step, then one ``{"record": "summary", ...}`` holding every field of
+``compare --format json`` for the steps compared, and ``steps_compared``,
+``stopped``, ``first_divergence_latency_s``.
+"""
+
+from __future__ import annotations
+
+import json
+
+from .escape import display_path, json_text
+from .fmt import plural
+from .json import buffer_dict, report_dict
+from .text import format_buffer, verdict_lines
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ..watch.results import StepReport, WatchSummary
+
+__all__ = [
+    "render_step_record",
+    "render_step_text",
+    "render_summary_record",
+    "render_summary_text",
+    "step_dict",
+    "summary_dict",
+]
+
+
+#: The order statuses are counted in (compare's step lines use the same).
+_STATUSES = ("equal", "within_tolerance", "diverged", "length_mismatch", "only_in_a",
+             "only_in_b", "malformed", "error")  # fmt: skip
+
+
+def _counts(s: StepReport) -> str:
+    counts = dict.fromkeys(_STATUSES, 0)
+    for b in s.buffers:
+        counts[b.status] += 1
+    return ", ".join(f"{n} {status.replace('_', ' ')}" for status, n in counts.items() if n)
+
+
+def render_step_text(s: StepReport) -> str:
+    """The step's line, then its buffers that are not equal (newline-terminated)."""
+    if s.status == "equal":
+        close = sum(b.status == "within_tolerance" for b in s.buffers)
+        head = f"step {s.step}: {plural(len(s.buffers), 'buffer')} equal"
+        if close:
+            head += f" ({close} within tolerance)"
+    elif s.status == "diverged":
+        groups = " ".join(map(display_path, s.diverged_groups))
+        head = f"step {s.step}: DIVERGED [{groups}]: {_counts(s)}"
+    else:
+        head = f"step {s.step}: ERROR: {_counts(s) or plural(len(s.errors), 'problem')}"
+    if s.reads > 1:
+        head += f" (read {s.reads} times: files changed while read)"
+    lines = [head, *(format_buffer(b) for b in s.buffers if b.status != "equal")]
+    return "\n".join(lines) + "\n"
+
+
+def step_dict(s: StepReport) -> dict[str, Any]:
+    """A step's JSON record: the buffers that are not equal, with compare's fields."""
+    return {
+        "record": "step",
+        "step": s.step,
+        "status": s.status,
+        "diverged_groups": [json_text(g) for g in s.diverged_groups],
+        "buffers": [buffer_dict(b) for b in s.buffers if b.status != "equal"],
+    }
+
+
+def render_step_record(s: StepReport) -> str:
+    """One line of strict JSON (RFC 8259: no NaN or infinity), newline-terminated."""
+    return json.dumps(step_dict(s), allow_nan=False) + "\n"
+
+
+def summary_dict(summary: WatchSummary) -> dict[str, Any]:
+    """The summary record: compare's JSON report of the steps compared, and
+    how the watch went."""
+    latency = summary.first_divergence_latency_s
+    return {
+        "record": "summary",
+        **report_dict(summary.report),
+        "steps_compared": summary.steps_compared,
+        "stopped": summary.stopped,
+        "first_divergence_latency_s": None if latency is None else round(latency, 3),
+    }
+
+
+def render_summary_record(summary: WatchSummary) -> str:
+    return json.dumps(summary_dict(summary), allow_nan=False) + "\n"
+
+
+def _stop_line(summary: WatchSummary) -> str:
+    report, n = summary.report, plural(summary.steps_compared, "step")
+    latency = summary.first_divergence_latency_s
+    first = ""
+    if report.first_divergent_step is not None and latency is not None:
+        first = (
+            f"the first divergent step, {report.first_divergent_step}, was reported "
+            f"{latency:.2f} s after both runs had completed it"
+        )
+    if summary.stopped == "diverged":
+        return f"stopped: {first}; {n} compared"
+    if summary.stopped == "idle":
+        head = f"stopped: both runs idle for {summary.idle_timeout_s:g} s; {n} compared"
+    elif summary.stopped == "interrupted":
+        head = f"interrupted: {n} compared"
+    else:
+        head = f"stopped by trouble (see the errors); {n} compared"
+    return f"{head}; {first}" if first else head
+
+
+def render_summary_text(summary: WatchSummary) -> str:
+    """Why the watch stopped, the errors, and compare's verdict block."""
+    report = summary.report
+    lines = ["", _stop_line(summary)]
+    if report.errors:
+        lines.append(f"{plural(len(report.errors), 'error')}:")
+        lines += [f"  {display_path(e.path)}: {display_path(e.message)}" for e in report.errors]
+    lines.append("")
+    lines += verdict_lines(report)
+    return "\n".join(lines) + "\n"

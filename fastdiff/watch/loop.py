@@ -1,0 +1,643 @@
+"""The watch loop: poll both runs, compare each step once complete in both,
+report steps in order, stop at the first divergence.
+
+Each step is a plan of its own (``engine.scheduler.Plan``: one step of two
+runs), submitted to one ``Scheduler`` that runs the whole time, with reads
+only (``use_mmap=False``: a writer may truncate a file while it is read,
+and a mapped page past the new end would kill the process).
+
+A step is submitted once complete in both runs (``poll.RunPoller``), in
+step order; a step present in one run only, once the other run has moved
+past it (holds a later step), or is a manifest, or once both runs are idle
+(nothing written for ``idle_timeout`` seconds). Steps are reported in the
+order they were submitted, each as soon as it and all before it are done.
+
+Never a torn verdict: before a step that is not all equal is reported,
+every file of it is stat'ed again (and, for a buffer found in one run only,
+the other run is looked at again); if anything changed since the step was
+listed, or a file changed while it was read, the step is read again
+``settle`` seconds later, once complete again. A step read ``MAX_READS``
+times, changing each time, reports the buffers that changed as errors
+("kept changing while fastdiff read it"), never as a divergence.
+
+A run's newest step is complete when the run has been quiet for ``settle``
+seconds; a writer that merely paused mid-step would then look as if it
+lacked buffers or wrote short files. So when a step is the newest of a run
+and that run lacks a buffer of it, has a shorter file, or a size that is
+not a whole number of elements, the result is held until the run moves
+past the step (then it stands, if nothing changed) or both runs are idle:
+then a missing buffer is a divergence, as in ``compare``, and a shorter
+file in the last step a run wrote is an error ("may be incomplete"):
+fastdiff cannot tell a writer that died mid-file from a real length
+mismatch.
+"""
+
+from __future__ import annotations
+
+import gc
+import heapq
+import os
+import sys
+import time
+from collections import deque
+
+from ..engine.pool import default_jobs, open_runner, resolve_executor_kind
+from ..engine.scheduler import Plan, Scheduler, gc_paused
+from ..options import CompareOptions, tolerance_dict
+from ..render.fmt import plural
+from ..results import DIVERGENT, TROUBLE, BufferResult, Problem, Skipped, Work
+from ..sources import RunSource, dump_subfolder, open_run
+from ..sources.schemas import choose_schema
+from ..stages.discover import RunListing, list_entries
+from ..stages.verdict import build_report
+from .poll import ManifestSide, RunPoller, dump_stat, file_stat
+from .results import StepReport, WatchSummary
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ..engine.cache import DigestCache
+    from ..engine.pool import Runner, _OpenRunner
+    from ..results import Report
+    from ..schema import Schema
+
+    Side = RunPoller | ManifestSide
+
+#: A step whose files changed during this many reads is reported with those
+#: buffers as errors.
+MAX_READS = 3
+
+#: While the loop runs, a garbage collection runs at most this often.
+GC_EVERY_S = 60.0
+
+DEFAULT_POLL = 0.2
+DEFAULT_SETTLE = 2.0
+DEFAULT_IDLE_TIMEOUT = 60.0
+
+
+class _Step:
+    """A step on its way: read (``reading``), to read again (``again``),
+    held (``held``, see the module's docstring), or ``final``, waiting to be
+    reported in order."""
+
+    __slots__ = ("changes", "complete_at", "holding", "n", "not_before", "plan", "reads",
+                 "report", "state")  # fmt: skip
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.state = "reading"
+        self.reads = 0
+        self.changes = 0
+        self.complete_at = 0.0
+        self.not_before = 0.0
+        self.plan: Plan | None = None
+        self.report: Report | None = None
+        self.holding: tuple[Side, ...] = ()
+
+
+class Watch:
+    """Compare two runs while they are written (``watch_runs`` is the function form).
+
+    ``run()`` polls until the first divergent step (unless ``keep_going``),
+    until both runs are idle for ``idle_timeout`` seconds, until trouble (a
+    folder that vanishes or cannot be read, a folder that stays empty for
+    ``idle_timeout``), or until Ctrl-C, and returns the ``WatchSummary``.
+
+    Callbacks: ``on_step(StepReport)`` for each step, in order, as soon as
+    it is reported; ``on_problem(Problem)`` for problems that belong to no
+    step (trouble, unusable names); ``on_note(text)`` for notes and warnings
+    (schema choice, a file appearing in a step already compared);
+    ``on_status(text)``: a one-line state after each poll (for a progress line).
+    """
+
+    def __init__(
+        self,
+        run_a: str | os.PathLike[str],
+        run_b: str | os.PathLike[str],
+        options: CompareOptions | None = None,
+        *,
+        poll: float = DEFAULT_POLL,
+        settle: float = DEFAULT_SETTLE,
+        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+        keep_going: bool = False,
+        cache: DigestCache | None = None,
+        on_step: Callable[[StepReport], None] | None = None,
+        on_problem: Callable[[Problem], None] | None = None,
+        on_note: Callable[[str], None] | None = None,
+        on_status: Callable[[str], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not poll > 0:
+            raise ValueError(f"poll must be > 0 seconds, got {poll}")
+        if not settle >= 0:
+            raise ValueError(f"settle must be >= 0 seconds, got {settle}")
+        if not idle_timeout > 0:
+            raise ValueError(f"idle_timeout must be > 0 seconds, got {idle_timeout}")
+        self.spec_a, self.spec_b = os.fspath(run_a), os.fspath(run_b)
+        self.opts = options or CompareOptions()
+        self.poll, self.settle, self.idle_timeout = poll, settle, idle_timeout
+        self.keep_going = keep_going
+        self.cache = cache
+        self.on_step, self.on_problem = on_step, on_problem
+        self.on_note, self.on_status = on_note, on_status
+        self.clock = clock
+        self.jobs = self.opts.jobs or default_jobs()
+        self._sched = Scheduler(self.opts, cache, use_mmap=False)
+        self._queue: list[int] = []  # steps seen, not yet submitted (a heap)
+        self._queued: set[int] = set()
+        self._steps: dict[int, _Step] = {}  # submitted, not yet reported
+        self._order: deque[int] = deque()  # submitted steps, in report order
+        self._closing = False  # both runs idle: compare what is left, then end
+        self._stopped: str | None = None
+        self._buffers: list[BufferResult] = []
+        self._errors: list[Problem] = []
+        self._n_steps = 0
+        self._first: tuple[int, float] | None = None
+        self._work = [0, 0, 0, 0]  # files and bytes hashed, pairs and bytes scanned
+        self._engines: set[str] = set()
+        self._executor = "serial"
+        self._runner: Runner | None = None
+        self._runner_ctx: _OpenRunner | None = None
+        self.a: Side
+        self.b: Side
+        self.schema: Schema
+
+    # --- running
+
+    def run(self) -> WatchSummary:
+        """Watch until the end (see the class); never raises for bad input or
+        Ctrl-C: both end in the summary (``stopped``: ``error``, ``interrupted``)."""
+        t0 = self.clock()
+        stopped = "error"
+        try:
+            try:
+                self.a = self._open_side(self.spec_a, t0)
+                self.b = self._open_side(self.spec_b, t0)
+                self.schema = self._choose_schema()
+                with gc_paused():  # see _loop
+                    stopped = self._loop()
+            finally:
+                if self._runner_ctx is not None:
+                    self._runner_ctx.__exit__(*sys.exc_info())
+        except KeyboardInterrupt:
+            stopped = "interrupted"
+            self._sched.stop()
+        elapsed = self.clock() - t0
+        return self._summary(stopped, elapsed)
+
+    def _open_runner(self) -> Runner:
+        """The runner, opened with the first steps to read: in this thread
+        while what they hold is small (``auto``), as compare chooses."""
+        kind = resolve_executor_kind(self.opts.executor, self._sched.bytes_to_hash)
+        self._executor = kind
+        self._runner_ctx = open_runner(kind, self.jobs)
+        self._runner = self._runner_ctx.__enter__()
+        return self._runner
+
+    def _open_side(self, spec: str, now: float) -> Side:
+        """A manifest (a regular file) or a folder to poll (which may not exist yet)."""
+        if os.path.isfile(spec):
+            src = open_run(spec)
+            side = ManifestSide(src, now)
+            if not src.listing.readable:
+                side.trouble = src.listing.errors[0]
+                side.problems = []
+            return side
+        return RunPoller(spec, self.settle, self.idle_timeout, now)
+
+    def _choose_schema(self) -> Schema:
+        sources = []
+        for side in (self.a, self.b):
+            if isinstance(side, ManifestSide):
+                sources.append(side.src)
+            else:
+                sources.append(RunSource(side.spec, RunListing(side.spec, (), (), ()), {}, None))
+        schema, said = choose_schema(sources, self.opts.schema)
+        for note in dict.fromkeys(said):
+            self._note(note)
+        return schema
+
+    def _note(self, text: str) -> None:
+        if self.on_note is not None:
+            self.on_note(text)
+
+    def _problem(self, problem: Problem) -> None:
+        self._errors.append(problem)
+        if self.on_problem is not None:
+            self.on_problem(problem)
+
+    def _loop(self) -> str:
+        """Poll, submit, read, report, until the end. The cyclic garbage
+        collector is paused (as ``compare`` pauses it: the bookkeeping makes
+        no cycles, and the collector would walk it again and again); a
+        collection runs now and then while nothing is pending."""
+        clock, sched = self.clock, self._sched
+        runner = self._runner
+        next_poll = clock()
+        next_collect = next_poll + GC_EVERY_S
+        while True:
+            now = clock()
+            if now >= next_poll:
+                next_poll = now + self.poll
+                # Once both runs are idle, what they hold is what is compared.
+                trouble = None if self._closing else self._poll(now)
+                if trouble is not None:
+                    return trouble
+                self._advance(now)
+                if self.on_status is not None:
+                    self.on_status(self._status())
+            if self._stopped is not None:
+                return self._stopped
+            if self._closing and not self._queue and not self._steps:
+                return "idle"
+            if sched.pending:
+                if runner is None:
+                    runner = self._open_runner()
+                sched.drain(runner, timeout=max(0.005, next_poll - clock()))
+                if self._stopped is not None:
+                    return self._stopped
+            else:
+                if now >= next_collect:
+                    gc.collect()
+                    next_collect = clock() + GC_EVERY_S
+                time.sleep(max(0.0, next_poll - clock()))
+
+    def _poll(self, now: float) -> str | None:
+        """Poll both runs; the reason to stop (``error``) on trouble."""
+        for side in (self.a, self.b):
+            side.poll(now)
+            for problem in side.problems:
+                self._problem(problem)
+            side.problems.clear()
+            for note in side.notes:
+                self._note(note)
+            side.notes.clear()
+            if side.trouble is not None:
+                self._problem(side.trouble)
+                return "error"
+            for step in side.new_steps:
+                if step not in self._queued and step not in self._steps:
+                    self._queued.add(step)
+                    heapq.heappush(self._queue, step)
+            side.new_steps.clear()
+        empty = [
+            (label, side)
+            for label, side in (("A", self.a), ("B", self.b))
+            if not side.had_dumps and (side.final or now - side.started >= self.idle_timeout)
+        ]
+        if empty:
+            for label, side in empty:
+                self._problem(self._stayed_empty(label, side))
+            return "error"
+        if not self._closing and self.a.idle(now) and self.b.idle(now):
+            self._closing = True
+        return None
+
+    def _stayed_empty(self, label: str, side: Side) -> Problem:
+        wait = f"{self.idle_timeout:g} s (--idle-timeout)"
+        if isinstance(side, ManifestSide):
+            return Problem(
+                side.spec,
+                f"run {label} is a manifest that lists no dumps; nothing can be compared "
+                "against it: hash the run folder that holds them with 'fastdiff hash RUN -o FILE'",
+                kind="no_dumps",
+            )
+        if not side.exists:
+            return Problem(
+                side.spec,
+                f"run {label} folder does not exist, and did not appear within {wait}; "
+                "check the path",
+                kind="missing",
+            )
+        sub = dump_subfolder(side.spec)
+        hint = f"did you mean {sub}?" if sub else "is the job writing there?"
+        return Problem(
+            side.spec,
+            f"run {label} stayed empty: no step_<N>_<name>.bin dump appeared within {wait}; "
+            + hint,
+            kind="no_dumps",
+        )
+
+    def _status(self) -> str:
+        parts = []
+        for label, side in (("A", self.a), ("B", self.b)):
+            if isinstance(side, ManifestSide):
+                parts.append(f"{label}: manifest")
+            elif not side.exists:
+                parts.append(f"{label}: waiting for the folder")
+            elif side.newest is None:
+                parts.append(f"{label}: no dumps yet")
+            else:
+                parts.append(f"{label}: step {side.newest}")
+        state = "both idle, comparing the rest" if self._closing else "watching"
+        return f"{state}; {', '.join(parts)}; {plural(self._n_steps, 'step')} compared"
+
+    # --- deciding what to read
+
+    def _ready(self, n: int, now: float) -> float | None:
+        """When step ``n`` became complete in both runs (or, for a step one
+        run lacks, when that run moved past it); None if it is not yet."""
+        times = []
+        for side in (self.a, self.b):
+            t = side.complete_at(n, now) if side.has(n) else side.passed(n)
+            if t is None:
+                return None
+            times.append(t)
+        return max(times)
+
+    def _advance(self, now: float) -> None:
+        """Submit the steps now ready, in step order; read again, or settle,
+        the steps waiting for it."""
+        queue = self._queue
+        while queue:
+            n = queue[0]
+            present = self.a.has(n) or self.b.has(n)
+            t = self._ready(n, now) if present else now
+            if t is None:
+                if not self._closing:
+                    break
+                t = now
+            heapq.heappop(queue)
+            self._queued.discard(n)
+            if not present:
+                continue  # its files vanished from both runs
+            step = self._steps[n] = _Step(n)
+            self._order.append(n)
+            self._submit(step, t)
+        for step in [s for s in self._steps.values() if s.state in ("again", "held")]:
+            if step.state == "held":
+                self._check_held(step, now)
+            if step.state != "again":
+                continue
+            t = self._ready(step.n, now)
+            if self._closing:
+                self._submit(step, now if t is None else t)
+            elif t is not None and now >= step.not_before:
+                self._submit(step, max(t, step.not_before))
+        lows = [queue[0]] if queue else []
+        if self._order:
+            lows.append(self._order[0])
+        if lows:
+            self.a.forget_before(min(lows))
+            self.b.forget_before(min(lows))
+        self._emit()
+
+    def _submit(self, step: _Step, complete_at: float) -> None:
+        n = step.n
+        step.complete_at = complete_at
+        step.reads += 1
+        step.state = "reading"
+        step.report = None
+        step.plan = Plan(self.a.source(n), self.b.source(n), self.schema, self._on_report, n)
+        self._sched.submit(step.plan)
+
+    # --- a step's report
+
+    def _on_report(self, plan: Plan, report: Report) -> None:
+        """The scheduler read a step: check it, then hold, read again, or report it."""
+        step = self._steps.get(plan.tag)  # type: ignore[arg-type]
+        if step is None or step.plan is not plan or self._stopped is not None:
+            return
+        self._count_work(report)
+        n = step.n
+        changed = self._changed(plan, report)
+        if changed:
+            step.changes += 1
+            if step.changes < MAX_READS:
+                step.state = "again"
+                step.not_before = self.clock() + self.settle
+                self.a.watch_again(n)
+                self.b.watch_again(n)
+                return
+            report = self._kept_changing(n, report, changed)
+        if not self._closing:
+            holding = self._holding(n, report)
+            if holding:
+                step.state, step.report, step.holding = "held", report, holding
+                return
+        else:
+            report = self._incomplete_at_end(n, report)
+        step.state, step.report = "final", report
+        self._emit()
+
+    def _changed(self, plan: Plan, report: Report) -> set[str]:
+        """The files of a step read that are not what was listed any more
+        (paths), or that changed while read; and a buffer found in one run
+        only whose file the other run now has."""
+        n: int = plan.tag  # type: ignore[assignment]
+        grown = {*self.a.grew(n), *self.b.grew(n)}
+        if grown:
+            return grown  # files of the step appeared since it was listed
+        if all(b.status == "equal" for b in report.buffers) and not report.errors:
+            return set()  # all equal, every file checked after it was read
+        changed: set[str] = set()
+        for side, src in ((self.a, plan.src_a), (self.b, plan.src_b)):
+            if side.final:
+                continue
+            for f in src.listing.files:
+                if file_stat(f.path) != dump_stat(f):
+                    changed.add(f.path)
+        for e in report.errors:
+            if e.kind == "changed":
+                changed.add(e.path)
+        for b in report.buffers:
+            if (
+                b.status == "only_in_a"
+                and b.path_a is not None
+                and self.b.counterpart_exists(b.step, b.name, b.path_a)
+            ):
+                changed.add(b.path_a)
+            elif (
+                b.status == "only_in_b"
+                and b.path_b is not None
+                and self.a.counterpart_exists(b.step, b.name, b.path_b)
+            ):
+                changed.add(b.path_b)
+        return changed
+
+    def _holding(self, n: int, report: Report) -> tuple[Side, ...]:
+        """The runs whose newest step ``n`` is, lacking a buffer of it or
+        holding a short or malformed file: its result waits for them."""
+        holding = []
+        for side, absent, mine in ((self.a, "only_in_b", 0), (self.b, "only_in_a", 1)):
+            if side.final or not side.is_newest(n):
+                continue
+            for b in report.buffers:
+                if b.status == absent or b.status == "malformed":
+                    holding.append(side)
+                    break
+                if b.status == "length_mismatch":
+                    sizes = (b.n_elements_a or 0, b.n_elements_b or 0)
+                    if sizes[mine] < sizes[1 - mine]:
+                        holding.append(side)
+                        break
+        return tuple(holding)
+
+    def _check_held(self, step: _Step, now: float) -> None:
+        assert step.plan is not None and step.report is not None
+        if self._changed(step.plan, step.report):
+            step.state, step.not_before = "again", now  # it was still being written
+            return
+        if self._closing:
+            step.state, step.report = "final", self._incomplete_at_end(step.n, step.report)
+            step.complete_at = max(step.complete_at, now)
+            return
+        if all(not side.is_newest(step.n) for side in step.holding):
+            step.state = "final"  # the run moved on: what it lacks, it lacks
+            passed = [t for side in step.holding if (t := side.passed(step.n)) is not None]
+            step.complete_at = max([step.complete_at, *passed])
+
+    def _rebuilt(
+        self, report: Report, buffers: list[BufferResult], errors: list[Problem]
+    ) -> Report:
+        return build_report(
+            report.run_a, report.run_b, self.schema, buffers, report.skipped, errors,
+            report.tolerance, report.work,
+        )  # fmt: skip
+
+    def _kept_changing(self, n: int, report: Report, changed: set[str]) -> Report:
+        message = (
+            f"kept changing while fastdiff read it (it changed during each of {MAX_READS} reads "
+            f"of step {n}); is a job still writing it?"
+        )
+        buffers = []
+        for b in report.buffers:
+            if b.path_a in changed or b.path_b in changed:
+                b = BufferResult(
+                    b.step, b.name, b.group, b.dtype, "error", b.n_elements_a, b.n_elements_b,
+                    b.path_a, b.path_b, message,
+                )  # fmt: skip
+            buffers.append(b)
+        errors = [e for e in report.errors if not (e.kind == "changed" and e.path in changed)]
+        errors += [Problem(path, message, kind="changed") for path in sorted(changed)]
+        # (A file that appeared during the last read is among them: it was not compared.)
+        return self._rebuilt(report, buffers, errors)
+
+    def _incomplete_at_end(self, n: int, report: Report) -> Report:
+        """Both runs are idle: a file of the last step a run wrote that is
+        shorter than its partner is an error, not a length mismatch."""
+        labels = ((self.a, "A", "B", 0), (self.b, "B", "A", 1))
+        buffers, errors = [], list(report.errors)
+        touched = False
+        for b in report.buffers:
+            if b.status == "length_mismatch":
+                sizes = (b.n_elements_a or 0, b.n_elements_b or 0)
+                for side, mine, other, i in labels:
+                    if side.final or not side.is_newest(n) or sizes[i] >= sizes[1 - i]:
+                        continue
+                    message = (
+                        f"step {n} of run {mine} may be incomplete: the run stopped writing "
+                        f"while this file was shorter than run {other}'s ({sizes[i]} elements "
+                        f"against {sizes[1 - i]}); compare again if run {mine} resumes"
+                    )
+                    path = b.path_a if i == 0 else b.path_b
+                    b = BufferResult(
+                        b.step, b.name, b.group, b.dtype, "error", b.n_elements_a,
+                        b.n_elements_b, b.path_a, b.path_b, message,
+                    )  # fmt: skip
+                    errors.append(Problem(path or self.spec_a, message, kind="error"))
+                    touched = True
+                    break
+            buffers.append(b)
+        return self._rebuilt(report, buffers, errors) if touched else report
+
+    def _count_work(self, report: Report) -> None:
+        w = report.work
+        totals = self._work
+        totals[0] += w.files_hashed
+        totals[1] += w.bytes_hashed
+        totals[2] += w.pairs_scanned
+        totals[3] += w.bytes_scanned
+        if w.engine:
+            self._engines.update(w.engine.split(","))
+
+    # --- reporting, in order
+
+    def _emit(self) -> None:
+        order, steps = self._order, self._steps
+        while order and self._stopped is None:
+            step = steps[order[0]]
+            if step.state != "final":
+                return
+            order.popleft()
+            del steps[step.n]
+            self.a.release(step.n)
+            self.b.release(step.n)
+            report = step.report
+            assert report is not None
+            latency = max(0.0, self.clock() - step.complete_at)
+            divergent = any(b.status in DIVERGENT for b in report.buffers)
+            trouble = bool(report.errors) or any(b.status in TROUBLE for b in report.buffers)
+            status = "diverged" if divergent else "error" if trouble else "equal"
+            groups = report.steps[0].diverged_groups if report.steps else ()
+            record = StepReport(
+                step.n, status, groups, report.buffers, report.errors, latency, step.reads
+            )
+            self._buffers += report.buffers
+            self._errors += report.errors
+            self._n_steps += 1
+            if self.on_step is not None:
+                self.on_step(record)
+            if divergent and self._first is None:
+                self._first = (step.n, latency)
+                if not self.keep_going:
+                    self._stop("diverged")
+
+    def _stop(self, reason: str) -> None:
+        self._stopped = reason
+        self._sched.stop()
+
+    # --- the end
+
+    def _skipped(self) -> list[Skipped]:
+        """What compare would list as skipped: the entries that are not dumps."""
+        out: list[Skipped] = []
+        for side in (getattr(self, "a", None), getattr(self, "b", None)):
+            if isinstance(side, ManifestSide):
+                out += side.src.listing.skipped
+            elif isinstance(side, RunPoller) and side.exists and side.trouble is None:
+                out += list_entries(side.root, sorted(side.others)).skipped
+        return out
+
+    def _summary(self, stopped: str, elapsed: float) -> WatchSummary:
+        files, n_bytes, pairs, scanned = self._work
+        work = Work(
+            files_hashed=files,
+            bytes_hashed=n_bytes,
+            pairs_scanned=pairs,
+            bytes_scanned=scanned,
+            engine=",".join(sorted(self._engines)) or None,
+            executor=self._executor,
+            jobs=self.jobs,
+            elapsed_s=elapsed,
+        )
+        schema = getattr(self, "schema", None)
+        if schema is None:
+            from ..schema import RL_STATE
+
+            schema = RL_STATE
+        report = build_report(
+            self.spec_a,
+            self.spec_b,
+            schema,
+            self._buffers,
+            self._skipped(),
+            self._errors,
+            tolerance=tolerance_dict(self.opts.tolerance),
+            work=work,
+        )
+        latency = None if self._first is None else self._first[1]
+        return WatchSummary(report, self._n_steps, stopped, latency, self.idle_timeout)  # type: ignore[arg-type]
+
+
+def watch_runs(
+    run_a: str | os.PathLike[str],
+    run_b: str | os.PathLike[str],
+    options: CompareOptions | None = None,
+    **settings: object,
+) -> WatchSummary:
+    """Compare two runs while they are written; see ``Watch`` for ``settings``
+    (``poll``, ``settle``, ``idle_timeout``, ``keep_going``, ``cache``, the
+    callbacks)."""
+    return Watch(run_a, run_b, options, **settings).run()  # type: ignore[arg-type]

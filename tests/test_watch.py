@@ -1,0 +1,654 @@
+"""``fastdiff watch``: two runs compared while real processes write them.
+
+Writers are ``tests/writer.py`` processes (the rl-state layout, at a pace,
+files written whole, in pieces with sleeps between the writes, or under a
+temporary name and renamed); fastdiff runs as a CLI subprocess, with short
+``--settle`` and ``--idle-timeout`` so the file stays fast. Every JSON
+Lines record is read by a strict parser (no NaN or infinity, no duplicate
+keys).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fastdiff.bench.synth import RL_STATE_MEMBERS
+
+REPO = Path(__file__).resolve().parents[1]
+WRITER = REPO / "tests" / "writer.py"
+POLL, SETTLE, IDLE = 0.05, 0.3, 1.5
+FAST = ("--poll", str(POLL), "--settle", str(SETTLE), "--idle-timeout", str(IDLE))
+SUMMARY_EXTRAS = ("steps_compared", "stopped", "first_divergence_latency_s")
+
+
+def _reject(token: str) -> None:
+    raise ValueError(f"not strict JSON: {token}")
+
+
+def _no_duplicates(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    keys = [k for k, _ in pairs]
+    assert len(keys) == len(set(keys)), keys
+    return dict(pairs)
+
+
+def strict(line: str) -> dict:
+    """One JSON Lines record, parsed as RFC 8259 JSON and nothing more."""
+    return json.loads(line, parse_constant=_reject, object_pairs_hook=_no_duplicates)
+
+
+def records(out: str) -> list[dict]:
+    return [strict(line) for line in out.splitlines()]
+
+
+def writer(out: Path, *args: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, str(WRITER), str(out), *args], cwd=REPO)
+
+
+def watch(*args: str, text: bool = True) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "fastdiff", "watch", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=text,
+        cwd=REPO,
+    )
+
+
+def finish(proc: subprocess.Popen[str], timeout: float = 60) -> tuple[int, str, str]:
+    out, err = proc.communicate(timeout=timeout)
+    return proc.returncode, out, err
+
+
+def static_run(out: Path, steps: int = 3, *args: str) -> None:
+    """A run written in full before fastdiff looks at it."""
+    subprocess.run(
+        [sys.executable, str(WRITER), str(out), "--steps", str(steps), "--pace", "0", *args],
+        cwd=REPO, check=True, timeout=60,
+    )  # fmt: skip
+
+
+def stop(*procs: subprocess.Popen[bytes]) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+        p.wait(timeout=10)
+
+
+def steps_and_summary(out: str) -> tuple[list[dict], dict]:
+    recs = records(out)
+    assert recs and recs[-1]["record"] == "summary"
+    steps = recs[:-1]
+    assert all(r["record"] == "step" for r in steps)
+    keys = ["record", "step", "status", "diverged_groups", "buffers"]
+    assert [list(r) for r in steps] == [keys] * len(steps)
+    return steps, recs[-1]
+
+
+# --- the runs as they are written ------------------------------------------------------
+
+
+def test_identical_runs_are_compared_step_by_step_and_end_after_the_idle_timeout(
+    tmp_path: Path,
+) -> None:
+    """Neither folder exists when watch starts; one writer is slower; files
+    are written whole, in pieces and via a temporary name. The summary holds
+    exactly compare's JSON for the same runs, and three fields more."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    w = watch(str(a), str(b), *FAST, "--format", "jsonl")
+    wa = writer(a, "--steps", "6", "--pace", "0.05", "--delay", "0.3")
+    wb = writer(b, "--steps", "6", "--pace", "0.12", "--delay", "0.5")
+    try:
+        code, out, err = finish(w)
+    finally:
+        stop(wa, wb)
+    assert code == 0, err
+    assert err == ""
+    steps, summary = steps_and_summary(out)
+    assert [(r["step"], r["status"], r["buffers"]) for r in steps] == [
+        (k, "equal", []) for k in range(6)
+    ]
+    assert summary["verdict"] == "identical" and summary["stopped"] == "idle"
+    assert summary["steps_compared"] == 6 and summary["first_divergence_latency_s"] is None
+    assert len(summary["buffers"]) == 6 * len(RL_STATE_MEMBERS)
+    compared = subprocess.run(
+        [sys.executable, "-m", "fastdiff", "compare", str(a), str(b), "--format", "json"],
+        capture_output=True, text=True, cwd=REPO, check=False,
+    )  # fmt: skip
+    assert compared.returncode == 0, compared.stderr
+    expected = strict(compared.stdout)
+    assert list(summary) == ["record", *expected, *SUMMARY_EXTRAS]
+    for key in ("work", "record", *SUMMARY_EXTRAS):
+        expected.pop(key, None)
+        summary.pop(key)
+    assert summary == expected
+
+
+def test_a_divergence_is_reported_once_the_step_is_complete_and_watch_stops(
+    tmp_path: Path,
+) -> None:
+    """Run B diverges at step 3 (groups D and F) and then pauses for a long
+    time: step 3 is complete in B only by settling. watch reports it and
+    exits 1 within settle + poll + 1 s of B finishing step 3, long before B
+    writes step 4; A, ahead, completed step 3 by starting step 4."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    log = tmp_path / "b.log"
+    wa = writer(a, "--steps", "8", "--pace", "0.1")
+    wb = writer(
+        b, "--steps", "8", "--pace", "0.1", "--diverge", "3:unit_entry_price:5",
+        "--diverge", "3:advantages:0", "--pause-after", "3:60", "--log", str(log),
+    )  # fmt: skip
+    w = watch(str(a), str(b), *FAST)  # stdout is a pipe: jsonl by default
+    try:
+        assert w.stdout is not None
+        lines = []
+        for line in w.stdout:
+            lines.append(line)
+            if strict(line).get("status") == "diverged":
+                seen = time.time()
+                break
+        code, rest, err = finish(w)
+        assert not (b / "step_4_actions.bin").exists()  # B is still pausing
+    finally:
+        stop(wa, wb)
+    assert code == 1, err
+    steps, summary = steps_and_summary("".join(lines) + rest)
+    assert [(r["step"], r["status"]) for r in steps] == [
+        (0, "equal"), (1, "equal"), (2, "equal"), (3, "diverged"),
+    ]  # fmt: skip
+    assert steps[3]["diverged_groups"] == ["D", "F"]
+    assert {x["name"]: x["status"] for x in steps[3]["buffers"]} == {
+        "unit_entry_price": "diverged",
+        "advantages": "diverged",
+    }
+    assert summary["verdict"] == "diverged" and summary["stopped"] == "diverged"
+    assert summary["first_divergent_step"] == 3
+    assert summary["first_divergent_groups"] == ["D", "F"]
+    assert summary["steps_compared"] == 4
+    done = next(
+        e["t"] for e in map(json.loads, log.read_text().splitlines())
+        if e == {**e, "event": "done", "step": 3}
+    )  # fmt: skip
+    bound = SETTLE + POLL + 1
+    assert 0 <= summary["first_divergence_latency_s"] <= bound
+    assert seen - done <= bound
+
+
+def test_keep_going_reports_every_step(tmp_path: Path) -> None:
+    """The divergence spreads: C at step 2, C and E at step 3; every later step is reported."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    wa = writer(a, "--steps", "5", "--pace", "0.05")
+    wb = writer(
+        b, "--steps", "5", "--pace", "0.08", "--diverge", "2:iqn_prng_state:1",
+        "--diverge", "3:iqn_prng_state:1", "--diverge", "3:isv_full:700",
+    )  # fmt: skip
+    w = watch(str(a), str(b), *FAST, "--keep-going", "--format", "jsonl")
+    try:
+        code, out, err = finish(w)
+    finally:
+        stop(wa, wb)
+    assert code == 1, err
+    steps, summary = steps_and_summary(out)
+    assert [(r["step"], r["status"], r["diverged_groups"]) for r in steps] == [
+        (0, "equal", []), (1, "equal", []), (2, "diverged", ["C"]),
+        (3, "diverged", ["C", "E"]), (4, "equal", []),
+    ]  # fmt: skip
+    assert summary["stopped"] == "idle" and summary["steps_compared"] == 5
+    assert summary["first_divergent_step"] == 2 and summary["first_divergent_groups"] == ["C"]
+    assert isinstance(summary["first_divergence_latency_s"], float)
+
+
+def test_a_buffer_missing_in_one_run_is_a_divergence(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    wa = writer(a, "--steps", "4", "--pace", "0.05")
+    wb = writer(b, "--steps", "4", "--pace", "0.05", "--skip", "1:ph_mu")
+    w = watch(str(a), str(b), *FAST, "--format", "jsonl")
+    try:
+        code, out, err = finish(w)
+    finally:
+        stop(wa, wb)
+    assert code == 1, err
+    steps, summary = steps_and_summary(out)
+    assert [(r["step"], r["status"]) for r in steps] == [(0, "equal"), (1, "diverged")]
+    (missing,) = steps[1]["buffers"]
+    assert (missing["name"], missing["status"]) == ("ph_mu", "only_in_a")
+    assert summary["first_divergent_groups"] == ["F"]
+
+
+def test_a_writer_pausing_mid_step_longer_than_settle_gives_no_false_divergence(
+    tmp_path: Path,
+) -> None:
+    """A stops for a while before writing step 2's rewards (and what follows),
+    so its newest step looks settled, lacking buffers B has: the result is
+    held until A moves past step 2, and step 2 is then read again, equal."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    wa = writer(a, "--steps", "4", "--pace", "0.05", "--pause-before", f"2:rewards:{4 * SETTLE}")
+    wb = writer(b, "--steps", "4", "--pace", "0.05")
+    w = watch(str(a), str(b), *FAST, "--format", "jsonl")
+    try:
+        code, out, err = finish(w)
+    finally:
+        stop(wa, wb)
+    assert code == 0, err
+    steps, summary = steps_and_summary(out)
+    assert [(r["step"], r["status"]) for r in steps] == [(k, "equal") for k in range(4)]
+    assert summary["verdict"] == "identical"
+
+
+def test_a_writer_that_dies_mid_file_is_an_error_after_the_idle_timeout(tmp_path: Path) -> None:
+    """A's job is killed while writing step 2's isv_full: fastdiff cannot
+    tell a partial write from a real length mismatch, so that buffer is an
+    error (exit 2), reported once both runs are idle; the buffers A never
+    wrote are missing from it, as compare would say."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    wa = writer(a, "--steps", "4", "--pace", "0.05", "--die-at", "2:isv_full")
+    wb = writer(b, "--steps", "4", "--pace", "0.05")
+    w = watch(str(a), str(b), *FAST, "--format", "jsonl")
+    try:
+        code, out, err = finish(w)
+        assert wa.wait(timeout=10) == 3
+    finally:
+        stop(wa, wb)
+    assert code == 2, err
+    steps, summary = steps_and_summary(out)
+    assert [r["status"] for r in steps] == ["equal", "equal", "diverged"]
+    by_name = {x["name"]: x for x in steps[2]["buffers"]}
+    assert by_name["isv_full"]["status"] == "error"
+    assert by_name["isv_full"]["message"].startswith(
+        "step 2 of run A may be incomplete: the run stopped writing while this file was "
+        "shorter than run B's (378 elements against 757)"
+    )
+    assert {x["status"] for n, x in by_name.items() if n != "isv_full"} == {"only_in_b"}
+    assert summary["verdict"] == "error"
+    assert f"{a / 'step_2_isv_full.bin'}: step 2 of run A may be incomplete" in err
+
+
+def test_a_manifest_on_one_side(tmp_path: Path) -> None:
+    """The reference run hashed earlier: each step of the live run is compared
+    with the manifest's digests, hashed at the manifest's chunk size."""
+    ref, b, c = tmp_path / "ref", tmp_path / "b", tmp_path / "c"
+    static_run(ref, 4)
+    manifest = tmp_path / "ref.manifest.json"
+    subprocess.run(
+        [sys.executable, "-m", "fastdiff", "hash", str(ref), "-o", str(manifest),
+         "--chunk-size", "64"],
+        cwd=REPO, check=True, capture_output=True,
+    )  # fmt: skip
+    wb = writer(b, "--steps", "4", "--pace", "0.05")
+    wc = writer(c, "--steps", "4", "--pace", "0.05", "--diverge", "2:unit_lots:9")
+    same = watch(str(manifest), str(b), *FAST, "--format", "jsonl")
+    differs = watch(str(manifest), str(c), *FAST, "--format", "jsonl")
+    try:
+        code, out, err = finish(same)
+        code_c, out_c, err_c = finish(differs)
+    finally:
+        stop(wb, wc)
+    assert code == 0, err
+    steps, summary = steps_and_summary(out)
+    assert [r["status"] for r in steps] == ["equal"] * 4
+    assert summary["verdict"] == "identical"
+    assert code_c == 1, err_c
+    steps, summary = steps_and_summary(out_c)
+    assert [r["status"] for r in steps] == ["equal", "equal", "diverged"]
+    (lots,) = steps[2]["buffers"]
+    assert lots["name"] == "unit_lots" and lots["first_divergent_chunk"] == [0, 64]
+    assert lots["message"] == "compared by digests only (a manifest holds no data)"
+
+
+def test_ctrl_c_prints_the_summary_of_what_was_compared_and_exits_130(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    static_run(a, 3)
+    static_run(b, 3)
+    w = watch(str(a), str(b), "--poll", "0.05", "--settle", "60", "--idle-timeout", "600")
+    assert w.stdout is not None
+    first = w.stdout.readline()  # steps 0 and 1 are complete (a later one exists); 2 is not
+    second = w.stdout.readline()
+    w.send_signal(signal.SIGINT)
+    code, rest, err = finish(w, timeout=20)
+    assert code == 130
+    assert "Traceback" not in err and err.endswith("fastdiff: interrupted\n")
+    steps, summary = steps_and_summary(first + second + rest)
+    assert [r["step"] for r in steps] == [0, 1]
+    assert summary["stopped"] == "interrupted" and summary["steps_compared"] == 2
+    assert summary["verdict"] == "identical" and len(summary["buffers"]) == 68
+
+
+# --- files that change under the reader ---------------------------------------------------
+
+BIG = 1 << 30  # a sparse file that takes a while to read, and no disk
+
+
+def _sparse(path: Path, size: int) -> None:
+    with open(path, "wb") as fh:
+        fh.truncate(size)
+
+
+def _open_by(pid: int, path: Path) -> bool:
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except FileNotFoundError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") == str(path):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _wait_until_open(proc: subprocess.Popen[str], path: Path, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not _open_by(proc.pid, path):
+        assert proc.poll() is None, "watch ended before reading the file"
+        assert time.monotonic() < deadline, "watch never read the file"
+        time.sleep(0.0005)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
+@pytest.mark.parametrize("reference", ["folder", "manifest"])
+def test_a_file_rewritten_after_it_was_read_gives_no_false_divergence(
+    tmp_path: Path, reference: str
+) -> None:
+    """A's rewards at step 0 first hold a flipped bit; the job rewrites the
+    file with the right bytes after fastdiff hashed it, while fastdiff still
+    reads the rest of the step (a large buffer). The stat taken before the
+    divergence is reported sees the rewrite: the step is read again, and is
+    equal. (Without that stat: against a manifest, whose digests alone
+    decide, a false divergence; against a folder, whose differing chunks are
+    scanned, an error.)"""
+    a, b = tmp_path / "a", tmp_path / "b"
+    static_run(a, 2, "--diverge", "0:rewards:4")
+    static_run(b, 2)
+    for run in (a, b):
+        _sparse(run / "step_0_zz_big.bin", BIG)
+    if reference == "manifest":
+        manifest = tmp_path / "b.manifest.json"
+        subprocess.run(
+            [sys.executable, "-m", "fastdiff", "hash", str(b), "-o", str(manifest)],
+            cwd=REPO, check=True, capture_output=True,
+        )  # fmt: skip
+        b = manifest
+    w = watch(str(a), str(b), *FAST, "--jobs", "1", "--format", "jsonl")
+    _wait_until_open(w, a / "step_0_zz_big.bin")  # rewards is hashed by then
+    (a / "step_0_rewards.bin").write_bytes((tmp_path / "b" / "step_0_rewards.bin").read_bytes())
+    code, out, err = finish(w)
+    assert code == 0, err
+    steps, summary = steps_and_summary(out)
+    assert [(r["step"], r["status"]) for r in steps] == [(0, "equal"), (1, "equal")]
+    assert summary["verdict"] == "identical"
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
+def test_a_file_that_keeps_changing_is_an_error_never_a_divergence(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    static_run(a, 2)
+    static_run(b, 2)
+    for run in (a, b):
+        _sparse(run / "step_0_zz_big.bin", BIG // 2)
+    target = a / "step_0_rewards.bin"
+    good = target.read_bytes()
+    # A job rewriting it again and again, never with B's bytes: any read that
+    # happens to see the file whole finds a difference, which must not be
+    # reported as a divergence since the file changed before the report.
+    bad = [bytes([good[0] ^ 1]) + good[1:], bytes([good[0] ^ 2]) + good[1:]]
+    rewriter = subprocess.Popen(
+        [sys.executable, "-c", (
+            "import sys, time\n"
+            "path, *versions = sys.argv[1], *map(bytes.fromhex, sys.argv[2:])\n"
+            "while True:\n"
+            "    for data in versions:\n"
+            "        with open(path, 'wb') as fh:\n"
+            "            fh.write(data)\n"
+            "        time.sleep(0.002)\n"
+        ), str(target), *(v.hex() for v in bad)],
+    )  # fmt: skip
+    try:
+        w = watch(str(a), str(b), *FAST, "--jobs", "1", "--format", "jsonl")
+        code, out, err = finish(w)
+    finally:
+        stop(rewriter)
+    assert code == 2, err
+    steps, summary = steps_and_summary(out)
+    assert [(r["step"], r["status"]) for r in steps] == [(0, "error"), (1, "equal")]
+    (rewards,) = steps[0]["buffers"]
+    assert rewards["name"] == "rewards" and rewards["status"] == "error"
+    assert rewards["message"].startswith(
+        "kept changing while fastdiff read it (it changed during each of 3 reads of step 0)"
+    )
+    assert summary["first_divergent_step"] is None and summary["verdict"] == "error"
+
+
+def test_files_are_never_memory_mapped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A writer may truncate a file while it is read, and a mapped page past
+    the new end would kill the process: watch reads (preads) only."""
+    import mmap
+
+    import fastdiff.sources.reader as reader
+    from fastdiff.watch import watch_runs
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    static_run(a, 2, "--batch", str(reader.MAP_MIN // 2))  # 512 KiB f32 buffers
+    static_run(b, 2, "--batch", str(reader.MAP_MIN // 2), "--diverge", "1:rewards:70000")
+    real_mmap = mmap.mmap
+
+    def no_file_maps(fileno: int, *args: object, **kw: object) -> mmap.mmap:
+        assert fileno == -1, "a dump was memory-mapped"  # anonymous buffers are fine
+        return real_mmap(fileno, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(reader.mmap, "mmap", no_file_maps)
+    summary = watch_runs(a, b, poll=POLL, settle=SETTLE, idle_timeout=IDLE)
+    assert summary.stopped == "diverged" and summary.report.first_divergent_step == 1
+    assert summary.report.work.bytes_hashed >= 4 * reader.MAP_MIN
+    (diverged,) = [x for x in summary.report.buffers if x.status != "equal"]
+    assert (diverged.name, diverged.first_index) == ("rewards", 70000)
+
+
+# --- folders -------------------------------------------------------------------------------
+
+
+def test_a_folder_that_stays_empty_or_missing_is_exit_2_naming_it(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "nowhere"
+    (a / "run" / "dumps").mkdir(parents=True)
+    (a / "run" / "dumps" / "step_0_x.bin").write_bytes(b"\0")
+    (a / "notes.txt").write_text("hello")
+    w = watch(str(a / "run"), str(b), "--idle-timeout", "1", "--format", "text")
+    code, out, err = finish(w)
+    assert code == 2
+    assert err.splitlines() == [
+        f"fastdiff: error: {a / 'run'}: run A stayed empty: no step_<N>_<name>.bin dump "
+        f"appeared within 1 s (--idle-timeout); did you mean {a / 'run' / 'dumps'}?",
+        f"fastdiff: error: {b}: run B folder does not exist, and did not appear within 1 s "
+        "(--idle-timeout); check the path",
+    ]
+    assert "stopped by trouble (see the errors); 0 steps compared" in out
+    verdict = "VERDICT: error: 2 problems (above); no divergence among the buffers that could be"
+    assert out.rstrip().endswith(verdict + " compared")
+
+
+def test_a_run_folder_that_vanishes_is_exit_2(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    static_run(a, 6)
+    wb = writer(b, "--steps", "6", "--pace", "0.2")
+    w = watch(str(a), str(b), *FAST)
+    try:
+        assert w.stdout is not None
+        w.stdout.readline()  # step 0 compared
+        stop(wb)
+        b.rename(tmp_path / "elsewhere")
+        code, rest, err = finish(w)
+    finally:
+        stop(wb)
+    assert code == 2
+    assert f"fastdiff: error: {b}: run folder vanished while it was watched\n" in err
+    summary = records(rest)[-1]
+    assert summary["stopped"] == "error" and summary["verdict"] == "error"
+
+
+def _snapshot(folder: Path) -> dict[str, tuple[int, int, int, int, str]]:
+    out = {}
+    for p in sorted(folder.iterdir()):
+        st = p.lstat()
+        digest = hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else ""
+        out[p.name] = (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, digest)
+    return out
+
+
+def test_watch_only_reads(tmp_path: Path) -> None:
+    """Read-only folders stay as they were; live folders hold only what the
+    writers wrote."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    static_run(a, 3)
+    static_run(b, 3, "--diverge", "2:isv_full:3")
+    (a / "notes.txt").write_text("hello")
+    for run in (a, b):
+        for p in run.iterdir():
+            p.chmod(0o444)
+        run.chmod(0o555)
+    before = {**_snapshot(a), **_snapshot(b)}
+    try:
+        code, _, err = finish(watch(str(a), str(b), *FAST, "--keep-going"))
+        assert code == 1, err
+        after = {**_snapshot(a), **_snapshot(b)}
+    finally:
+        for run in (a, b):
+            run.chmod(0o755)
+    assert after == before
+    c, d = tmp_path / "c", tmp_path / "d"
+    wc, wd = writer(c, "--steps", "3", "--pace", "0.05"), writer(d, "--steps", "3")
+    try:
+        code, _, err = finish(watch(str(c), str(d), *FAST))
+    finally:
+        stop(wc, wd)
+    assert code == 0, err
+    names = {f"step_{s}_{n}.bin" for s in range(3) for n, _ in RL_STATE_MEMBERS}
+    assert {p.name for p in c.iterdir()} == {p.name for p in d.iterdir()} == names
+
+
+# --- output ---------------------------------------------------------------------------------
+
+
+def test_text_output_a_line_per_step_then_the_verdict(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    static_run(a, 4)
+    static_run(b, 4, "--diverge", "1:action_prng_state:2")
+    code, out, err = finish(watch(str(a), str(b), *FAST, "--format", "text", "--progress"))
+    assert code == 1, err
+    # the status line, on stderr (its \r read as a newline here), erased before a step's line
+    assert err.startswith("\n\x1b[Kwatching; A: step 3, B: step 3; 0 steps compared\n\x1b[K")
+    lines = out.splitlines()
+    assert lines[:3] == [
+        "step 0: 34 buffers equal",
+        "step 1: DIVERGED [C]: 33 equal, 1 diverged",
+        "    C  action_prng_state [u32]  DIVERGED; 1 of 16 elements differ; first at [2]: "
+        + lines[2].split("first at [2]: ", 1)[1],
+    ]
+    assert lines[3] == ""
+    assert lines[4].startswith("stopped: the first divergent step, 1, was reported ")
+    assert lines[4].endswith(" s after both runs had completed it; 2 steps compared")
+    assert "VERDICT: diverged: first divergent step 1; groups: C (action sampling RNG)" in lines
+
+
+def test_strict_json_with_nan_and_infinity_in_the_values(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    static_run(a, 2)
+    static_run(b, 2)
+    for run, value in ((a, b"\x00\x00\xc0\x7f"), (b, b"\x00\x00\x80\x7f")):  # NaN, +inf
+        path = run / "step_0_rewards.bin"
+        data = bytearray(path.read_bytes())
+        data[8:12] = value
+        path.write_bytes(bytes(data))
+    code, out, err = finish(watch(str(a), str(b), *FAST, "--format", "jsonl"))
+    assert code == 1, err
+    steps, summary = steps_and_summary(out)  # parsed strictly
+    (rewards,) = steps[0]["buffers"]
+    assert (rewards["a"], rewards["b"]) == ("nan", "inf")
+    assert summary["buffers"][summary["buffers"].index(rewards)] == rewards
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        (
+            "--poll",
+            "0",
+            "argument --poll: must be a number of seconds > 0 and at most 1e+09, got '0'",
+        ),
+        (
+            "--idle-timeout",
+            "nan",
+            "argument --idle-timeout: must be a number of seconds > 0 and at most 1e+09, got 'nan'",
+        ),
+        ("--settle", "-1", "argument --settle: must be a finite number >= 0, got '-1'"),
+        ("--settle", "x", "argument --settle: not a number: 'x'"),
+    ],
+)
+def test_bad_option_values_are_one_line_errors(option: str, value: str, message: str) -> None:
+    code, out, err = finish(watch("a", "b", f"{option}={value}"))
+    assert (code, out) == (2, "")
+    assert err == f"fastdiff: error: {message} (see 'fastdiff watch --help')\n"
+
+
+# --- polling stays cheap ---------------------------------------------------------------------
+
+
+def test_polling_parses_each_name_once_and_stats_only_steps_not_complete(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A poll lists the folder only when it changed (or now and then), parses
+    only new names, and stats only the files of steps that are not complete
+    (the newest); a file added to a step a later one had passed makes that
+    step complete only once its files settle."""
+    import fastdiff.watch.poll as poll
+
+    run = tmp_path / "run"
+    static_run(run, 50, "--mode", "whole")
+    poller = poll.RunPoller(str(run), settle=0.5, idle_timeout=60, now=0.0)
+    poller.poll(0.0)
+    assert (poller.scans, poller.newest, len(poller.steps)) == (1, 49, 50)
+    assert poller.complete_at(48, 0.0) == 0.0  # a later step exists
+    assert poller.complete_at(49, 0.0) is None  # the newest: not settled yet
+    assert poller.complete_at(49, 0.5) == 0.5
+
+    parsed, stated = [], []
+    real_split, real_stat = poll.split_dump_name, poll.file_stat
+    monkeypatch.setattr(poll, "split_dump_name", lambda n: parsed.append(n) or real_split(n))
+    monkeypatch.setattr(poll, "file_stat", lambda p: stated.append(p) or real_stat(p))
+    time.sleep(0.01)  # a later mtime for the folder, on any file system clock
+    (run / "step_50_rewards.bin").write_bytes(b"\0" * 64)
+    poller.poll(1.0)
+    assert poller.scans == 2 and parsed == ["step_50_rewards.bin"]
+    assert stated == [str(run / "step_50_rewards.bin")]  # the newest step's only file
+    assert poller.newest == 50 and poller.complete_at(49, 1.0) == 1.0  # passed at 1.0
+
+    parsed.clear()
+    stated.clear()
+    poller.poll(2.0)  # within the grace period after the folder changed: listed again
+    poller.poll(3.6)  # folder unchanged for 2.5 s, listed 1.6 s ago: not listed
+    assert poller.scans == 3 and parsed == []
+    assert len(stated) == 2  # the newest step's file, once a poll
+
+    (run / "step_10_late.bin").write_bytes(b"\0" * 8)  # behind: step 10 was passed
+    poller.poll(4.0)
+    assert poller.complete_at(10, 4.0) is None
+    assert poller.complete_at(10, 4.5) == 4.5
+    poller.release(10)
+    assert not poller.has(10) and poller.has(11)
+    for name in ("later", "later_too"):  # files of a step already compared: one note
+        (run / f"step_10_{name}.bin").write_bytes(b"\0" * 8)
+    poller.poll(5.0)
+    assert not poller.has(10)
+    assert poller.notes == [
+        f"note: {run / 'step_10_later.bin'} appeared after step 10 was compared; it is not compared"
+    ] or poller.notes == [
+        f"note: {run / 'step_10_later_too.bin'} appeared after step 10 was compared; it is "
+        "not compared"
+    ]
