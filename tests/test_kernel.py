@@ -151,6 +151,23 @@ def assert_matches(got: ScanStats, want: dict, dtype: str) -> None:
     check_types(got, dtype)
 
 
+#: The facts the anchor tests below state by hand; every other fact of a scan
+#: is checked against the naive twin (``scan_and_check``) and by the anatomy
+#: anchors further down.
+CORE = (
+    "n_diff", "n_within_tolerance", "first_diff", "first_any", "max_abs_delta",
+    "max_abs_delta_index", "n_nan_mismatch", "n_inf_mismatch",
+)  # fmt: skip
+
+
+def core(stats: ScanStats) -> dict:
+    return {k: getattr(stats, k) for k in CORE}
+
+
+def core_of(**facts) -> dict:
+    return core(ScanStats(**facts))
+
+
 def scan_and_check(a, b, dtype: str, tol: Tolerance, engine: str) -> ScanStats:
     got = scan_bytes(a, b, dtype, tol, engine=engine)
     assert_matches(got, naive(a, b, dtype, tol), dtype)
@@ -296,13 +313,13 @@ def test_signed_zeros_differ_with_delta_zero(dtype, engine) -> None:
     a = pack(dtype, [sp(dtype, "one"), sp(dtype, "zero")])
     b = pack(dtype, [sp(dtype, "one"), sp(dtype, "zero", negative=True)])
     got = scan_and_check(a, b, dtype, EXACT, engine)
-    assert got == ScanStats(
+    assert core(got) == core_of(
         n_diff=1, first_diff=1, first_any=1, max_abs_delta=0.0, max_abs_delta_index=1
     )
     # zero ulp apart, and within any close-tolerance
     for tol in (Tolerance(ulp=0), Tolerance(atol=0.0), Tolerance(rtol=0.0)):
         got = scan_and_check(a, b, dtype, tol, engine)
-        assert got == ScanStats(
+        assert core(got) == core_of(
             n_within_tolerance=1, first_any=1, max_abs_delta=0.0, max_abs_delta_index=1
         )
 
@@ -320,11 +337,11 @@ def test_nan_against_number(dtype, engine) -> None:
         max_abs_delta_index=1,
         n_nan_mismatch=1,
     )
-    assert scan_and_check(a, b, dtype, EXACT, engine) == want
+    assert core(scan_and_check(a, b, dtype, EXACT, engine)) == core(want)
     # nan_equal only forgives NaN against NaN, and no tolerance forgives NaN vs number
     tol = Tolerance(atol=1e300, rtol=2.0, ulp=2**40, nan_equal=True)
     got = scan_and_check(a, b, dtype, tol, engine)
-    assert got == ScanStats(
+    assert core(got) == core_of(
         n_diff=1,
         n_within_tolerance=1,
         first_diff=0,
@@ -340,10 +357,10 @@ def test_nan_against_number(dtype, engine) -> None:
 def test_nan_payloads_and_nan_equal(dtype, engine) -> None:
     a = pack(dtype, [sp(dtype, "qnan"), sp(dtype, "snan", negative=True)])
     b = pack(dtype, [sp(dtype, "qnan_payload"), sp(dtype, "qnan")])
-    assert scan_and_check(a, b, dtype, EXACT, engine) == ScanStats(
+    assert core(scan_and_check(a, b, dtype, EXACT, engine)) == core_of(
         n_diff=2, first_diff=0, first_any=0, n_nan_mismatch=2
     )
-    assert scan_and_check(a, b, dtype, Tolerance(nan_equal=True), engine) == ScanStats(
+    assert core(scan_and_check(a, b, dtype, Tolerance(nan_equal=True), engine)) == core_of(
         n_within_tolerance=2, first_any=0
     )
 
@@ -363,7 +380,7 @@ def test_infinities(dtype, engine) -> None:
         max_abs_delta_index=3,
         n_inf_mismatch=3,
     )
-    assert scan_and_check(a, b, dtype, EXACT, engine) == want
+    assert core(scan_and_check(a, b, dtype, EXACT, engine)) == core(want)
     # inf vs the largest finite value is 1 ulp apart, yet never within tolerance
     tol = Tolerance(atol=1e300, rtol=2.0, ulp=2**40, nan_equal=True)
     want = ScanStats(
@@ -375,7 +392,7 @@ def test_infinities(dtype, engine) -> None:
         max_abs_delta_index=3,
         n_inf_mismatch=3,
     )
-    assert scan_and_check(a, b, dtype, tol, engine) == want
+    assert core(scan_and_check(a, b, dtype, tol, engine)) == core(want)
 
 
 @engines
@@ -384,7 +401,7 @@ def test_inf_against_nan_counts_as_nan(dtype, engine) -> None:
     a = pack(dtype, [sp(dtype, "inf")])
     b = pack(dtype, [sp(dtype, "qnan")])
     want = ScanStats(n_diff=1, first_diff=0, first_any=0, n_nan_mismatch=1)
-    assert scan_and_check(a, b, dtype, Tolerance(nan_equal=True), engine) == want
+    assert core(scan_and_check(a, b, dtype, Tolerance(nan_equal=True), engine)) == core(want)
 
 
 @engines
@@ -395,10 +412,10 @@ def test_f64_delta_overflows_to_inf(engine) -> None:
     want = ScanStats(
         n_diff=2, first_diff=0, first_any=0, max_abs_delta=math.inf, max_abs_delta_index=1
     )
-    assert scan_and_check(a, b, "f64", EXACT, engine) == want
+    assert core(scan_and_check(a, b, "f64", EXACT, engine)) == core(want)
     # an infinite delta is beyond any finite bound (rtol=1 would make the bound inf too)
     got = scan_and_check(a, b, "f64", Tolerance(atol=1e300, rtol=0.5), engine)
-    assert got == ScanStats(
+    assert core(got) == core_of(
         n_diff=1,
         n_within_tolerance=1,
         first_diff=1,
@@ -428,7 +445,7 @@ def test_f64_delta_overflows_to_inf(engine) -> None:
 )
 def test_integer_extremes_exact(engine, dtype, x, y, delta) -> None:
     got = scan_and_check(enc(dtype, x), enc(dtype, y), dtype, EXACT, engine)
-    assert got == ScanStats(
+    assert core(got) == core_of(
         n_diff=1, first_diff=0, first_any=0, max_abs_delta=delta, max_abs_delta_index=0
     )
     assert type(got.max_abs_delta) is int
@@ -455,7 +472,7 @@ def test_difference_only_at_last_element(engine, dtype) -> None:
     b = a[: -itemsize(dtype)] + enc(dtype, 1)
     got = scan_and_check(a, b, dtype, EXACT, engine)
     delta = 1.0 if kind(dtype) == "float" else 1
-    assert got == ScanStats(
+    assert core(got) == core_of(
         n_diff=1, first_diff=n - 1, first_any=n - 1, max_abs_delta=delta, max_abs_delta_index=n - 1
     )
 

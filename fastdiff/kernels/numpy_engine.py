@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .facts import ScanStats
+from .facts import LISTED, ScanStats
 from .values import float64_values
 
 TYPE_CHECKING = False
@@ -89,7 +89,49 @@ def _int_close(d: np.ndarray, m: np.ndarray, ib: IntegerBound) -> np.ndarray:
     return within
 
 
-def scan(a: object, b: object, dt: DType, tol: Tolerance) -> ScanStats:
+def _positions(idx: np.ndarray, row_size: int, origin: int) -> dict[str, object]:
+    """The runs and rows facts of the sorted differing indices ``idx`` (not empty)."""
+    breaks = np.flatnonzero(np.diff(idx) != 1)
+    starts = np.concatenate((idx[:1], idx[breaks + 1]))
+    stops = np.concatenate((idx[breaks], idx[-1:])) + 1
+    n = int(starts.size)
+    facts: dict[str, object] = {
+        "ranges": tuple(zip(starts[:LISTED].tolist(), stops[:LISTED].tolist(), strict=True)),
+        "n_ranges": n,
+        "last_range": (int(starts[-1]), int(stops[-1])),
+    }
+    if row_size > 0:
+        rows = (idx + origin) // row_size
+        distinct = rows[np.concatenate(([True], rows[1:] != rows[:-1]))]
+        facts.update(
+            rows=tuple(distinct[:LISTED].tolist()),
+            n_rows=int(distinct.size),
+            last_row=int(distinct[-1]),
+        )
+    return facts
+
+
+def _log2_histogram(dist: np.ndarray) -> tuple[int, ...]:
+    """Bin k counts the distances d >= 1 with 2**k <= d < 2**(k+1), exactly:
+    float64 may round d up to the next power of two, which is undone."""
+    if not dist.size:
+        return ()
+    _, exp = np.frexp(dist.astype(np.float64))
+    k = np.minimum(exp - 1, 63).astype(np.uint64)
+    k -= (np.uint64(1) << k > dist).astype(np.uint64)
+    hist = np.bincount(k.astype(np.intp), minlength=1)
+    return tuple(np.trim_zeros(hist, "b").tolist())
+
+
+def _argmax(values: np.ndarray, among: np.ndarray) -> tuple[np.ndarray, int]:
+    """(the largest of ``values[among]``, its position in ``values``); the first on ties."""
+    k = int(among[np.argmax(values[among])])
+    return values[k], k
+
+
+def scan(
+    a: object, b: object, dt: DType, tol: Tolerance, row_size: int = 0, origin: int = 0
+) -> ScanStats:
     ua = np.frombuffer(a, dt.bits)  # type: ignore[call-overload]
     ub = np.frombuffer(b, dt.bits)  # type: ignore[call-overload]
     idx = np.flatnonzero(ua != ub)
@@ -98,7 +140,11 @@ def scan(a: object, b: object, dt: DType, tol: Tolerance) -> ScanStats:
     xa = ua[idx]
     xb = ub[idx]
     within = np.zeros(idx.size, dtype=bool)
-    n_nan = n_inf = 0
+    n_nan = n_inf = n_zero = 0
+    max_delta: float | int | None = None
+    max_index = -1
+    rel_facts: dict[str, object] = {}
+    ulp_facts: dict[str, object] = {}
     if dt.kind == "float":
         va = float64_values(xa, dt)
         vb = float64_values(xb, dt)
@@ -120,14 +166,23 @@ def scan(a: object, b: object, dt: DType, tol: Tolerance) -> ScanStats:
             with np.errstate(all="ignore"):
                 bound = (tol.atol or 0.0) + (tol.rtol or 0.0) * np.abs(vb)
             within |= finite & (delta <= bound)
+        dist = _ulp_distance(xa, xb, dt.itemsize)
         if tol.ulp is not None:
-            within |= finite & (_ulp_distance(xa, xb, dt.itemsize) <= np.uint64(tol.ulp))
+            within |= finite & (dist <= np.uint64(tol.ulp))
         if cand.size:
-            k = int(cand[np.argmax(delta[cand])])
-            max_delta: float | int | None = float(delta[k])
-            max_index = int(idx[k])
-        else:
-            max_delta, max_index = None, -1
+            value, k = _argmax(delta, cand)
+            max_delta, max_index = float(value), int(idx[k])
+            ulp = dist[cand].max()
+            ulp_facts = {"max_ulp": int(ulp)}
+            cand_dist = dist[cand]
+            n_zero = int(np.count_nonzero(cand_dist == 0))
+            ulp_facts["ulp_log2_histogram"] = _log2_histogram(cand_dist[cand_dist != 0])
+            nonzero = cand[vb[cand] != 0.0]
+            if nonzero.size:
+                with np.errstate(all="ignore"):
+                    rel = delta / np.abs(vb)
+                value, k = _argmax(rel, nonzero)
+                rel_facts = {"max_rel_delta": float(value), "max_rel_delta_index": int(idx[k])}
     else:
         va = np.frombuffer(a, dt.numpy)[idx]  # type: ignore[call-overload]
         vb = np.frombuffer(b, dt.numpy)[idx]  # type: ignore[call-overload]
@@ -136,14 +191,20 @@ def scan(a: object, b: object, dt: DType, tol: Tolerance) -> ScanStats:
         # As in the compiled kernel: the unsigned difference of the larger
         # minus the smaller is exact even for signed 64-bit extremes.
         delta = np.where(va > vb, a64 - b64, b64 - a64)
+        # |b| as uint64 (exact for -2**63 too)
+        mag = np.where(vb < 0, np.uint64(0) - b64, b64)
         if tol.ulp is not None:
             within |= delta <= np.uint64(tol.ulp)
         if tol.uses_close:
-            # |b| as uint64 (exact for -2**63 too), then the exact test
-            mag = np.where(vb < 0, np.uint64(0) - b64, b64)
             within |= _int_close(delta, mag, tol.integer_bound)
         k = int(np.argmax(delta))
         max_delta, max_index = int(delta[k]), int(idx[k])
+        nonzero = np.flatnonzero(mag != 0)
+        if nonzero.size:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                rel = delta.astype(np.float64) / mag.astype(np.float64)
+            value, k = _argmax(rel, nonzero)
+            rel_facts = {"max_rel_delta": float(value), "max_rel_delta_index": int(idx[k])}
     out = ~within
     return ScanStats(
         n_diff=int(np.count_nonzero(out)),
@@ -154,4 +215,8 @@ def scan(a: object, b: object, dt: DType, tol: Tolerance) -> ScanStats:
         max_abs_delta_index=max_index,
         n_nan_mismatch=n_nan,
         n_inf_mismatch=n_inf,
+        n_signed_zero=n_zero,
+        **rel_facts,  # type: ignore[arg-type]
+        **ulp_facts,  # type: ignore[arg-type]
+        **_positions(idx, row_size, origin),  # type: ignore[arg-type]
     )
