@@ -39,7 +39,10 @@ BUFFER_KEYS = [
     "step", "name", "group", "dtype", "status", "n_elements_a", "n_elements_b",
     "n_diff", "n_within_tolerance", "first_index", "a", "b", "a_bits", "b_bits",
     "max_abs_delta", "max_abs_delta_index", "n_nan_mismatch", "n_inf_mismatch",
-    "first_divergent_chunk", "path_a", "path_b", "message",
+    "first_divergent_chunk", "shape", "first_index_nd", "max_abs_delta_index_nd",
+    "diff_fraction", "ranges", "n_ranges", "rows", "n_rows", "fields",
+    "n_diff_outside_fields", "max_rel_delta", "max_rel_delta_index", "max_ulp",
+    "ulp_log2_histogram", "n_signed_zero", "magnitude", "path_a", "path_b", "message",
 ]  # fmt: skip
 
 
@@ -47,7 +50,9 @@ def test_buffer_json_keys_follow_the_table() -> None:
     b = BufferResult(3, "x", "g", "f32", "diverged", 4, 4, "a/x", "b/x", n_diff=1)
     assert list(buffer_dict(b)) == BUFFER_KEYS
     assert [f.name for f in F.RESULT_FACTS] == BUFFER_KEYS[7:-3]
-    assert COUNT_FIELDS == ("n_diff", "n_within_tolerance", "n_nan_mismatch", "n_inf_mismatch")
+    assert COUNT_FIELDS == (
+        "n_diff", "n_within_tolerance", "n_nan_mismatch", "n_inf_mismatch", "n_signed_zero",
+    )  # fmt: skip
 
 
 def test_nothing_differs_is_counts_zero_and_the_rest_null() -> None:
@@ -87,20 +92,21 @@ def test_a_new_fact_needs_only_its_entry() -> None:
     source = Path(module.__file__).read_text()
     anchor = "    # the byte range [lo, hi) of the first chunk"
     assert anchor in source
-    source = source.replace(anchor, '    Fact("n_signed_zero", merge=SUM, zero=0),\n' + anchor)
+    source = source.replace(anchor, '    Fact("n_subnormal", merge=SUM, zero=0),\n' + anchor)
     new = types.ModuleType("fastdiff.kernels._facts_plus", "a copy with one more fact")
     new.__package__ = "fastdiff.kernels"
     exec(compile(source, "facts_plus.py", "exec"), new.__dict__)
 
-    stats = new.ScanStats(n_diff=1, first_any=0, first_diff=0, n_signed_zero=2)
-    merged = stats.merged(new.ScanStats(n_signed_zero=3).shifted(7))
-    assert merged.n_signed_zero == 5 and merged.n_diff == 1
-    assert new.COUNT_FIELDS[-1] == "n_signed_zero"
-    assert new.RESULT_NAMES[-2:] == ("n_signed_zero", "first_divergent_chunk")
+    stats = new.ScanStats(n_diff=1, first_any=0, first_diff=0, n_subnormal=2)
+    merged = stats.merged(new.ScanStats(n_subnormal=3).shifted(7))
+    assert merged.n_subnormal == 5 and merged.n_diff == 1
+    assert new.COUNT_FIELDS[-2:] == ("n_subnormal", "n_signed_zero")
+    names = new.RESULT_NAMES
+    assert names[names.index("n_subnormal") + 1] == "first_divergent_chunk"
     facts = dict(zip(new.RESULT_NAMES, new.result_facts(merged), strict=True))
-    assert facts["n_signed_zero"] == 5 and facts["first_index"] == 0
-    assert dict(zip(new.RESULT_NAMES, new.NOTHING_DIFFERS, strict=True))["n_signed_zero"] == 0
-    assert new.SLOT["n_signed_zero"] == new.STORE_SIZE[new.INT] - 1
+    assert facts["n_subnormal"] == 5 and facts["first_index"] == 0
+    assert dict(zip(new.RESULT_NAMES, new.NOTHING_DIFFERS, strict=True))["n_subnormal"] == 0
+    assert new.SLOT["n_subnormal"] == new.SLOT["n_inf_mismatch"] + 1
     assert new.layout_fingerprint() != F.layout_fingerprint()
 
 
@@ -130,14 +136,20 @@ def test_kernel_results_reach_the_json_by_name() -> None:
     a = struct.pack("<4f", 1.0, 2.0, 3.0, 4.0)
     b = struct.pack("<4f", 1.0, 2.5, float("inf"), float("nan"))
     for engine in ("python", "numpy", "numba"):
-        stats = scan_bytes(a, b, "f32", Tolerance(), engine)  # type: ignore[arg-type]
-        facts = F.result_facts(stats, a=2.0, b=2.5, a_bits="0x40000000", b_bits="0x40200000")
+        stats = scan_bytes(a, b, "f32", Tolerance(), engine, row_size=2)  # type: ignore[arg-type]
+        ctx = F.Context(4, "float", shape=(2, 2))
+        facts = F.result_facts(stats, ctx, a=2.0, b=2.5, a_bits="0x40000000", b_bits="0x40200000")
         d = buffer_dict(BufferResult(0, "x", "g", "f32", "diverged", 4, 4, facts=facts))
         assert {k: d[k] for k in BUFFER_KEYS[7:-3]} == {
             "n_diff": 3, "n_within_tolerance": 0, "first_index": 1, "a": 2.0, "b": 2.5,
             "a_bits": "0x40000000", "b_bits": "0x40200000", "max_abs_delta": 0.5,
             "max_abs_delta_index": 1, "n_nan_mismatch": 1, "n_inf_mismatch": 1,
-            "first_divergent_chunk": None,
+            "first_divergent_chunk": None, "shape": [2, 2], "first_index_nd": [0, 1],
+            "max_abs_delta_index_nd": [0, 1], "diff_fraction": 0.75, "ranges": [[1, 4]],
+            "n_ranges": 1, "rows": [0, 1], "n_rows": 2,
+            "fields": None, "n_diff_outside_fields": None, "max_rel_delta": 0.2,
+            "max_rel_delta_index": 1, "max_ulp": 2**21, "ulp_log2_histogram": [0] * 21 + [1],
+            "n_signed_zero": 0, "magnitude": "large",
         }, engine  # fmt: skip
 
 

@@ -150,10 +150,15 @@ class Context(Record):
 
     @property
     def row_size(self) -> int:
-        """Elements per row (the first axis) of a shape of 2 or more dimensions, else 0."""
-        if self.shape is None or len(self.shape) < 2:
-            return 0
-        return math.prod(self.shape[1:])
+        return row_size(self.shape)
+
+
+def row_size(shape: tuple[int, ...] | None) -> int:
+    """Elements per row (an index of the first axis) of a shape of 2 or more
+    dimensions, else 0: no rows."""
+    if shape is None or len(shape) < 2:
+        return 0
+    return math.prod(shape[1:])
 
 
 class Fact:
@@ -283,7 +288,8 @@ def _fields(s: ScanStats, ctx: Context | None) -> tuple[FieldDiff, ...] | None:
     if ctx is None or not ctx.fields:
         return None
     out = []
-    for (name, start, stop), fs in zip(ctx.fields, ctx.field_stats, strict=True):
+    stats = ctx.field_stats or (ScanStats(),) * len(ctx.fields)
+    for (name, start, stop), fs in zip(ctx.fields, stats, strict=True):
         if fs.first_any < 0:
             continue  # nothing differs in it
         ulp = fs.max_ulp if ctx.kind == "float" else None
@@ -294,7 +300,7 @@ def _fields(s: ScanStats, ctx: Context | None) -> tuple[FieldDiff, ...] | None:
 def _outside_fields(s: ScanStats, ctx: Context | None) -> int | None:
     if ctx is None or not ctx.fields:
         return None
-    return s.n_diff - sum(fs.n_diff for fs in ctx.field_stats)
+    return s.n_diff - sum(fs.n_diff for fs in ctx.field_stats)  # () when none differs
 
 
 def _magnitude(s: ScanStats, ctx: Context | None) -> str | None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..results import BufferResult, Status
-from ..schema import Schema
+from ..schema import Layout, Schema
 from .discover import DumpFile, RunListing
 
 
@@ -30,6 +30,8 @@ class Pair:
     #: The paths of such unreadable entries, in run A and run B.
     broken_a: str | None = None
     broken_b: str | None = None
+    #: The shape and fields the schema declares for this buffer, if any.
+    layout: Layout | None = None
 
     def result(self, status: Status, **fields: Any) -> BufferResult:
         """A BufferResult for this pair, with its identity filled in."""
@@ -67,6 +69,7 @@ def pair_runs(run_a: RunListing, run_b: RunListing, schema: Schema) -> tuple[Pai
                 problem.message if problem else None,
                 pa.path if pa else None,
                 pb.path if pb else None,
+                schema.layout_of(name),
             )
         )
     pairs.sort(key=lambda p: (p.step, order[p.group], p.name))

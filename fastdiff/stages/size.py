@@ -1,9 +1,10 @@
 """Stage 3: decide what the file sizes alone decide.
 
 A buffer present in one run only, a size that is not a whole number of
-elements, or two empty files need no reading. Everything else goes on to
-hashing: equal sizes, and unequal sizes, whose common prefix is still
-compared (a length mismatch is reported with both lengths).
+elements or does not fit the shape the schema declares, or two empty files
+need no reading. Everything else goes on to hashing: equal sizes, and
+unequal sizes, whose common prefix is still compared (a length mismatch is
+reported with both lengths).
 """
 
 from __future__ import annotations
@@ -33,8 +34,13 @@ def size_stage(
             continue
         itemsize = get_dtype(p.dtype).itemsize
         bad = [f for f in (p.a, p.b) if f is not None and f.size % itemsize]
+        messages = [malformed_message(f.size, itemsize, p.dtype) for f in bad]
+        if not bad and p.layout is not None:  # a size that does not fit the schema's shape
+            found = [p.layout.misfit_message(f.size, itemsize, p.dtype) if f else None
+                     for f in (p.a, p.b)]  # fmt: skip
+            bad = [f for f, m in zip((p.a, p.b), found, strict=True) if f is not None and m]
+            messages = [m for m in found if m]
         if bad:
-            messages = [malformed_message(f.size, itemsize, p.dtype) for f in bad]
             problems += [Problem(f.path, m) for f, m in zip(bad, messages, strict=True)]
             decided.append(p.result("malformed", message=messages[0]))
             continue
