@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+import sys
+
 from ..options import EXECUTORS
-from .common import common_options, compare_options, digest_cache, options_of
+from .common import (
+    TOLERANCE,
+    common_options,
+    compare_options,
+    digest_cache,
+    non_negative_int,
+    options_of,
+)
 from .output import print_problems, write_stdout
 from .spec import STORE_TRUE, Arg
 
@@ -22,8 +31,22 @@ ARGUMENTS = (
     Arg("run_b", metavar="RUN_B", help="folder (or manifest) of the second run"),
     Arg("--format", choices=("text", "json"), default="text"),
     Arg("-v", "--verbose", action=STORE_TRUE, help="list every buffer"),
+    Arg(
+        "--plot",
+        metavar="FILE.png",
+        help="also draw the timeline: the largest |A-B| and the differing elements per group "
+        "at each step (needs matplotlib)",
+    ),
     *common_options(EXECUTORS),
     *compare_options(default_cache=False),
+    Arg(
+        "--rounding-ulp",
+        type=non_negative_int,
+        metavar="N",
+        help="float differences of at most N ULP (no NaN or inf) are reported as rounding-size, "
+        "larger ones as large (default 16); forgives nothing",
+        group=TOLERANCE,
+    ),
 )
 
 
@@ -31,6 +54,10 @@ def run(args: Namespace) -> int:
     from ..compare import compare_runs
     from ..stages.verdict import exit_code
 
+    if args.plot is not None:
+        from ..render.plot import check_plot_path
+
+        check_plot_path(args.plot, [args.run_a, args.run_b])
     options = options_of(args)
     cache = digest_cache(args, [args.run_a, args.run_b])
     try:
@@ -39,6 +66,11 @@ def run(args: Namespace) -> int:
         if cache is not None:
             cache.close()
     print_problems(report.errors)
+    if args.plot is not None:
+        from ..render.plot import write_timeline_plot
+
+        write_timeline_plot(report, args.plot)
+        print(f"fastdiff: timeline plot written to {args.plot}", file=sys.stderr)
     if args.format == "json":  # each format loads only its own renderer (text: no json)
         from ..render.json import render_json
 

@@ -17,5 +17,5 @@ ARGUMENTS = (Arg("name", nargs="?", default="rl-state", metavar="NAME|FILE.toml"
 def run(args: Namespace) -> int:
     from ..schema import resolve_schema, schema_to_toml
 
-    write_stdout(schema_to_toml(resolve_schema(args.name)))
+    write_stdout(schema_to_toml(resolve_schema(args.name, what="fastdiff schema")))
     return 0

@@ -127,8 +127,8 @@ def _chunk_part(b: BufferResult) -> str | None:
 
 
 def _field_text(f: FieldDiff) -> str:
-    count = f"{f.n_diff}" if f.n_diff else "within tolerance"
-    ulp = f", max {f.max_ulp:,} ULP" if f.max_ulp is not None else ""
+    count = f"{f.n_diff} differ" if f.n_diff else "all within tolerance"
+    ulp = f" (max {f.max_ulp:,} ULP)" if f.max_ulp is not None else ""
     return f"{f.name} [{f.start}, {f.stop}) {count}{ulp}"
 
 
