@@ -225,3 +225,81 @@ def test_describing_and_rendering_results_imports_little() -> None:
     costly = {"dataclasses", "typing", "inspect", "re", "json", "unicodedata", "textwrap",
               "struct", "fnmatch", "threading", "numpy", "numba"}  # fmt: skip
     assert not costly & set(out), sorted(costly & set(out))
+
+
+# --- the anatomy facts ------------------------------------------------------------
+
+
+def _runs(*pairs: tuple[int, int]) -> dict[str, object]:
+    return {"ranges": pairs[: F.LISTED], "n_ranges": len(pairs), "last_range": pairs[-1]}
+
+
+def test_runs_join_across_pieces_even_when_the_first_list_is_full() -> None:
+    many = tuple((2 * i, 2 * i + 1) for i in range(20))  # 20 runs, the last [38, 39)
+    x = ScanStats(first_any=0, **_runs(*many))
+    y = ScanStats(first_any=0, **_runs((0, 3), (5, 6))).shifted(39)  # continues [38, 39)
+    z = x.merged(y)
+    assert (z.n_ranges, z.last_range) == (21, (44, 45))
+    assert z.ranges == many[:16]
+    short = ScanStats(first_any=0, **_runs((0, 2), (4, 6)))
+    z = short.merged(ScanStats(first_any=0, **_runs((0, 1))).shifted(6))
+    assert (z.ranges, z.n_ranges, z.last_range) == (((0, 2), (4, 7)), 2, (4, 7))
+    z = short.merged(ScanStats(first_any=0, **_runs((1, 2))).shifted(6))  # a gap: no join
+    assert (z.ranges, z.n_ranges, z.last_range) == (((0, 2), (4, 6), (7, 8)), 3, (7, 8))
+
+
+def test_rows_count_a_row_seen_by_two_pieces_once_and_are_not_shifted() -> None:
+    x = ScanStats(first_any=0, rows=(0, 3), n_rows=2, last_row=3)
+    y = ScanStats(first_any=0, rows=(3, 4), n_rows=2, last_row=4)
+    z = x.merged(y.shifted(100))  # rows are absolute: no shift
+    assert (z.rows, z.n_rows, z.last_row) == ((0, 3, 4), 3, 4)
+
+
+def test_histograms_add_bin_by_bin() -> None:
+    x = ScanStats(first_any=0, ulp_log2_histogram=(1, 0, 2))
+    y = ScanStats(first_any=0, ulp_log2_histogram=(0, 5))
+    assert x.merged(y).ulp_log2_histogram == (1, 5, 2)
+    assert y.merged(x).ulp_log2_histogram == (1, 5, 2)
+    assert ScanStats().merged(y).ulp_log2_histogram == (0, 5)
+
+
+def test_anatomy_facts_follow_the_context() -> None:
+    s = ScanStats(
+        n_diff=3, first_diff=5, first_any=5, max_abs_delta=2.0, max_abs_delta_index=7,
+        max_ulp=3, ulp_log2_histogram=(1, 2), max_rel_delta=0.5, max_rel_delta_index=7,
+        rows=(1, 2), n_rows=2, last_row=2, **_runs((5, 6), (7, 9)),
+    )  # fmt: skip
+    fs = ScanStats(n_diff=1, first_diff=7, first_any=7, max_abs_delta=2.0, max_ulp=3,
+                   max_abs_delta_index=7)  # fmt: skip
+    ctx = F.Context(12, "float", shape=(3, 4), fields=(("a", 0, 4), ("b", 6, 8), ("c", 8, 12)),
+                    field_stats=(ScanStats(), fs, ScanStats()), rounding_ulp=3)  # fmt: skip
+    d = dict(zip(F.RESULT_NAMES, F.result_facts(s, ctx), strict=True))
+    assert d["shape"] == (3, 4)
+    assert (d["first_index_nd"], d["max_abs_delta_index_nd"]) == ((1, 1), (1, 3))
+    assert d["diff_fraction"] == 0.25
+    assert d["fields"] == (F.FieldDiff("b", 6, 8, 1, 7, 2.0, 3),)  # only those that differ
+    assert d["n_diff_outside_fields"] == 2
+    assert (d["rows"], d["n_rows"]) == ((1, 2), 2)
+    assert d["magnitude"] == "rounding"  # 3 ULP is at most rounding_ulp
+    one_d = F.Context(12, "float", shape=(12,), rounding_ulp=2)
+    d = dict(zip(F.RESULT_NAMES, F.result_facts(s, one_d), strict=True))
+    assert (d["rows"], d["n_rows"], d["fields"], d["magnitude"]) == (None, None, None, "large")
+    ints = dict(zip(F.RESULT_NAMES, F.result_facts(s, F.Context(12, "int")), strict=True))
+    assert (ints["max_ulp"], ints["ulp_log2_histogram"], ints["magnitude"]) == (None, None, "large")
+    nan = s.replace(n_nan_mismatch=1)
+    d = dict(zip(F.RESULT_NAMES, F.result_facts(nan, F.Context(12, "float")), strict=True))
+    assert d["magnitude"] == "large"  # a NaN mismatch is never rounding
+
+
+def test_nothing_differs_has_no_anatomy() -> None:
+    ctx = F.Context(12, "float", shape=(3, 4), fields=(("a", 0, 4),))
+    d = dict(zip(F.RESULT_NAMES, F.result_facts(ScanStats(), ctx), strict=True))
+    assert {k for k, v in d.items() if v is not None} == set(COUNT_FIELDS)
+    assert F.result_facts(ScanStats(), ctx) == F.NOTHING_DIFFERS
+
+
+def test_unravel_is_torch_style() -> None:
+    assert F.unravel(17, (757,)) == (17,)
+    assert F.unravel(17 * 64 + 3, (20, 64)) == (17, 3)
+    assert F.unravel(23, (2, 3, 4)) == (1, 2, 3)
+    assert F.unravel(None, (4,)) is None and F.unravel(3, None) is None

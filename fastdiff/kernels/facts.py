@@ -230,9 +230,10 @@ def unravel(index: int | None, shape: tuple[int, ...] | None) -> tuple[int, ...]
     if index is None or shape is None:
         return None
     out = []
-    for dim in reversed(shape):
-        index, at = divmod(index, dim) if dim else (index, 0)
+    for dim in reversed(shape[1:]):
+        index, at = divmod(index, dim)
         out.append(at)
+    out.append(index)  # the first axis takes what is left
     return tuple(reversed(out))
 
 

@@ -270,12 +270,14 @@ def _verdict_lines(report: Report) -> list[str]:
     if report.first_divergent_step is None:
         if report.verdict == "identical":
             close = sum(b.status == "within_tolerance" for b in report.buffers)
+            counted = f"{plural(n, 'buffer')} over {plural(n_steps, 'step')}"
             if close:
+                which = "differing" if n == 1 else f"{close} of them differing"
                 return [
-                    f"VERDICT: identical within tolerance: {n} buffers over {n_steps} steps, "
-                    f"{close} of them differing only within tolerance"
+                    f"VERDICT: identical within tolerance: {counted}, {which} only within tolerance"
                 ]
-            return [f"VERDICT: identical: {n} buffers over {n_steps} steps are bit-for-bit equal"]
+            verb = "is" if n == 1 else "are"
+            return [f"VERDICT: identical: {counted} {verb} bit-for-bit equal"]
         return [
             f"VERDICT: error: {plural(len(report.errors), 'problem')} (above); "
             "no divergence among the buffers that could be compared"
