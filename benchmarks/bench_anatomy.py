@@ -142,8 +142,11 @@ def main() -> int:
         a, bs = cases(args.mib)
         short = ["git", "rev-parse", "--short", rev]
         rev_name = subprocess.run(short, cwd=REPO, capture_output=True, text=True, check=True)
-        print(f"before: {rev_name.stdout.strip()}; after: this checkout; {args.mib} MiB float32 per file; "
-              f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}", flush=True)  # fmt: skip
+        print(
+            f"before: {rev_name.stdout.strip()}; after: this checkout; {args.mib} MiB float32 "
+            f"per file; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}",
+            flush=True,
+        )
         print("| case | measured | before s | after s | after/before |")
         print("| --- | --- | ---: | ---: | ---: |")
         for mod in (old, new):  # compile or load the kernels first
