@@ -18,9 +18,11 @@ Rows:
 
 - ``scan stage``: what the scan stage does for a differing region, in this
   process: 1 MiB pieces copied into two buffers, ``scan_bytes(...,
-  engine="numba")`` on each and the pieces' stats merged. Timed as CPU time of
-  this thread (``time.thread_time``, robust against other processes) and as
-  wall time; the minimum over ``--repeat`` interleaved runs.
+  engine="numba")`` on each and the pieces' stats merged. Before and after
+  take turns piece by piece (the order alternating), so both see the same
+  load. Timed as CPU time of this thread (``time.thread_time``: time spent
+  waiting for a core is not counted) and as wall time; the minimum over
+  ``--repeat`` runs.
 - ``compare CLI``: ``fastdiff compare A B --schema raw --default-dtype f32
   --engine numba --format json`` on two files in ``--workdir`` (page cache
   warm), from process start to exit: import, hashing, scanning, the report.
@@ -84,25 +86,32 @@ def cases(mib: int):  # type: ignore[no-untyped-def]
     return a, {"all differ": every, "1% differ": one_percent}
 
 
-def scan_stage(kernels, a, b) -> tuple[float, float]:  # type: ignore[no-untyped-def]
-    """(CPU s, wall s) of scanning the pair in pieces as the scan stage does."""
+def scan_stage(versions, a, b) -> list[tuple[float, float]]:  # type: ignore[no-untyped-def]
+    """(CPU s, wall s) of each version scanning the pair in pieces as the scan
+    stage does: each piece copied into two buffers, scanned, its stats merged.
+    The versions take turns piece by piece (the order alternating), so a
+    change of load on a busy machine hits them alike."""
     import numpy as np
 
     ua, ub = a.view(np.uint8), b.view(np.uint8)
     buf_a, buf_b = np.empty(PIECE, np.uint8), np.empty(PIECE, np.uint8)
     va, vb = memoryview(buf_a), memoryview(buf_b)
-    stats = kernels.ScanStats()
-    cpu = wall = 0.0
-    for off in range(0, len(ua), PIECE):
+    stats = [k.ScanStats() for k in versions]
+    cpu = [0.0] * len(versions)
+    wall = [0.0] * len(versions)
+    for n, off in enumerate(range(0, len(ua), PIECE)):
         np.copyto(buf_a, ua[off : off + PIECE])
         np.copyto(buf_b, ub[off : off + PIECE])
-        t0, c0 = time.perf_counter(), time.thread_time()
-        piece = kernels.scan_bytes(va, vb, "f32", kernels.EXACT, "numba")
-        stats = stats.merged(piece.shifted(off // 4))
-        cpu += time.thread_time() - c0
-        wall += time.perf_counter() - t0
-    assert stats.n_diff > 0
-    return cpu, wall
+        order = range(len(versions)) if n % 2 else reversed(range(len(versions)))
+        for v in order:
+            kernels = versions[v]
+            t0, c0 = time.perf_counter(), time.thread_time()
+            piece = kernels.scan_bytes(va, vb, "f32", kernels.EXACT, "numba")
+            stats[v] = stats[v].merged(piece.shifted(off // 4))
+            cpu[v] += time.thread_time() - c0
+            wall[v] += time.perf_counter() - t0
+    assert all(s.n_diff == stats[0].n_diff > 0 for s in stats)
+    return list(zip(cpu, wall, strict=True))
 
 
 def time_cli(pythonpath: Path, a: Path, b: Path, want: int) -> float:
@@ -153,12 +162,9 @@ def main() -> int:
             mod.scan_bytes(a[:8].tobytes(), bs["all differ"][:8].tobytes(), "f32", mod.EXACT,
                            "numba")  # fmt: skip
         for case, b in bs.items():
-            runs: dict[str, list[tuple[float, float]]] = {"before": [], "after": []}
-            for _ in range(args.repeat):
-                runs["before"].append(scan_stage(old, a, b))
-                runs["after"].append(scan_stage(new, a, b))
-            cpu = {k: min(c for c, _ in v) for k, v in runs.items()}
-            wall = {k: min(w for _, w in v) for k, v in runs.items()}
+            runs = [scan_stage((old, new), a, b) for _ in range(args.repeat)]
+            cpu = {k: min(r[v][0] for r in runs) for v, k in enumerate(("before", "after"))}
+            wall = {k: min(r[v][1] for r in runs) for v, k in enumerate(("before", "after"))}
             print(row(case, "scan stage, CPU", cpu["before"], cpu["after"]), flush=True)
             print(row(case, "scan stage, wall", wall["before"], wall["after"]), flush=True)
         if not args.no_cli:
