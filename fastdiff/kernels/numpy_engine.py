@@ -26,16 +26,14 @@ def _first(idx: np.ndarray, mask: np.ndarray) -> int:
     return int(hits[0]) if hits.size else -1
 
 
-def _ulp_distance(xa: np.ndarray, xb: np.ndarray, itemsize: int) -> np.ndarray:
-    sign = np.uint64(1) << np.uint64(8 * itemsize - 1)
-    mag_mask = sign - np.uint64(1)
-    ua = xa.astype(np.uint64)
-    ub = xb.astype(np.uint64)
-    ma = ua & mag_mask
-    mb = ub & mag_mask
-    same_sign = (ua & sign) == (ub & sign)
-    apart = np.where(ma >= mb, ma - mb, mb - ma)
-    return np.where(same_sign, apart, ma + mb)
+def _ulp_distance(xa: np.ndarray, xb: np.ndarray) -> np.ndarray:
+    """The ULP distances of float bit patterns (unsigned, of their own width:
+    no distance exceeds it): |ma - mb| for equal signs, ma + mb otherwise."""
+    sign = xa.dtype.type(1) << xa.dtype.type(8 * xa.itemsize - 1)
+    ma = xa & (sign - xa.dtype.type(1))
+    mb = xb & (sign - xb.dtype.type(1))
+    apart = np.maximum(ma, mb) - np.minimum(ma, mb)
+    return np.where((xa ^ xb) >= sign, ma + mb, apart)
 
 
 _M32 = np.uint64(0xFFFFFFFF)
@@ -113,13 +111,16 @@ def _positions(idx: np.ndarray, row_size: int, origin: int) -> dict[str, object]
 
 def _log2_histogram(dist: np.ndarray) -> tuple[int, ...]:
     """Bin k counts the distances d >= 1 with 2**k <= d < 2**(k+1), exactly:
-    float64 may round d up to the next power of two, which is undone."""
-    if not dist.size:
-        return ()
-    _, exp = np.frexp(dist.astype(np.float64))
-    k = np.minimum(exp - 1, 63).astype(np.uint64)
-    k -= (np.uint64(1) << k > dist).astype(np.uint64)
-    hist = np.bincount(k.astype(np.intp), minlength=1)
+    the exponent of d as a float64 (0 for d = 0, left out), less one where d
+    rounded up to the next power of two (only possible from 2**53 on)."""
+    bits = dist.astype(np.float64).view(np.uint64)
+    k = (bits >> np.uint64(52)).astype(np.intp) - 1022  # bin k + 1, and 0 for d = 0
+    np.maximum(k, 0, out=k)
+    if dist.dtype.itemsize == 8 and int(dist.max()) >= 1 << 53:
+        np.minimum(k, 64, out=k)
+        rounded_up = np.left_shift(np.uint64(1), (k - 1).clip(0).astype(np.uint64)) > dist
+        k -= rounded_up & (k > 0)
+    hist = np.bincount(k, minlength=1)[1:]
     return tuple(np.trim_zeros(hist, "b").tolist())
 
 
@@ -159,30 +160,36 @@ def scan(
         any_inf = ~any_nan & (np.isinf(va) | np.isinf(vb))
         n_inf = int(np.count_nonzero(any_inf))
         finite = ~(any_nan | any_inf)
-        with np.errstate(all="ignore"):
-            delta = np.abs(va - vb)
-        cand = np.flatnonzero(finite)
-        if tol.uses_close:
+        if n_nan or n_inf or tol.nan_equal:
+            cand: np.ndarray | slice = np.flatnonzero(finite)
+            fa, fb, fxa, fxb = va[cand], vb[cand], xa[cand], xb[cand]
+        else:  # the usual case: every differing pair is finite, no copies
+            cand = slice(None)
+            fa, fb, fxa, fxb = va, vb, xa, xb
+        if fa.size:
             with np.errstate(all="ignore"):
-                bound = (tol.atol or 0.0) + (tol.rtol or 0.0) * np.abs(vb)
-            within |= finite & (delta <= bound)
-        dist = _ulp_distance(xa, xb, dt.itemsize)
-        if tol.ulp is not None:
-            within |= finite & (dist <= np.uint64(tol.ulp))
-        if cand.size:
-            value, k = _argmax(delta, cand)
-            max_delta, max_index = float(value), int(idx[k])
-            ulp = dist[cand].max()
-            ulp_facts = {"max_ulp": int(ulp)}
-            cand_dist = dist[cand]
-            n_zero = int(np.count_nonzero(cand_dist == 0))
-            ulp_facts["ulp_log2_histogram"] = _log2_histogram(cand_dist[cand_dist != 0])
-            nonzero = cand[vb[cand] != 0.0]
-            if nonzero.size:
+                delta = np.abs(fa - fb)
+            if tol.uses_close:
                 with np.errstate(all="ignore"):
-                    rel = delta / np.abs(vb)
-                value, k = _argmax(rel, nonzero)
-                rel_facts = {"max_rel_delta": float(value), "max_rel_delta_index": int(idx[k])}
+                    bound = (tol.atol or 0.0) + (tol.rtol or 0.0) * np.abs(fb)
+                within[cand] |= delta <= bound
+            dist = _ulp_distance(fxa, fxb)
+            if tol.ulp is not None:
+                within[cand] |= dist <= np.uint64(tol.ulp)
+            at = idx[cand]  # the element index of each finite pair
+            k = int(np.argmax(delta))
+            max_delta, max_index = float(delta[k]), int(at[k])
+            ulp_facts = {
+                "max_ulp": int(dist.max()),
+                "ulp_log2_histogram": _log2_histogram(dist),
+            }
+            n_zero = int(dist.size - np.count_nonzero(dist))
+            with np.errstate(all="ignore"):
+                rel = delta / np.abs(fb)
+            rel[fb == 0.0] = -1.0  # no relative delta against 0
+            k = int(np.argmax(rel))
+            if rel[k] >= 0:
+                rel_facts = {"max_rel_delta": float(rel[k]), "max_rel_delta_index": int(at[k])}
     else:
         va = np.frombuffer(a, dt.numpy)[idx]  # type: ignore[call-overload]
         vb = np.frombuffer(b, dt.numpy)[idx]  # type: ignore[call-overload]
