@@ -5,7 +5,7 @@ buffers read as raw bytes, the ``schema`` command's own argument in errors,
 schema typos at the line of their table header, and the report's wording.
 
 Runs ``python -m fastdiff`` in a subprocess on the committed example
-(``examples/anatomy-*``, written by ``examples/make_anatomy.py``) and on small
+(``examples/anatomy/``, written by ``examples/anatomy/make_runs.py``) and on small
 runs written here.
 """
 
@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ("examples/anatomy-a", "examples/anatomy-b")
-SCHEMA = "examples/anatomy.toml"
+EXAMPLE = ("examples/anatomy/run-a", "examples/anatomy/run-b")
+SCHEMA = "examples/anatomy/schema.toml"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
@@ -70,16 +70,17 @@ def next_up(value: float, k: int = 1) -> float:
 
 
 def test_the_example_matches_its_generator(tmp_path: Path) -> None:
-    sys.path.insert(0, str(ROOT / "examples"))
+    folder = ROOT / "examples" / "anatomy"
+    sys.path.insert(0, str(folder))
     try:
-        import make_anatomy
+        import make_runs
     finally:
-        sys.path.remove(str(ROOT / "examples"))
-    make_anatomy.main(tmp_path)
-    for run in ("anatomy-a", "anatomy-b"):
+        sys.path.remove(str(folder))
+    make_runs.main(tmp_path)
+    for run in ("run-a", "run-b"):
         made = {p.name: p.read_bytes() for p in (tmp_path / run).iterdir()}
-        committed = {p.name: p.read_bytes() for p in (ROOT / "examples" / run).iterdir()}
-        assert made == committed, "run: python examples/make_anatomy.py"
+        committed = {p.name: p.read_bytes() for p in (folder / run).iterdir()}
+        assert made == committed, "run: python examples/anatomy/make_runs.py"
 
 
 def test_fields_shape_and_magnitude_of_the_first_divergence() -> None:

@@ -1,10 +1,10 @@
-"""Write the example runs ``examples/anatomy-a`` and ``examples/anatomy-b``.
+"""Write the example runs ``examples/anatomy/run-a`` and ``examples/anatomy/run-b``.
 
-Run from the repository root after changing this file, and commit the result::
+Run after changing this file, and commit the result::
 
-    python examples/make_anatomy.py
+    python examples/anatomy/make_runs.py
 
-They go with the schema ``examples/anatomy.toml`` (shapes and named ISV
+They go with the schema ``examples/anatomy/schema.toml`` (shapes and named ISV
 fields) and show how a divergence spreads: the ISV controllers (E) go first
 at step 4, by two units in the last place in the PopArt sigma slots (a
 reduction whose order changed); the Kelly EMAs follow at step 5 along with
@@ -128,8 +128,8 @@ def write(folder: Path, files: dict[str, bytes]) -> None:
 
 def main(out: Path = HERE) -> int:
     a, b = runs()
-    write(out / "anatomy-a", a)
-    write(out / "anatomy-b", b)
+    write(out / "run-a", a)
+    write(out / "run-b", b)
     return 0
 
 
