@@ -47,12 +47,15 @@ BUFFER_KEYS = [
 
 
 def test_buffer_json_keys_follow_the_table() -> None:
-    b = BufferResult(3, "x", "g", "f32", "diverged", 4, 4, "a/x", "b/x", n_diff=1)
+    b = BufferResult(3, "x", "g", "f32", "diverged", 4, 4, "a/x", "b/x", n_diff=1, first_index=0)
     assert list(buffer_dict(b)) == BUFFER_KEYS
     assert [f.name for f in F.RESULT_FACTS] == BUFFER_KEYS[7:-3]
-    assert COUNT_FIELDS == (
-        "n_diff", "n_within_tolerance", "n_nan_mismatch", "n_inf_mismatch", "n_signed_zero",
-    )  # fmt: skip
+    # where nothing differs, no anatomy: the report of equal buffers stays small
+    equal = BufferResult(3, "x", "g", "f32", "equal", 4, 4, "a/x", "b/x", facts=F.NOTHING_DIFFERS)
+    anatomy = BUFFER_KEYS.index("shape")
+    assert list(buffer_dict(equal)) == BUFFER_KEYS[:anatomy] + BUFFER_KEYS[-3:]
+    assert tuple(BUFFER_KEYS[anatomy:-3]) == F.ANATOMY_NAMES
+    assert COUNT_FIELDS == ("n_diff", "n_within_tolerance", "n_nan_mismatch", "n_inf_mismatch")
 
 
 def test_nothing_differs_is_counts_zero_and_the_rest_null() -> None:
@@ -100,7 +103,7 @@ def test_a_new_fact_needs_only_its_entry() -> None:
     stats = new.ScanStats(n_diff=1, first_any=0, first_diff=0, n_subnormal=2)
     merged = stats.merged(new.ScanStats(n_subnormal=3).shifted(7))
     assert merged.n_subnormal == 5 and merged.n_diff == 1
-    assert new.COUNT_FIELDS[-2:] == ("n_subnormal", "n_signed_zero")
+    assert new.COUNT_FIELDS[-1] == "n_subnormal"
     names = new.RESULT_NAMES
     assert names[names.index("n_subnormal") + 1] == "first_divergent_chunk"
     facts = dict(zip(new.RESULT_NAMES, new.result_facts(merged), strict=True))

@@ -35,6 +35,10 @@
 - ``only``: a test of the ``Context``; where it fails the result holds None
   (``max_ulp`` only for floats, ``rows`` only for shapes of 2 or more
   dimensions);
+- ``anatomy``: one of the facts that describe how a buffer differs (where,
+  how much, in which fields): None where nothing differs, counts included,
+  and written to a buffer's JSON object only when something in it differs,
+  so reports of equal buffers stay as small as they were;
 - ``json``: how its value is written to JSON (None: as it is); text
   renderers look facts up by name (``render.text``);
 - ``result``: whether results and the JSON report hold it (False: a kernel
@@ -165,6 +169,7 @@ class Fact:
     """One fact about a pair of buffers (see the module docstring)."""
 
     __slots__ = (
+        "anatomy",
         "derive",
         "index",
         "json",
@@ -196,6 +201,7 @@ class Fact:
         width: int = 1,
         only: Callable[[Context], bool] | None = None,
         derive: Callable[[ScanStats, Context | None], Any] | None = None,
+        anatomy: bool = False,
     ) -> None:
         self.name = name
         self.source = source
@@ -211,6 +217,7 @@ class Fact:
         self.width = width
         self.only = only
         self.derive = derive
+        self.anatomy = anatomy
 
     def __repr__(self) -> str:
         return f"Fact({self.name!r}, {self.source!r})"
@@ -347,10 +354,10 @@ FACTS: tuple[Fact, ...] = (
     Fact("first_divergent_chunk", DIGEST, json=json_list),
     # --- the anatomy of a differing buffer (None where nothing differs) ---
     # the declared shape, -1 resolved over the common prefix, and the indices in it
-    Fact("shape", DERIVED, derive=_shape, json=json_list),
-    Fact("first_index_nd", DERIVED, derive=_first_nd, json=json_list),
-    Fact("max_abs_delta_index_nd", DERIVED, derive=_max_nd, json=json_list),
-    Fact("diff_fraction", DERIVED, derive=_diff_fraction),  # n_diff / common length
+    Fact("shape", DERIVED, derive=_shape, json=json_list, anatomy=True),
+    Fact("first_index_nd", DERIVED, derive=_first_nd, json=json_list, anatomy=True),
+    Fact("max_abs_delta_index_nd", DERIVED, derive=_max_nd, json=json_list, anatomy=True),
+    Fact("diff_fraction", DERIVED, derive=_diff_fraction, anatomy=True),  # n_diff / common length
     # maximal runs [start, stop) of consecutive elements whose bits differ
     Fact(
         "ranges",
@@ -361,9 +368,10 @@ FACTS: tuple[Fact, ...] = (
         zero=(),
         json=json_pairs,
         width=2 * LISTED,
+        anatomy=True,
     ),
-    Fact("n_ranges", merge=AT_LIST, zero=0),
-    Fact("last_range", merge=AT_LIST, index=True, result=False, width=2),
+    Fact("n_ranges", merge=AT_LIST, zero=0, anatomy=True),
+    Fact("last_range", merge=AT_LIST, index=True, result=False, width=2, anatomy=True),
     # rows (first-axis indices) holding a differing element, for 2 or more dimensions;
     # absolute row numbers (the kernels are told the piece's origin), never shifted
     Fact(
@@ -375,23 +383,37 @@ FACTS: tuple[Fact, ...] = (
         json=json_list,
         width=LISTED,
         only=_has_rows,
+        anatomy=True,
     ),
-    Fact("n_rows", merge=AT_LIST, zero=0, only=_has_rows),
-    Fact("last_row", merge=AT_LIST, zero=-1, result=False),
+    Fact("n_rows", merge=AT_LIST, zero=0, only=_has_rows, anatomy=True),
+    Fact("last_row", merge=AT_LIST, zero=-1, result=False, anatomy=True),
     # the named fields of the schema that hold a difference, and the rest
-    Fact("fields", DERIVED, derive=_fields, json=_json_fields),
-    Fact("n_diff_outside_fields", DERIVED, derive=_outside_fields),
+    Fact("fields", DERIVED, derive=_fields, json=_json_fields, anatomy=True),
+    Fact("n_diff_outside_fields", DERIVED, derive=_outside_fields, anatomy=True),
     # the largest |A-B|/|B| over differing pairs, both finite and B != 0 (float64)
-    Fact("max_rel_delta", merge=MAX, pair="max_rel_delta_index", json=json_number, store=REAL),
-    Fact("max_rel_delta_index", merge=AT_MAX, index=True),
+    Fact(
+        "max_rel_delta",
+        merge=MAX,
+        pair="max_rel_delta_index",
+        json=json_number,
+        store=REAL,
+        anatomy=True,
+    ),
+    Fact("max_rel_delta_index", merge=AT_MAX, index=True, anatomy=True),
     # floats: the largest distance in units in the last place over finite differing
     # pairs, and the log2 histogram of those distances (-0.0 vs +0.0, at 0, apart)
-    Fact("max_ulp", merge=MAX, store=UINT, only=_is_float),
+    Fact("max_ulp", merge=MAX, store=UINT, only=_is_float, anatomy=True),
     Fact(
-        "ulp_log2_histogram", merge=HIST, zero=(), json=json_list, width=HIST_BINS, only=_is_float
+        "ulp_log2_histogram",
+        merge=HIST,
+        zero=(),
+        json=json_list,
+        width=HIST_BINS,
+        only=_is_float,
+        anatomy=True,
     ),
-    Fact("n_signed_zero", merge=SUM, zero=0),  # differing pairs -0.0 against +0.0
-    Fact("magnitude", DERIVED, derive=_magnitude),  # "rounding" or "large"
+    Fact("n_signed_zero", merge=SUM, zero=0, anatomy=True),  # differing pairs -0.0 against +0.0
+    Fact("magnitude", DERIVED, derive=_magnitude, anatomy=True),  # "rounding" or "large"
 )
 
 KERNEL_FACTS = tuple(f for f in FACTS if f.source == KERNEL)
@@ -400,7 +422,10 @@ RESULT_NAMES = tuple(f.name for f in RESULT_FACTS)
 BY_NAME: Mapping[str, Fact] = {f.name: f for f in FACTS}
 
 #: The element counts: 0 wherever elements were compared, None where not.
-COUNT_FIELDS = tuple(f.name for f in RESULT_FACTS if f.merge == SUM)
+COUNT_FIELDS = tuple(f.name for f in RESULT_FACTS if f.merge == SUM and not f.anatomy)
+#: The anatomy of a differing buffer: None where nothing differs, and in the JSON
+#: only for a buffer in which something differs (its first_index is set).
+ANATOMY_NAMES = tuple(f.name for f in RESULT_FACTS if f.anatomy)
 
 
 def _slots() -> tuple[dict[str, int], dict[str, int]]:
@@ -594,7 +619,7 @@ def result_facts(stats: ScanStats, context: Context | None = None, **read: Any) 
     for f in RESULT_FACTS:
         if f.source == KERNEL:
             value = getattr(stats, f.name)
-            if f.merge != SUM:
+            if f.merge != SUM or f.anatomy:
                 applies = f.only is None or (context is not None and f.only(context))
                 if not (differs and applies) or (f.index and value == -1):
                     value = None

@@ -4,7 +4,8 @@
 JSON: non-finite numbers become the strings "nan", "inf", "-inf"; integers
 stay exact; every string valid UTF-8, see ``render.escape``). A buffer's
 object holds its identity and then every fact of ``kernels.facts.FACTS``,
-in the table's order, converted as the table says.
+in the table's order, converted as the table says; the anatomy facts only
+where something in the buffer differs.
 
 Layout: an indented top-level object whose long lists (steps, timeline,
 buffers, ...) hold one compact object per line, so a report of 68,000 buffers is written
@@ -37,13 +38,18 @@ __all__ = [
     "report_dict",
 ]
 
-_FACTS = tuple((f.name, f.json) for f in RESULT_FACTS)
+_FACTS = tuple((f.name, f.json, f.anatomy) for f in RESULT_FACTS)
+_FIRST_INDEX = [f.name for f in RESULT_FACTS].index("first_index")
 
 
 def _facts_dict(facts: tuple[Any, ...]) -> dict[str, Any]:
-    """A result's facts as JSON values, by name, in ``FACTS`` order."""
+    """A result's facts as JSON values, by name, in ``FACTS`` order; the
+    anatomy facts only for a buffer in which something differs."""
     d: dict[str, Any] = {}
-    for (name, to_json), value in zip(_FACTS, facts, strict=True):
+    differs = facts[_FIRST_INDEX] is not None
+    for (name, to_json, anatomy), value in zip(_FACTS, facts, strict=True):
+        if anatomy and not differs:
+            continue
         if value is not None:
             if to_json is not None:
                 value = to_json(value)
