@@ -397,3 +397,18 @@ def test_within_tolerance_wording(tmp_path: Path) -> None:
     assert p.stdout.splitlines()[-1] == (
         "VERDICT: identical within tolerance: 1 buffer over 1 step, differing only within tolerance"
     )
+
+
+def test_a_manifest_records_members_in_the_form_given(tmp_path: Path) -> None:
+    manifest = tmp_path / "a.json"
+    h = fastdiff("hash", "--schema", SCHEMA, EXAMPLE[0], "-o", manifest)
+    assert h.returncode == 0, h.stderr
+    groups = json.loads(manifest.read_text())["schema"]["group"]
+    members = {k: v for g in groups for k, v in g["members"].items()}
+    assert members["isv_full"]["shape"] == [757]
+    assert members["isv_full"]["fields"]["win_rate_ema"] == [712, 713]
+    assert members["policy_logits"] == {"dtype": "f32", "shape": [-1, 8]}
+    p = fastdiff("compare", manifest, EXAMPLE[1], "--format", "json")
+    assert p.returncode == 1, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["schema"] == "anatomy-example" and doc["first_divergent_groups"] == ["E"]
