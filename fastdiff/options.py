@@ -103,4 +103,10 @@ _OPTION_FIELDS = ("schema", "tolerance", "chunk_size", "engine", "executor", "jo
 
 
 def tolerance_dict(tol: Tolerance) -> dict[str, object]:
-    return {"atol": tol.atol, "rtol": tol.rtol, "ulp": tol.ulp, "nan_equal": tol.nan_equal}
+    return {
+        "atol": tol.atol,
+        "rtol": tol.rtol,
+        "ulp": tol.ulp,
+        "nan_equal": tol.nan_equal,
+        "rounding_ulp": tol.rounding_ulp,  # where magnitude draws its line, not a tolerance
+    }

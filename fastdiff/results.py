@@ -4,8 +4,10 @@ renderer reads.
 ``BufferResult`` is one buffer at one step: who it is (step, name, group,
 dtype, status, element counts, paths, message) and the facts compared
 about it, one per entry of ``kernels.facts.FACTS`` (each readable as an
-attribute by its name). ``Report`` is one run pair. Field and fact names
-are the JSON contract (``render.json``).
+attribute by its name). ``Report`` is one run pair, with its ``timeline``
+(``TimelineRow``: how the divergence spreads, step by step and group by
+group) and ``notes``. Field and fact names are the JSON contract
+(``render.json``).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ __all__ = [
     "Report",
     "Skipped",
     "StepSummary",
+    "TimelineRow",
     "Work",
 ]
 
@@ -72,6 +75,8 @@ PROBLEM_KINDS = (
 DIVERGENT: frozenset[str] = frozenset({"diverged", "length_mismatch", "only_in_a", "only_in_b"})
 #: Statuses that are trouble (exit 2): nothing trustworthy was compared.
 TROUBLE: frozenset[str] = frozenset({"malformed", "error"})
+#: Statuses the timeline counts: a buffer that is not equal (trouble is not a difference).
+TIMELINE_STATUSES: frozenset[str] = DIVERGENT | {"within_tolerance"}
 
 Number = int | float
 
@@ -168,18 +173,57 @@ del _i, _name
 
 
 class GroupVerdict(Record):
-    """One group at the first divergent step."""
+    """One group at the first divergent step. ``magnitude``: "rounding" or
+    "large" over its diverged buffers (None: none has one, e.g. only a
+    buffer missing from a run); ``hint`` says what to inspect, the schema's
+    hint followed by what the magnitude points at."""
 
-    __slots__ = ("diverged", "hint", "key", "status", "title")
+    __slots__ = ("diverged", "hint", "key", "magnitude", "status", "title")
 
     def __init__(
-        self, key: str, title: str, status: GroupStatus, diverged: tuple[str, ...], hint: str
+        self,
+        key: str,
+        title: str,
+        status: GroupStatus,
+        diverged: tuple[str, ...],
+        hint: str,
+        magnitude: str | None = None,
     ) -> None:
         self.key = key
         self.title = title
         self.status = status
         self.diverged = diverged
         self.hint = hint
+        self.magnitude = magnitude
+
+
+class TimelineRow(Record):
+    """One group at one step where some of its buffers are not equal
+    (``TIMELINE_STATUSES``): how many (``n_buffers``), their differing
+    elements (``n_diff``, beyond tolerance, summed; None where none was
+    compared), the largest ``max_abs_delta`` and ``max_ulp`` among them, and
+    the ``magnitude``: "large" if any buffer's is, else "rounding" if any
+    buffer's is, else None."""
+
+    __slots__ = ("group", "magnitude", "max_abs_delta", "max_ulp", "n_buffers", "n_diff", "step")
+
+    def __init__(
+        self,
+        step: int,
+        group: str,
+        n_buffers: int,
+        n_diff: int | None,
+        max_abs_delta: int | float | None,
+        max_ulp: int | None,
+        magnitude: str | None,
+    ) -> None:
+        self.step = step
+        self.group = group
+        self.n_buffers = n_buffers
+        self.n_diff = n_diff
+        self.max_abs_delta = max_abs_delta
+        self.max_ulp = max_ulp
+        self.magnitude = magnitude
 
 
 class StepSummary(Record):
@@ -258,7 +302,9 @@ class Work(Record):
 class Report(Record):
     """One run pair compared: the verdict, per-group and per-step summaries,
     every buffer (sorted by step, pipeline order, name), what was skipped and
-    the errors."""
+    the errors; the ``timeline`` (step-major, groups in pipeline order) and
+    ``notes``, one-line remarks on how the comparison was read (such as
+    buffers compared as raw bytes)."""
 
     __slots__ = (
         "buffers",
@@ -266,11 +312,13 @@ class Report(Record):
         "first_divergent_groups",
         "first_divergent_step",
         "groups",
+        "notes",
         "run_a",
         "run_b",
         "schema",
         "skipped",
         "steps",
+        "timeline",
         "tolerance",
         "verdict",
         "work",
@@ -291,6 +339,8 @@ class Report(Record):
         errors: tuple[Problem, ...],
         tolerance: dict[str, object] | None = None,
         work: Work | None = None,
+        timeline: tuple[TimelineRow, ...] = (),
+        notes: tuple[str, ...] = (),
     ) -> None:
         self.run_a = run_a
         self.run_b = run_b
@@ -305,3 +355,5 @@ class Report(Record):
         self.errors = errors
         self.tolerance = {} if tolerance is None else tolerance
         self.work = Work() if work is None else work
+        self.timeline = timeline
+        self.notes = notes

@@ -20,6 +20,15 @@ is a TOML file::
     [group.members]
     action_prng_state = "u32"
     "unit_*" = "f32"           # globs match after every exact name
+    isv_full = { dtype = "f32", shape = [757], fields = { kelly = [700, 712] } }
+    obs = { dtype = "f32", shape = [-1, 64] }   # -1: from the file's size
+
+A member given as a table may declare the buffer's ``shape`` (one dimension
+may be -1, inferred from the file size) and named ``fields``: half-open
+element ranges ``[start, stop)`` (one int: one element) that must not
+overlap and must lie inside the shape. A file whose size does not fit its
+shape (or is too short for its fields) is malformed. The report then gives
+indices in the shape and what differs in each field (``Layout``).
 """
 
 from __future__ import annotations
@@ -30,21 +39,113 @@ from .dtypes import DTYPES
 from .errors import SchemaError
 from .record import Record
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .tomllines import TomlLines
+
 OTHER = "other"
 
 
+class Field(Record):
+    """A named element range ``[start, stop)`` of a buffer."""
+
+    __slots__ = ("name", "start", "stop")
+
+    def __init__(self, name: str, start: int, stop: int) -> None:
+        self.name = name
+        self.start = start
+        self.stop = stop
+
+
+def _shape_text(shape: tuple[int, ...]) -> str:
+    return "[" + ", ".join(map(str, shape)) + "]"
+
+
+class Layout(Record):
+    """How a buffer's elements are laid out: its ``shape`` (None: not
+    declared; one dimension may be -1, taken from the file size) and its
+    named ``fields`` (declared order)."""
+
+    __slots__ = ("fields", "shape")
+
+    def __init__(
+        self, shape: tuple[int, ...] | None = None, fields: tuple[Field, ...] = ()
+    ) -> None:
+        self.shape = shape
+        self.fields = fields
+
+    def resolve(self, n: int) -> tuple[int, ...] | None:
+        """The shape of ``n`` elements, -1 worked out (call ``misfit`` first)."""
+        if self.shape is None or -1 not in self.shape:
+            return self.shape
+        known = 1
+        for d in self.shape:
+            known *= d if d != -1 else 1
+        return tuple(n // known if d == -1 else d for d in self.shape)
+
+    def misfit(self, n: int) -> str | None:
+        """Why ``n`` elements do not fit this layout (None: they do)."""
+        if self.shape is not None:
+            known = 1
+            for d in self.shape:
+                known *= d if d != -1 else 1
+            if -1 not in self.shape and n != known:
+                return f"the schema's shape {_shape_text(self.shape)} holds {known}"
+            if -1 in self.shape and n % known:
+                return (
+                    f"not a whole number of {known} (the schema's shape {_shape_text(self.shape)})"
+                )
+        for f in self.fields:
+            if f.stop > n:
+                return f"the schema's field {f.name!r} ends at element {f.stop}"
+        return None
+
+    def misfit_message(self, size: int, itemsize: int, dtype: str) -> str | None:
+        """The malformed message for a file of ``size`` bytes, or None if it fits."""
+        why = self.misfit(size // itemsize)
+        if why is None:
+            return None
+        return (
+            f"size {size} bytes is {size // itemsize} {dtype} elements, but {why}; nothing was "
+            "compared for this buffer (truncated dump, or wrong shape in the schema?)"
+        )
+
+    def as_data(self) -> dict[str, Any]:
+        """The keys of a member table (without its dtype)."""
+        d: dict[str, Any] = {}
+        if self.shape is not None:
+            d["shape"] = list(self.shape)
+        if self.fields:
+            d["fields"] = {f.name: [f.start, f.stop] for f in self.fields}
+        return d
+
+
 class Member(Record):
-    """A buffer name, or a glob pattern (``*``, ``?``, ``[...]``), and its dtype."""
+    """A buffer name, or a glob pattern (``*``, ``?``, ``[...]``), its dtype and
+    its layout. ``table``: it was given as a table (``{ dtype = ... }``), and
+    is written back as one."""
 
-    __slots__ = ("dtype", "pattern")
+    __slots__ = ("dtype", "layout", "pattern", "table")
 
-    def __init__(self, pattern: str, dtype: str) -> None:
+    def __init__(
+        self, pattern: str, dtype: str, layout: Layout | None = None, table: bool = False
+    ) -> None:
         self.pattern = pattern
         self.dtype = dtype
+        self.layout = layout
+        self.table = table or layout is not None
 
     @property
     def is_glob(self) -> bool:
         return any(c in self.pattern for c in "*?[")
+
+    def as_data(self) -> str | dict[str, Any]:
+        """The member as a schema file gives it: a dtype, or a table."""
+        if not self.table:
+            return self.dtype
+        return {"dtype": self.dtype, **(self.layout.as_data() if self.layout else {})}
 
 
 class Group(Record):
@@ -66,7 +167,7 @@ class Schema(Record):
     Raises SchemaError when a member is in two groups.
     """
 
-    __slots__ = ("_exact", "_globs", "default_dtype", "groups", "name")
+    __slots__ = ("_exact", "_globs", "_layouts", "default_dtype", "groups", "name")
 
     def __init__(self, name: str, groups: tuple[Group, ...], default_dtype: str = "u8") -> None:
         self.name = name
@@ -74,6 +175,7 @@ class Schema(Record):
         self.default_dtype = default_dtype
         exact: dict[str, tuple[str, str]] = {}
         globs: list[tuple[str, str, str]] = []
+        layouts: dict[str, Layout] = {}  # by pattern: only members that have one
         owner: dict[str, str] = {}
         for g in groups:
             for m in g.members:
@@ -86,8 +188,11 @@ class Schema(Record):
                     globs.append((m.pattern, g.key, m.dtype))
                 else:
                     exact.setdefault(m.pattern, (g.key, m.dtype))
+                if m.layout is not None:
+                    layouts.setdefault(m.pattern, m.layout)
         self._exact = exact
         self._globs = tuple(globs)
+        self._layouts = layouts
 
     def classify(self, name: str) -> tuple[str, str]:
         """(group key, dtype) of a buffer: exact names first, then globs in order."""
@@ -101,6 +206,19 @@ class Schema(Record):
                 if fnmatchcase(name, pattern):
                     return key, dtype
         return OTHER, self.default_dtype
+
+    def layout_of(self, name: str) -> Layout | None:
+        """The layout of a buffer (the member that classifies it), if it has one."""
+        if not self._layouts:
+            return None  # the usual case: no member declares a shape or fields
+        if name in self._exact:
+            return self._layouts.get(name)
+        from fnmatch import fnmatchcase
+
+        for pattern, _, _ in self._globs:
+            if fnmatchcase(name, pattern):
+                return self._layouts.get(pattern)
+        return None
 
     def with_default_dtype(self, dtype: str) -> Schema:
         return Schema(self.name, self.groups, dtype)
@@ -189,52 +307,31 @@ DEFAULT_PRESET = "rl-state"
 
 _TOP_KEYS = {"name", "default_dtype", "group", "schema_version"}
 _GROUP_KEYS = {"key", "title", "hint", "members"}
+_MEMBER_KEYS = {"dtype", "shape", "fields"}
+_TABLES = (
+    "known tables: [[group]], [group.members], [group.members.NAME] (a member given "
+    "as a table) and [group.members.NAME.fields]"
+)
 
 
-def _line_of(text: str, group_index: int | None, key: str) -> int:
-    """1-based line where ``key`` is assigned (inside the n-th [[group]] if given)."""
-    import re
+def _lines(text: str) -> TomlLines:
+    from .tomllines import TomlLines
 
-    lines = text.splitlines()
-    pattern = re.compile(r'^\s*(?:"?)' + re.escape(key) + r'(?:"?)\s*=')
-    block = -1
-    for lineno, line in enumerate(lines, 1):
-        if re.match(r"^\s*\[\[\s*group\s*\]\]", line):
-            block += 1
-            if group_index is not None and block == group_index and key == "":
-                return lineno
-            continue
-        if group_index is not None and block != group_index:
-            continue
-        if group_index is None and block >= 0:
-            break
-        if key and pattern.match(line):
-            return lineno
-    # Fall back on the group's header line, else the first line.
-    if group_index is not None and key:
-        return _line_of(text, group_index, "")
-    return 1
+    return TomlLines(text)
 
 
-def _member_line(text: str, group_index: int, name: str) -> int:
-    """1-based line of member ``name`` in the n-th [[group]]'s ``[group.members]``
-    table; else the line of its ``members`` key (an inline table), or its header."""
-    import re
-
-    member = re.compile(r"""^\s*(?:{0}|"{0}"|'{0}')\s*=""".format(re.escape(name)))
-    block = -1
-    in_members = False
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if re.match(r"^\s*\[\[\s*group\s*\]\]", line):
-            block += 1
-            in_members = False
-        elif re.match(r"^\s*\[", line):
-            in_members = block == group_index and bool(
-                re.match(r"^\s*\[\s*group\s*\.\s*members\s*\]", line)
+def _unknown_header(lines: TomlLines) -> tuple[int, str] | None:
+    """The first table header a schema does not have: (line, header as written)."""
+    for lineno, raw, keys, array in lines.headers:
+        if array:
+            known = keys == ("group",)
+        else:
+            known = keys[:2] == ("group", "members") and (
+                len(keys) <= 3 or (len(keys) == 4 and keys[3] == "fields")
             )
-        elif in_members and member.match(line):
-            return lineno
-    return _line_of(text, group_index, "members")
+        if not known:
+            return lineno, raw
+    return None
 
 
 def load_schema(path: str | os.PathLike[str]) -> Schema:
@@ -250,6 +347,15 @@ def load_schema(path: str | os.PathLike[str]) -> Schema:
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
+        # A mistyped table header ([[groups]]) often makes the TOML invalid
+        # further down (a table declared twice): name the header, the cause.
+        unknown = _unknown_header(_lines(text))
+        at = str(exc).rpartition("(at line ")[2].split(",")[0]
+        if unknown is not None and (not at.isdigit() or unknown[0] <= int(at)):
+            raise SchemaError(
+                f"{p}:{unknown[0]}: unknown table {unknown[1]} ({_TABLES}); "
+                f"it also makes the file invalid TOML: {exc}"
+            ) from exc
         # tomllib names the line of most errors, but not of one at the very end.
         at_end = f"{max(1, len(text.splitlines()))}:" if "end of document" in str(exc) else ""
         raise SchemaError(f"{p}:{at_end} not valid TOML: {exc}") from exc
@@ -257,80 +363,198 @@ def load_schema(path: str | os.PathLike[str]) -> Schema:
 
 
 def parse_schema(doc: dict[str, object], text: str = "", origin: str = "<schema>") -> Schema:
-    def fail(group_index: int | None, key: str, what: str) -> SchemaError:
-        line = _line_of(text, group_index, key.split(".")[-1] if key else "")
+    """A schema from the data of a schema file (``text``, the file, names lines)."""
+    found: list[TomlLines] = []
+
+    def lines() -> TomlLines:
+        if not found:
+            found.append(_lines(text))
+        return found[0]
+
+    def path_of(group_index: int | None, key: tuple[str, ...]) -> tuple[Any, ...]:
+        return key if group_index is None else ("group", group_index, *key)
+
+    def fail(group_index: int | None, key: tuple[str, ...], what: str) -> SchemaError:
+        line = lines().line_of(path_of(group_index, key))
         where = f"group {group_index + 1} " if group_index is not None else ""
-        return SchemaError(f"{origin}:{line}: {where}key {key!r}: {what}")
+        return SchemaError(f"{origin}:{line}: {where}key {'.'.join(key)!r}: {what}")
+
+    def unknown(group_index: int | None, key: tuple[str, ...], expected: set[str]) -> SchemaError:
+        """An unknown key; when a table header defines it, the header and the known tables."""
+        path = path_of(group_index, key)
+        header = lines().header_of(path)
+        if header is None:
+            return fail(
+                group_index, key, f"unknown key (expected one of: {', '.join(sorted(expected))})"
+            )
+        where = f"group {group_index + 1}: " if group_index is not None else ""
+        return SchemaError(
+            f"{origin}:{lines().line_of(path)}: {where}unknown table {header} ({_TABLES})"
+        )
 
     for k in doc:
         if k not in _TOP_KEYS:
-            raise fail(None, k, f"unknown key (expected one of: {', '.join(sorted(_TOP_KEYS))})")
+            raise unknown(None, (k,), _TOP_KEYS)
     version = doc.get("schema_version", 1)
     if type(version) is not int or version != 1:
-        raise fail(None, "schema_version", f"unsupported version {version!r} (this fastdiff: 1)")
+        raise fail(None, ("schema_version",), f"unsupported version {version!r} (this fastdiff: 1)")
     name = doc.get("name", os.path.splitext(os.path.basename(origin))[0])
     if not isinstance(name, str):
-        raise fail(None, "name", "must be a string")
+        raise fail(None, ("name",), "must be a string")
     default_dtype = doc.get("default_dtype", "u8")
     if not isinstance(default_dtype, str) or default_dtype not in DTYPES:
-        raise fail(None, "default_dtype", _dtype_problem(default_dtype))
+        raise fail(None, ("default_dtype",), _dtype_problem(default_dtype))
     raw_groups = doc.get("group", [])
     if not isinstance(raw_groups, list):
-        raise fail(None, "group", "must be an array of tables, written [[group]]")
+        raise fail(None, ("group",), "must be an array of tables, written [[group]]")
     groups: list[Group] = []
     seen: set[str] = set()
     owner: dict[str, tuple[str, int]] = {}  # member -> (group key, group index)
     for gi, g in enumerate(raw_groups):
         if not isinstance(g, dict):
-            raise fail(gi, "group", "must be a table")
+            raise fail(gi, ("group",), "must be a table")
         for k in g:
             if k not in _GROUP_KEYS:
-                raise fail(
-                    gi, k, f"unknown key (expected one of: {', '.join(sorted(_GROUP_KEYS))})"
-                )
+                raise unknown(gi, (k,), _GROUP_KEYS)
         key = g.get("key")
         if not isinstance(key, str) or not key.strip():
-            raise fail(gi, "key", "every group needs a non-empty string key")
+            raise fail(gi, ("key",), "every group needs a non-empty string key")
         if key == OTHER:
-            raise fail(gi, "key", f"{OTHER!r} is reserved for buffers in no group")
+            raise fail(gi, ("key",), f"{OTHER!r} is reserved for buffers in no group")
         if key in seen:
-            raise fail(gi, "key", f"group key {key!r} is used twice")
+            raise fail(gi, ("key",), f"group key {key!r} is used twice")
         seen.add(key)
         title = g.get("title", key)
         hint = g.get("hint", "")
         if not isinstance(title, str):
-            raise fail(gi, "title", "must be a string")
+            raise fail(gi, ("title",), "must be a string")
         if not isinstance(hint, str):
-            raise fail(gi, "hint", "must be a string")
+            raise fail(gi, ("hint",), "must be a string")
         members = g.get("members", {})
         if not isinstance(members, dict):
-            raise fail(gi, "members", 'must be a table of name = "dtype"')
+            raise fail(gi, ("members",), 'must be a table of name = "dtype"')
         parsed: list[Member] = []
-        for mname, mtype in members.items():
+        for mname, value in members.items():
             if not mname:
-                raise fail(gi, "members", "a member name is empty")
-            if not isinstance(mtype, str) or mtype not in DTYPES:
-                raise fail(gi, f"members.{mname}", _dtype_problem(mtype))
+                raise fail(gi, ("members",), "a member name is empty")
+            member = _member(gi, mname, value, fail, unknown)
             if mname in owner:
                 first, first_index = owner[mname]
+                here = lines().line_of(("group", gi, "members", mname))
+                there = lines().line_of(("group", first_index, "members", mname))
                 raise SchemaError(
-                    f"{origin}:{_member_line(text, gi, mname)}: group {gi + 1} key "
-                    f"{'members.' + mname!r}: member {mname!r} of group {key!r} is already in "
-                    f"group {first!r} (line {_member_line(text, first_index, mname)}); a "
-                    "buffer belongs to one group: remove one of them"
+                    f"{origin}:{here}: group {gi + 1} key {'members.' + mname!r}: member "
+                    f"{mname!r} of group {key!r} is already in group {first!r} (line {there}); "
+                    "a buffer belongs to one group: remove one of them"
                 )
             owner[mname] = (key, gi)
-            parsed.append(Member(mname, mtype))
+            parsed.append(member)
         groups.append(Group(key, title, hint, tuple(parsed)))
     return Schema(name=name, groups=tuple(groups), default_dtype=default_dtype)
+
+
+def _member(gi: int, name: str, value: object, fail: Any, unknown: Any) -> Member:
+    """One member: ``name = "dtype"`` or ``name = { dtype = ..., shape = ..., fields = ... }``."""
+    at = ("members", name)
+    if isinstance(value, str):
+        if value not in DTYPES:
+            raise fail(gi, at, _dtype_problem(value))
+        return Member(name, value)
+    if not isinstance(value, dict):
+        raise fail(
+            gi,
+            at,
+            'must be a dtype ("f32") or a table ({ dtype = "f32", shape = [...], fields = {...} })',
+        )
+    for k in value:
+        if k not in _MEMBER_KEYS:
+            raise unknown(gi, (*at, k), _MEMBER_KEYS)
+    dtype = value.get("dtype")
+    if dtype is None:
+        raise fail(gi, at, 'a member given as a table needs its dtype: { dtype = "f32", ... }')
+    if not isinstance(dtype, str) or dtype not in DTYPES:
+        raise fail(gi, (*at, "dtype"), _dtype_problem(dtype))
+
+    def shape_fail(what: str) -> SchemaError:
+        return fail(gi, (*at, "shape"), what)
+
+    def field_fail(key: tuple[str, ...], what: str) -> SchemaError:
+        return fail(gi, (*at, "fields", *key), what)
+
+    shape = _shape(value.get("shape"), shape_fail)
+    fields = _fields(value.get("fields"), shape, field_fail)
+    layout = Layout(shape, fields) if shape is not None or fields else None
+    return Member(name, dtype, layout, table=True)
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _shape(raw: object, fail: Any) -> tuple[int, ...] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, list) or not raw:
+        raise fail("must be a list of dimensions, such as [757] or [-1, 64]")
+    for k, d in enumerate(raw):
+        if not _is_int(d) or (d < 1 and d != -1):
+            raise fail(
+                f"dimension {k} is {d!r}: each is a positive integer, or -1 for the one "
+                "taken from the file size"
+            )
+    if raw.count(-1) > 1:
+        raise fail("only one dimension may be -1 (taken from the file size)")
+    return tuple(raw)
+
+
+def _fields(raw: object, shape: tuple[int, ...] | None, fail: Any) -> tuple[Field, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict):
+        raise fail((), "must be a table of name = [start, stop] (or one element index)")
+    total = None
+    if shape is not None and -1 not in shape:
+        total = 1
+        for d in shape:
+            total *= d
+    out: list[Field] = []
+    for name, span in raw.items():
+        if _is_int(span):
+            start, stop = span, span + 1
+        elif isinstance(span, list) and len(span) == 2 and all(map(_is_int, span)):
+            start, stop = span
+        else:
+            raise fail((name,), f"{span!r} is not an element range [start, stop] or one index")
+        if not 0 <= start < stop:
+            raise fail((name,), f"[{start}, {stop}) is empty or negative: need 0 <= start < stop")
+        if total is not None and stop > total:
+            assert shape is not None
+            raise fail(
+                (name,),
+                f"[{start}, {stop}) lies outside the shape {_shape_text(shape)} ({total} elements)",
+            )
+        out.append(Field(name, start, stop))
+    from itertools import pairwise
+
+    for before, after in pairwise(sorted(out, key=lambda f: f.start)):
+        if after.start < before.stop:
+            raise fail(
+                (after.name,),
+                f"[{after.start}, {after.stop}) overlaps field {before.name!r} "
+                f"[{before.start}, {before.stop}); fields must not overlap",
+            )
+    return tuple(out)
 
 
 def _dtype_problem(value: object) -> str:
     return f"unknown dtype {value!r} (valid: {' '.join(DTYPES)})"
 
 
-def resolve_schema(spec: str | None, default_dtype: str | None = None) -> Schema:
-    """A preset name or a path to a TOML file; ``None`` means the default preset."""
+def resolve_schema(
+    spec: str | None, default_dtype: str | None = None, what: str = "--schema"
+) -> Schema:
+    """A preset name or a path to a TOML file; ``None`` means the default preset.
+    ``what``: the argument ``spec`` came from, as errors name it."""
     spec = spec or DEFAULT_PRESET
     if spec in PRESETS:
         schema = PRESETS[spec]
@@ -338,7 +562,7 @@ def resolve_schema(spec: str | None, default_dtype: str | None = None) -> Schema
         schema = load_schema(spec)
     else:
         raise SchemaError(
-            f"--schema {spec!r}: no such preset or file "
+            f"{what} {spec!r}: no such preset or file "
             f"(presets: {', '.join(PRESETS)}; or a path to a .toml file)"
         )
     if default_dtype is not None:
@@ -349,13 +573,27 @@ def resolve_schema(spec: str | None, default_dtype: str | None = None) -> Schema
 
 
 def schema_to_toml(schema: Schema) -> str:
-    """The schema written as a TOML file that ``load_schema`` reads back."""
+    """The schema written as a TOML file that ``load_schema`` reads back;
+    each member in the form it was given (a dtype, or an inline table)."""
 
     import json
 
     def q(s: str) -> str:
         # A TOML basic string: JSON's escapes are TOML's, but for DEL.
         return json.dumps(s, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+    def key(k: str) -> str:
+        bare = k and all(c.isascii() and (c.isalnum() or c in "_-") for c in k)
+        return k if bare else q(k)
+
+    def value(v: Any) -> str:
+        if isinstance(v, str):
+            return q(v)
+        if isinstance(v, list):
+            return "[" + ", ".join(map(value, v)) + "]"
+        if isinstance(v, dict):
+            return "{ " + ", ".join(f"{key(k)} = {value(x)}" for k, x in v.items()) + " }"
+        return str(v)
 
     out = [f"name = {q(schema.name)}", f"default_dtype = {q(schema.default_dtype)}"]
     for g in schema.groups:
@@ -367,5 +605,5 @@ def schema_to_toml(schema: Schema) -> str:
             f"hint = {q(g.hint)}",
         ]
         out.append("[group.members]")
-        out += [f"{q(m.pattern)} = {q(m.dtype)}" for m in g.members]
+        out += [f"{q(m.pattern)} = {value(m.as_data())}" for m in g.members]
     return "\n".join(out) + "\n"

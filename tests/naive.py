@@ -4,7 +4,10 @@ One Python loop over the elements, decoding each one with ``int.from_bytes``
 or ``struct``; every rule of the spec is written out literally. It is only
 meant for small arrays in tests. It deliberately imports nothing from
 fastdiff (the result is a plain dict with the ScanStats field names, the
-kernel facts of ``fastdiff.kernels.facts``).
+kernel facts of ``fastdiff.kernels.facts``): where the differing elements
+lie (runs and rows, from the list of all of them), the largest relative
+delta, and for floats the ULP distances (their maximum and log2 histogram,
+and the -0.0 against +0.0 pairs at distance 0).
 """
 
 from __future__ import annotations
@@ -93,8 +96,15 @@ def naive_scan(
     rtol: float | None = None,
     ulp: int | None = None,
     nan_equal: bool = False,
-) -> dict[str, int | float | None]:
-    """Scan two equally long buffers of ``dtype`` elements, one element at a time."""
+    row_size: int = 0,
+    origin: int = 0,
+) -> dict[str, object]:
+    """Scan two equally long buffers of ``dtype`` elements, one element at a time.
+
+    ``row_size`` > 0: the buffers hold elements ``origin ...`` of an array of
+    rows of ``row_size`` elements; the rows holding a differing element are
+    reported by their number in that array.
+    """
     a = bytes(a)
     b = bytes(b)
     w = itemsize(dtype)
@@ -109,6 +119,10 @@ def naive_scan(
     max_index = -1
     n_nan = 0
     n_inf = 0
+    differing: list[int] = []  # every index whose bits differ
+    max_rel: float | None = None
+    max_rel_index = -1
+    ulps: list[int] = []  # the ULP distance of every finite differing float pair
 
     for i in range(len(a) // w):
         raw_a = a[i * w : (i + 1) * w]
@@ -120,6 +134,7 @@ def naive_scan(
 
         if first_any == -1:
             first_any = i
+        differing.append(i)
 
         va = decode(dtype, raw_a)
         vb = decode(dtype, raw_b)
@@ -137,6 +152,7 @@ def naive_scan(
                 within = False
             else:
                 d = abs(va - vb)  # Python float: IEEE float64, may overflow to inf
+                ulps.append(ulp_distance(dtype, a_bits, b_bits))
                 within = False
                 if ulp is not None and ulp_distance(dtype, a_bits, b_bits) <= ulp:
                     within = True
@@ -153,6 +169,11 @@ def naive_scan(
         if d is not None and (max_delta is None or d > max_delta):
             max_delta = d
             max_index = i
+        if d is not None and vb != 0:
+            rel = float(d) / float(abs(vb))  # both rounded to float64 first (ints: exact before)
+            if max_rel is None or rel > max_rel:
+                max_rel = rel
+                max_rel_index = i
 
         if within:
             n_within += 1
@@ -160,6 +181,30 @@ def naive_scan(
             n_diff += 1
             if first_diff == -1:
                 first_diff = i
+
+    # maximal runs of consecutive differing indices, and the distinct rows
+    runs: list[tuple[int, int]] = []
+    for i in differing:
+        if runs and runs[-1][1] == i:
+            runs[-1] = (runs[-1][0], i + 1)
+        else:
+            runs.append((i, i + 1))
+    rows: list[int] = []
+    if row_size:
+        for i in differing:
+            row = (origin + i) // row_size
+            if row not in rows:
+                rows.append(row)
+    # bin k: distances d with 2**k <= d < 2**(k+1), written out with a loop
+    histogram = [0] * 64
+    for dist in ulps:
+        if dist:
+            k = 0
+            while 2 ** (k + 1) <= dist:
+                k += 1
+            histogram[k] += 1
+    while histogram and histogram[-1] == 0:
+        histogram.pop()
 
     return {
         "n_diff": n_diff,
@@ -170,4 +215,15 @@ def naive_scan(
         "max_abs_delta_index": max_index,
         "n_nan_mismatch": n_nan,
         "n_inf_mismatch": n_inf,
+        "ranges": tuple(runs[:16]),
+        "n_ranges": len(runs),
+        "last_range": runs[-1] if runs else None,
+        "rows": tuple(rows[:16]),
+        "n_rows": len(rows),
+        "last_row": rows[-1] if rows else -1,
+        "max_rel_delta": max_rel,
+        "max_rel_delta_index": max_rel_index,
+        "max_ulp": max(ulps) if ulps else None,
+        "ulp_log2_histogram": tuple(histogram),
+        "n_signed_zero": ulps.count(0),
     }

@@ -39,14 +39,22 @@ BUFFER_KEYS = [
     "step", "name", "group", "dtype", "status", "n_elements_a", "n_elements_b",
     "n_diff", "n_within_tolerance", "first_index", "a", "b", "a_bits", "b_bits",
     "max_abs_delta", "max_abs_delta_index", "n_nan_mismatch", "n_inf_mismatch",
-    "first_divergent_chunk", "path_a", "path_b", "message",
+    "first_divergent_chunk", "shape", "first_index_nd", "max_abs_delta_index_nd",
+    "diff_fraction", "ranges", "n_ranges", "rows", "n_rows", "fields",
+    "n_diff_outside_fields", "max_rel_delta", "max_rel_delta_index", "max_ulp",
+    "ulp_log2_histogram", "n_signed_zero", "magnitude", "path_a", "path_b", "message",
 ]  # fmt: skip
 
 
 def test_buffer_json_keys_follow_the_table() -> None:
-    b = BufferResult(3, "x", "g", "f32", "diverged", 4, 4, "a/x", "b/x", n_diff=1)
+    b = BufferResult(3, "x", "g", "f32", "diverged", 4, 4, "a/x", "b/x", n_diff=1, first_index=0)
     assert list(buffer_dict(b)) == BUFFER_KEYS
     assert [f.name for f in F.RESULT_FACTS] == BUFFER_KEYS[7:-3]
+    # where nothing differs, no anatomy: the report of equal buffers stays small
+    equal = BufferResult(3, "x", "g", "f32", "equal", 4, 4, "a/x", "b/x", facts=F.NOTHING_DIFFERS)
+    anatomy = BUFFER_KEYS.index("shape")
+    assert list(buffer_dict(equal)) == BUFFER_KEYS[:anatomy] + BUFFER_KEYS[-3:]
+    assert tuple(BUFFER_KEYS[anatomy:-3]) == F.ANATOMY_NAMES
     assert COUNT_FIELDS == ("n_diff", "n_within_tolerance", "n_nan_mismatch", "n_inf_mismatch")
 
 
@@ -87,20 +95,21 @@ def test_a_new_fact_needs_only_its_entry() -> None:
     source = Path(module.__file__).read_text()
     anchor = "    # the byte range [lo, hi) of the first chunk"
     assert anchor in source
-    source = source.replace(anchor, '    Fact("n_signed_zero", merge=SUM, zero=0),\n' + anchor)
+    source = source.replace(anchor, '    Fact("n_subnormal", merge=SUM, zero=0),\n' + anchor)
     new = types.ModuleType("fastdiff.kernels._facts_plus", "a copy with one more fact")
     new.__package__ = "fastdiff.kernels"
     exec(compile(source, "facts_plus.py", "exec"), new.__dict__)
 
-    stats = new.ScanStats(n_diff=1, first_any=0, first_diff=0, n_signed_zero=2)
-    merged = stats.merged(new.ScanStats(n_signed_zero=3).shifted(7))
-    assert merged.n_signed_zero == 5 and merged.n_diff == 1
-    assert new.COUNT_FIELDS[-1] == "n_signed_zero"
-    assert new.RESULT_NAMES[-2:] == ("n_signed_zero", "first_divergent_chunk")
+    stats = new.ScanStats(n_diff=1, first_any=0, first_diff=0, n_subnormal=2)
+    merged = stats.merged(new.ScanStats(n_subnormal=3).shifted(7))
+    assert merged.n_subnormal == 5 and merged.n_diff == 1
+    assert new.COUNT_FIELDS[-1] == "n_subnormal"
+    names = new.RESULT_NAMES
+    assert names[names.index("n_subnormal") + 1] == "first_divergent_chunk"
     facts = dict(zip(new.RESULT_NAMES, new.result_facts(merged), strict=True))
-    assert facts["n_signed_zero"] == 5 and facts["first_index"] == 0
-    assert dict(zip(new.RESULT_NAMES, new.NOTHING_DIFFERS, strict=True))["n_signed_zero"] == 0
-    assert new.SLOT["n_signed_zero"] == new.STORE_SIZE[new.INT] - 1
+    assert facts["n_subnormal"] == 5 and facts["first_index"] == 0
+    assert dict(zip(new.RESULT_NAMES, new.NOTHING_DIFFERS, strict=True))["n_subnormal"] == 0
+    assert new.SLOT["n_subnormal"] == new.SLOT["n_inf_mismatch"] + 1
     assert new.layout_fingerprint() != F.layout_fingerprint()
 
 
@@ -130,14 +139,20 @@ def test_kernel_results_reach_the_json_by_name() -> None:
     a = struct.pack("<4f", 1.0, 2.0, 3.0, 4.0)
     b = struct.pack("<4f", 1.0, 2.5, float("inf"), float("nan"))
     for engine in ("python", "numpy", "numba"):
-        stats = scan_bytes(a, b, "f32", Tolerance(), engine)  # type: ignore[arg-type]
-        facts = F.result_facts(stats, a=2.0, b=2.5, a_bits="0x40000000", b_bits="0x40200000")
+        stats = scan_bytes(a, b, "f32", Tolerance(), engine, row_size=2)  # type: ignore[arg-type]
+        ctx = F.Context(4, "float", shape=(2, 2))
+        facts = F.result_facts(stats, ctx, a=2.0, b=2.5, a_bits="0x40000000", b_bits="0x40200000")
         d = buffer_dict(BufferResult(0, "x", "g", "f32", "diverged", 4, 4, facts=facts))
         assert {k: d[k] for k in BUFFER_KEYS[7:-3]} == {
             "n_diff": 3, "n_within_tolerance": 0, "first_index": 1, "a": 2.0, "b": 2.5,
             "a_bits": "0x40000000", "b_bits": "0x40200000", "max_abs_delta": 0.5,
             "max_abs_delta_index": 1, "n_nan_mismatch": 1, "n_inf_mismatch": 1,
-            "first_divergent_chunk": None,
+            "first_divergent_chunk": None, "shape": [2, 2], "first_index_nd": [0, 1],
+            "max_abs_delta_index_nd": [0, 1], "diff_fraction": 0.75, "ranges": [[1, 4]],
+            "n_ranges": 1, "rows": [0, 1], "n_rows": 2,
+            "fields": None, "n_diff_outside_fields": None, "max_rel_delta": 0.2,
+            "max_rel_delta_index": 1, "max_ulp": 2**21, "ulp_log2_histogram": [0] * 21 + [1],
+            "n_signed_zero": 0, "magnitude": "large",
         }, engine  # fmt: skip
 
 
@@ -213,3 +228,81 @@ def test_describing_and_rendering_results_imports_little() -> None:
     costly = {"dataclasses", "typing", "inspect", "re", "json", "unicodedata", "textwrap",
               "struct", "fnmatch", "threading", "numpy", "numba"}  # fmt: skip
     assert not costly & set(out), sorted(costly & set(out))
+
+
+# --- the anatomy facts ------------------------------------------------------------
+
+
+def _runs(*pairs: tuple[int, int]) -> dict[str, object]:
+    return {"ranges": pairs[: F.LISTED], "n_ranges": len(pairs), "last_range": pairs[-1]}
+
+
+def test_runs_join_across_pieces_even_when_the_first_list_is_full() -> None:
+    many = tuple((2 * i, 2 * i + 1) for i in range(20))  # 20 runs, the last [38, 39)
+    x = ScanStats(first_any=0, **_runs(*many))
+    y = ScanStats(first_any=0, **_runs((0, 3), (5, 6))).shifted(39)  # continues [38, 39)
+    z = x.merged(y)
+    assert (z.n_ranges, z.last_range) == (21, (44, 45))
+    assert z.ranges == many[:16]
+    short = ScanStats(first_any=0, **_runs((0, 2), (4, 6)))
+    z = short.merged(ScanStats(first_any=0, **_runs((0, 1))).shifted(6))
+    assert (z.ranges, z.n_ranges, z.last_range) == (((0, 2), (4, 7)), 2, (4, 7))
+    z = short.merged(ScanStats(first_any=0, **_runs((1, 2))).shifted(6))  # a gap: no join
+    assert (z.ranges, z.n_ranges, z.last_range) == (((0, 2), (4, 6), (7, 8)), 3, (7, 8))
+
+
+def test_rows_count_a_row_seen_by_two_pieces_once_and_are_not_shifted() -> None:
+    x = ScanStats(first_any=0, rows=(0, 3), n_rows=2, last_row=3)
+    y = ScanStats(first_any=0, rows=(3, 4), n_rows=2, last_row=4)
+    z = x.merged(y.shifted(100))  # rows are absolute: no shift
+    assert (z.rows, z.n_rows, z.last_row) == ((0, 3, 4), 3, 4)
+
+
+def test_histograms_add_bin_by_bin() -> None:
+    x = ScanStats(first_any=0, ulp_log2_histogram=(1, 0, 2))
+    y = ScanStats(first_any=0, ulp_log2_histogram=(0, 5))
+    assert x.merged(y).ulp_log2_histogram == (1, 5, 2)
+    assert y.merged(x).ulp_log2_histogram == (1, 5, 2)
+    assert ScanStats().merged(y).ulp_log2_histogram == (0, 5)
+
+
+def test_anatomy_facts_follow_the_context() -> None:
+    s = ScanStats(
+        n_diff=3, first_diff=5, first_any=5, max_abs_delta=2.0, max_abs_delta_index=7,
+        max_ulp=3, ulp_log2_histogram=(1, 2), max_rel_delta=0.5, max_rel_delta_index=7,
+        rows=(1, 2), n_rows=2, last_row=2, **_runs((5, 6), (7, 9)),
+    )  # fmt: skip
+    fs = ScanStats(n_diff=1, first_diff=7, first_any=7, max_abs_delta=2.0, max_ulp=3,
+                   max_abs_delta_index=7)  # fmt: skip
+    ctx = F.Context(12, "float", shape=(3, 4), fields=(("a", 0, 4), ("b", 6, 8), ("c", 8, 12)),
+                    field_stats=(ScanStats(), fs, ScanStats()), rounding_ulp=3)  # fmt: skip
+    d = dict(zip(F.RESULT_NAMES, F.result_facts(s, ctx), strict=True))
+    assert d["shape"] == (3, 4)
+    assert (d["first_index_nd"], d["max_abs_delta_index_nd"]) == ((1, 1), (1, 3))
+    assert d["diff_fraction"] == 0.25
+    assert d["fields"] == (F.FieldDiff("b", 6, 8, 1, 7, 2.0, 3),)  # only those that differ
+    assert d["n_diff_outside_fields"] == 2
+    assert (d["rows"], d["n_rows"]) == ((1, 2), 2)
+    assert d["magnitude"] == "rounding"  # 3 ULP is at most rounding_ulp
+    one_d = F.Context(12, "float", shape=(12,), rounding_ulp=2)
+    d = dict(zip(F.RESULT_NAMES, F.result_facts(s, one_d), strict=True))
+    assert (d["rows"], d["n_rows"], d["fields"], d["magnitude"]) == (None, None, None, "large")
+    ints = dict(zip(F.RESULT_NAMES, F.result_facts(s, F.Context(12, "int")), strict=True))
+    assert (ints["max_ulp"], ints["ulp_log2_histogram"], ints["magnitude"]) == (None, None, "large")
+    nan = s.replace(n_nan_mismatch=1)
+    d = dict(zip(F.RESULT_NAMES, F.result_facts(nan, F.Context(12, "float")), strict=True))
+    assert d["magnitude"] == "large"  # a NaN mismatch is never rounding
+
+
+def test_nothing_differs_has_no_anatomy() -> None:
+    ctx = F.Context(12, "float", shape=(3, 4), fields=(("a", 0, 4),))
+    d = dict(zip(F.RESULT_NAMES, F.result_facts(ScanStats(), ctx), strict=True))
+    assert {k for k, v in d.items() if v is not None} == set(COUNT_FIELDS)
+    assert F.result_facts(ScanStats(), ctx) == F.NOTHING_DIFFERS
+
+
+def test_unravel_is_torch_style() -> None:
+    assert F.unravel(17, (757,)) == (17,)
+    assert F.unravel(17 * 64 + 3, (20, 64)) == (17, 3)
+    assert F.unravel(23, (2, 3, 4)) == (1, 2, 3)
+    assert F.unravel(None, (4,)) is None and F.unravel(3, None) is None

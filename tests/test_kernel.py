@@ -151,6 +151,23 @@ def assert_matches(got: ScanStats, want: dict, dtype: str) -> None:
     check_types(got, dtype)
 
 
+#: The facts the anchor tests below state by hand; every other fact of a scan
+#: is checked against the naive twin (``scan_and_check``) and by the anatomy
+#: anchors further down.
+CORE = (
+    "n_diff", "n_within_tolerance", "first_diff", "first_any", "max_abs_delta",
+    "max_abs_delta_index", "n_nan_mismatch", "n_inf_mismatch",
+)  # fmt: skip
+
+
+def core(stats: ScanStats) -> dict:
+    return {k: getattr(stats, k) for k in CORE}
+
+
+def core_of(**facts) -> dict:
+    return core(ScanStats(**facts))
+
+
 def scan_and_check(a, b, dtype: str, tol: Tolerance, engine: str) -> ScanStats:
     got = scan_bytes(a, b, dtype, tol, engine=engine)
     assert_matches(got, naive(a, b, dtype, tol), dtype)
@@ -296,13 +313,13 @@ def test_signed_zeros_differ_with_delta_zero(dtype, engine) -> None:
     a = pack(dtype, [sp(dtype, "one"), sp(dtype, "zero")])
     b = pack(dtype, [sp(dtype, "one"), sp(dtype, "zero", negative=True)])
     got = scan_and_check(a, b, dtype, EXACT, engine)
-    assert got == ScanStats(
+    assert core(got) == core_of(
         n_diff=1, first_diff=1, first_any=1, max_abs_delta=0.0, max_abs_delta_index=1
     )
     # zero ulp apart, and within any close-tolerance
     for tol in (Tolerance(ulp=0), Tolerance(atol=0.0), Tolerance(rtol=0.0)):
         got = scan_and_check(a, b, dtype, tol, engine)
-        assert got == ScanStats(
+        assert core(got) == core_of(
             n_within_tolerance=1, first_any=1, max_abs_delta=0.0, max_abs_delta_index=1
         )
 
@@ -320,11 +337,11 @@ def test_nan_against_number(dtype, engine) -> None:
         max_abs_delta_index=1,
         n_nan_mismatch=1,
     )
-    assert scan_and_check(a, b, dtype, EXACT, engine) == want
+    assert core(scan_and_check(a, b, dtype, EXACT, engine)) == core(want)
     # nan_equal only forgives NaN against NaN, and no tolerance forgives NaN vs number
     tol = Tolerance(atol=1e300, rtol=2.0, ulp=2**40, nan_equal=True)
     got = scan_and_check(a, b, dtype, tol, engine)
-    assert got == ScanStats(
+    assert core(got) == core_of(
         n_diff=1,
         n_within_tolerance=1,
         first_diff=0,
@@ -340,10 +357,10 @@ def test_nan_against_number(dtype, engine) -> None:
 def test_nan_payloads_and_nan_equal(dtype, engine) -> None:
     a = pack(dtype, [sp(dtype, "qnan"), sp(dtype, "snan", negative=True)])
     b = pack(dtype, [sp(dtype, "qnan_payload"), sp(dtype, "qnan")])
-    assert scan_and_check(a, b, dtype, EXACT, engine) == ScanStats(
+    assert core(scan_and_check(a, b, dtype, EXACT, engine)) == core_of(
         n_diff=2, first_diff=0, first_any=0, n_nan_mismatch=2
     )
-    assert scan_and_check(a, b, dtype, Tolerance(nan_equal=True), engine) == ScanStats(
+    assert core(scan_and_check(a, b, dtype, Tolerance(nan_equal=True), engine)) == core_of(
         n_within_tolerance=2, first_any=0
     )
 
@@ -363,7 +380,7 @@ def test_infinities(dtype, engine) -> None:
         max_abs_delta_index=3,
         n_inf_mismatch=3,
     )
-    assert scan_and_check(a, b, dtype, EXACT, engine) == want
+    assert core(scan_and_check(a, b, dtype, EXACT, engine)) == core(want)
     # inf vs the largest finite value is 1 ulp apart, yet never within tolerance
     tol = Tolerance(atol=1e300, rtol=2.0, ulp=2**40, nan_equal=True)
     want = ScanStats(
@@ -375,7 +392,7 @@ def test_infinities(dtype, engine) -> None:
         max_abs_delta_index=3,
         n_inf_mismatch=3,
     )
-    assert scan_and_check(a, b, dtype, tol, engine) == want
+    assert core(scan_and_check(a, b, dtype, tol, engine)) == core(want)
 
 
 @engines
@@ -384,7 +401,7 @@ def test_inf_against_nan_counts_as_nan(dtype, engine) -> None:
     a = pack(dtype, [sp(dtype, "inf")])
     b = pack(dtype, [sp(dtype, "qnan")])
     want = ScanStats(n_diff=1, first_diff=0, first_any=0, n_nan_mismatch=1)
-    assert scan_and_check(a, b, dtype, Tolerance(nan_equal=True), engine) == want
+    assert core(scan_and_check(a, b, dtype, Tolerance(nan_equal=True), engine)) == core(want)
 
 
 @engines
@@ -395,10 +412,10 @@ def test_f64_delta_overflows_to_inf(engine) -> None:
     want = ScanStats(
         n_diff=2, first_diff=0, first_any=0, max_abs_delta=math.inf, max_abs_delta_index=1
     )
-    assert scan_and_check(a, b, "f64", EXACT, engine) == want
+    assert core(scan_and_check(a, b, "f64", EXACT, engine)) == core(want)
     # an infinite delta is beyond any finite bound (rtol=1 would make the bound inf too)
     got = scan_and_check(a, b, "f64", Tolerance(atol=1e300, rtol=0.5), engine)
-    assert got == ScanStats(
+    assert core(got) == core_of(
         n_diff=1,
         n_within_tolerance=1,
         first_diff=1,
@@ -428,7 +445,7 @@ def test_f64_delta_overflows_to_inf(engine) -> None:
 )
 def test_integer_extremes_exact(engine, dtype, x, y, delta) -> None:
     got = scan_and_check(enc(dtype, x), enc(dtype, y), dtype, EXACT, engine)
-    assert got == ScanStats(
+    assert core(got) == core_of(
         n_diff=1, first_diff=0, first_any=0, max_abs_delta=delta, max_abs_delta_index=0
     )
     assert type(got.max_abs_delta) is int
@@ -455,7 +472,7 @@ def test_difference_only_at_last_element(engine, dtype) -> None:
     b = a[: -itemsize(dtype)] + enc(dtype, 1)
     got = scan_and_check(a, b, dtype, EXACT, engine)
     delta = 1.0 if kind(dtype) == "float" else 1
-    assert got == ScanStats(
+    assert core(got) == core_of(
         n_diff=1, first_diff=n - 1, first_any=n - 1, max_abs_delta=delta, max_abs_delta_index=n - 1
     )
 
@@ -756,13 +773,17 @@ def test_cli_integer_atol_is_exact(tmp_path, engine) -> None:
 # --------------------------------------------------------------------------
 
 
-def scan_in_pieces(a, b, dtype, tol, engine, cuts) -> ScanStats:
-    """Scan [cuts[k], cuts[k+1]) element ranges and combine them."""
+def scan_in_pieces(a, b, dtype, tol, engine, cuts, row_size: int = 0) -> ScanStats:
+    """Scan [cuts[k], cuts[k+1]) element ranges and combine them (each piece
+    told its origin, so rows are numbered in the whole buffer)."""
     w = itemsize(dtype)
     ma, mb = memoryview(a), memoryview(b)
     total = ScanStats()
     for start, end in itertools.pairwise(cuts):
-        part = scan_bytes(ma[start * w : end * w], mb[start * w : end * w], dtype, tol, engine)
+        part = scan_bytes(
+            ma[start * w : end * w], mb[start * w : end * w], dtype, tol, engine,
+            row_size=row_size, origin=start,
+        )  # fmt: skip
         total = total.merged(part.shifted(start))
     return total
 
@@ -824,6 +845,111 @@ def test_chunked_equals_whole(engine, dtype, data) -> None:
     cuts = sorted({0, n, *inner})
     whole = scan_and_check(a, b, dtype, tol, engine)
     assert scan_in_pieces(a, b, dtype, tol, engine, cuts) == whole
+
+
+@engines
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+@settings(
+    max_examples=80,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(data=st.data())
+def test_chunked_runs_and_rows_equal_whole(engine, dtype, data) -> None:
+    """Runs of differing elements that cross piece edges join into one; rows
+    seen by two pieces count once; the first 16 of each stay the first 16."""
+    a, b = data.draw(buffer_pairs(dtype, max_len=200), label="buffers")
+    tol = data.draw(st.one_of(st.just(EXACT), tolerances), label="tol")
+    row_size = data.draw(st.sampled_from([1, 2, 3, 7, 16]), label="row_size")
+    n = len(a) // itemsize(dtype)
+    inner = data.draw(st.lists(st.integers(0, n), max_size=8), label="cuts")
+    cuts = sorted({0, n, *inner})
+    whole = scan_bytes(a, b, dtype, tol, engine, row_size=row_size)
+    assert_matches(whole, naive_scan(a, b, dtype, tol.atol, tol.rtol, tol.ulp, tol.nan_equal,
+                                     row_size=row_size), dtype)  # fmt: skip
+    assert scan_in_pieces(a, b, dtype, tol, engine, cuts, row_size) == whole
+
+
+@engines
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+@PROPERTY
+@given(data=st.data())
+def test_rows_of_a_piece_at_any_origin_match_naive(dtype: str, engine: str, data) -> None:
+    a, b = data.draw(buffer_pairs(dtype, max_len=120), label="buffers")
+    row_size = data.draw(st.integers(1, 40), label="row_size")
+    origin = data.draw(st.integers(0, 1000), label="origin")
+    got = scan_bytes(a, b, dtype, EXACT, engine, row_size=row_size, origin=origin)
+    assert_matches(got, naive_scan(a, b, dtype, row_size=row_size, origin=origin), dtype)
+
+
+@engines
+@pytest.mark.parametrize("dtype", ["u8", "f32", "f64"])
+def test_a_run_across_many_pieces_is_one_range(engine, dtype) -> None:
+    n = 300
+    a = bytes(n * itemsize(dtype))
+    b = bytearray(a)
+    b[50 * itemsize(dtype) : 250 * itemsize(dtype)] = enc(dtype, *([1] * 200))
+    cuts = [0, 49, 50, 51, 100, 101, 180, 250, 251, n]
+    got = scan_in_pieces(a, bytes(b), dtype, EXACT, engine, cuts, row_size=64)
+    assert (got.ranges, got.n_ranges, got.last_range) == (((50, 250),), 1, (50, 250))
+    assert (got.rows, got.n_rows, got.last_row) == ((0, 1, 2, 3), 4, 3)
+    assert got == scan_bytes(a, bytes(b), dtype, EXACT, engine, row_size=64)
+
+
+@engines
+def test_more_than_16_runs_and_rows_across_pieces(engine) -> None:
+    """Every other element differs: 40 runs and, 2 elements a row, 40 rows; the
+    first 16 listed, every one counted, the true last kept, whatever the cuts."""
+    n = 80
+    a = enc("i32", *([0] * n))
+    b = enc("i32", *[i % 2 for i in range(n)])
+    runs = tuple((i, i + 1) for i in range(1, n, 2))
+    for cuts in ([0, n], [0, 33, n], [0, 1, 2, 3, 50, 79, n], list(range(n + 1))):
+        got = scan_in_pieces(a, b, "i32", EXACT, engine, cuts, row_size=2)
+        assert (got.ranges, got.n_ranges, got.last_range) == (runs[:16], 40, (79, 80)), cuts
+        assert (got.rows, got.n_rows, got.last_row) == (tuple(range(16)), 40, 39), cuts
+
+
+@engines
+@floats
+def test_ulp_histogram_and_signed_zero(engine, dtype) -> None:
+    one, two = sp(dtype, "one"), sp(dtype, "two")
+    bits_a = [one, one, one, sp(dtype, "zero", True), sp(dtype, "min_denormal", True), two]
+    bits_b = [one + 1, one + 3, one + 4, sp(dtype, "zero"), sp(dtype, "min_denormal"), two]
+    got = scan_and_check(pack(dtype, bits_a), pack(dtype, bits_b), dtype, EXACT, engine)
+    # distances 1, 3, 4, 0 (-0.0 vs +0.0) and 2 (across zero): bins 0, 1, 2 and 1
+    assert got.ulp_log2_histogram == (1, 2, 1)
+    assert (got.max_ulp, got.n_signed_zero) == (4, 1)
+    assert (got.ranges, got.n_ranges) == (((0, 5),), 1)
+    # NaN and infinity pairs have no distance; NaN-only buffers have no max
+    nan = pack(dtype, [sp(dtype, "qnan"), sp(dtype, "inf")])
+    got = scan_and_check(nan, pack(dtype, [one, two]), dtype, EXACT, engine)
+    assert (got.max_ulp, got.ulp_log2_histogram, got.n_signed_zero) == (None, (), 0)
+
+
+@engines
+def test_ulp_distance_of_f64_extremes_is_exact(engine) -> None:
+    big = sp("f64", "max_finite")
+    got = scan_and_check(pack("f64", [big | (1 << 63)]), pack("f64", [big]), "f64", EXACT, engine)
+    assert got.max_ulp == 2 * big and got.ulp_log2_histogram == (0,) * 63 + (1,)
+
+
+@engines
+@pytest.mark.parametrize(
+    "dtype, a, b, rel, index",
+    [
+        ("f32", [1.0, 3.0], [2.0, 2.0], 0.5, 0),  # |1-2|/2 and |3-2|/2 tie: the first
+        ("f32", [1.0, 3.0, 0.0], [2.0, 2.0, 1.0], 1.0, 2),
+        ("f64", [0.0, 5.0], [0.0, 4.0], 0.25, 1),
+        ("f32", [1.0], [0.0], None, -1),  # B = 0: no relative delta
+        ("i32", [0, -7, 9], [5, 7, 3], 2.0, 1),
+        ("u64", [0, 2**64 - 1], [1, 1], float(2**64 - 2), 1),
+        ("i64", [2**63 - 1], [-(2**63)], (2**64 - 1) / 2**63, 0),
+    ],
+)
+def test_max_rel_delta(engine, dtype, a, b, rel, index) -> None:
+    got = scan_and_check(enc(dtype, *a), enc(dtype, *b), dtype, EXACT, engine)
+    assert (got.max_rel_delta, got.max_rel_delta_index) == (rel, index)
 
 
 # --------------------------------------------------------------------------

@@ -63,16 +63,21 @@ def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
 def test_text_folds_equal_steps(long_runs: tuple[Path, Path]) -> None:
     r = cli(*long_runs)
     assert r.returncode == 1, r.stderr
-    assert r.stdout.splitlines()[3:] == [
+    lines = r.stdout.splitlines()
+    assert lines[3].startswith("note: 2 buffers in no schema group (x, y) were compared as raw")
+    expected = [
         "steps 0-999: 2 buffers equal each",
         "step 1000: 1 equal, 1 diverged  diverged: other",
-        "other  y [u8]  DIVERGED; 1 of 4 elements differ; first at [2]: A=3 B=7; "
-        "max |A-B| 4 at [2]",
+        "other  y [u8]  DIVERGED; 1 of 4 elements differ (25%) in 1 range [2, 3); "
+        "first at [2]: A=3 B=7; max |A-B| 4 at [2]",
         "steps 1001-1999: 2 buffers equal each",
         "",
         "VERDICT: diverged: first divergent step 1000; groups: other (not in the schema)",
         "  other  not in the schema    DIVERGED: y",
+        "",
     ]
+    assert lines[4 : 4 + len(expected)] == expected
+    assert lines[4 + len(expected)].startswith("next, other: These buffers were compared as raw")
 
 
 def test_verbose_lists_every_step(long_runs: tuple[Path, Path]) -> None:
@@ -95,7 +100,7 @@ def test_json_is_complete_one_record_a_line(long_runs: tuple[Path, Path]) -> Non
     assert [b["name"] for b in doc["buffers"] if b["status"] != "equal"] == ["y"]
     lines = r.stdout.splitlines()
     records = [json.loads(ln.strip().rstrip(",")) for ln in lines if ln.startswith('    {"step"')]
-    assert records == doc["steps"] + doc["buffers"]
+    assert records == doc["steps"] + doc["timeline"] + doc["buffers"]
 
 
 # --- the renderers themselves --------------------------------------------------------

@@ -189,3 +189,159 @@ def test_a_schema_built_in_code_refuses_a_member_in_two_groups() -> None:
 
     with pytest.raises(SchemaError, match="member 'x' is in groups 'C' and 'D'"):
         Schema("mine", (group("C"), group("D")))
+
+
+# --- shapes and fields ------------------------------------------------------------
+
+SHAPED = """name = "shaped"
+
+[[group]]
+key = "E"
+[group.members]
+isv_full = { dtype = "f32", shape = [757], fields = { kelly = [700, 712], sigma = 725 } }
+obs = { dtype = "f32", shape = [-1, 64] }
+"unit_*" = { dtype = "i32", shape = [-1, 4] }
+plain = "u8"
+table = { dtype = "f64" }
+[group.members.isv_extra]
+dtype = "f32"
+shape = [2, 3]
+[group.members.isv_extra.fields]
+first_row = [0, 3]
+"""
+
+
+def test_members_as_tables_with_shape_and_fields(tmp_path: Path) -> None:
+    from fastdiff.schema import Field, Layout, Member
+
+    s = load_schema(_write(tmp_path, SHAPED))
+    members = {m.pattern: m for m in s.groups[0].members}
+    isv = Layout((757,), (Field("kelly", 700, 712), Field("sigma", 725, 726)))
+    assert members["isv_full"] == Member("isv_full", "f32", isv, table=True)
+    assert members["obs"].layout == Layout((-1, 64))
+    assert members["plain"] == Member("plain", "u8")  # a dtype string, as before
+    assert members["table"] == Member("table", "f64", None, table=True)
+    assert s.layout_of("isv_full") == isv
+    assert s.layout_of("unit_lots") == Layout((-1, 4))  # through the glob
+    assert s.layout_of("plain") is None and s.layout_of("nowhere") is None
+    assert RL_STATE.layout_of("isv_full") is None  # the preset stays as it is
+    assert s.classify("isv_full") == ("E", "f32")
+
+
+def test_shaped_members_print_in_the_form_given_and_load_back(tmp_path: Path) -> None:
+    s = load_schema(_write(tmp_path, SHAPED))
+    text = schema_to_toml(s)
+    assert '"plain" = "u8"' in text
+    assert '"table" = { dtype = "f64" }' in text
+    assert (
+        '"isv_full" = { dtype = "f32", shape = [757], fields = { kelly = [700, 712], '
+        "sigma = [725, 726] } }" in text
+    )
+    again = tmp_path / "again.toml"
+    again.write_text(text)
+    assert load_schema(again) == s
+
+
+def test_layout_fits_resolves_and_says_why_not() -> None:
+    from fastdiff.schema import Field, Layout
+
+    assert Layout((757,)).misfit(757) is None
+    assert Layout((757,)).misfit(758) == "the schema's shape [757] holds 757"
+    assert Layout((-1, 64)).misfit(128) is None and Layout((-1, 64)).resolve(128) == (2, 64)
+    assert Layout((-1, 64)).misfit(100) == (
+        "not a whole number of 64 (the schema's shape [-1, 64])"
+    )
+    assert Layout((-1, 64)).resolve(0) == (0, 64)
+    short = Layout(None, (Field("f", 8, 12),))
+    assert (
+        short.misfit(12) is None and short.misfit(11) == "the schema's field 'f' ends at element 12"
+    )
+    assert Layout((757,)).misfit_message(3032, 4, "f32") == (
+        "size 3032 bytes is 758 f32 elements, but the schema's shape [757] holds 757; nothing "
+        "was compared for this buffer (truncated dump, or wrong shape in the schema?)"
+    )
+
+
+MEMBER_ERRORS = [
+    ("x = { shape = [3] }", "key 'members.x': a member given as a table needs its dtype"),
+    ('x = { dtype = "f33" }', "key 'members.x.dtype': unknown dtype 'f33'"),
+    ('x = { dtype = "f32", colour = 1 }', "key 'members.x.colour': unknown key (expected one "
+     "of: dtype, fields, shape)"),
+    ('x = { dtype = "f32", shape = [] }', "key 'members.x.shape': must be a list of dimensions"),
+    ('x = { dtype = "f32", shape = [0] }', "key 'members.x.shape': dimension 0 is 0: each is a "
+     "positive integer, or -1"),
+    ('x = { dtype = "f32", shape = [-1, -1] }', "only one dimension may be -1"),
+    ('x = { dtype = "f32", shape = [2, true] }', "dimension 1 is True"),
+    ('x = { dtype = "f32", shape = [4], fields = { a = [2, 5] } }',
+     "key 'members.x.fields.a': [2, 5) lies outside the shape [4] (4 elements)"),
+    ('x = { dtype = "f32", fields = { a = [2, 2] } }',
+     "key 'members.x.fields.a': [2, 2) is empty or negative"),
+    ('x = { dtype = "f32", fields = { a = "2" } }', "'2' is not an element range"),
+    ('x = { dtype = "f32", fields = { a = [0, 4], b = [3, 5] } }',
+     "key 'members.x.fields.b': [3, 5) overlaps field 'a' [0, 4); fields must not overlap"),
+    ("x = 3", "key 'members.x': must be a dtype"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("member", "fragment"), MEMBER_ERRORS)
+def test_bad_member_tables_name_file_line_and_key(
+    tmp_path: Path, member: str, fragment: str
+) -> None:
+    p = _write(tmp_path, f'[[group]]\nkey = "A"\n\n[group.members]\nok = "u8"\n{member}\n')
+    with pytest.raises(SchemaError) as err:
+        load_schema(p)
+    msg = str(err.value)
+    assert msg.startswith(f"{p}:6: group 1 "), msg
+    assert fragment in msg
+
+
+def test_a_member_table_error_names_the_line_of_its_key(tmp_path: Path) -> None:
+    text = (
+        '[[group]]\nkey = "A"\n[group.members.x]\ndtype = "f32"\nshape = [4]\n\n'
+        "[group.members.x.fields]\na = [0, 2]\nb = [9, 10]\n"
+    )
+    with pytest.raises(SchemaError, match=r"s\.toml:9: group 1 key 'members\.x\.fields\.b': "
+                       r"\[9, 10\) lies outside the shape \[4\]"):  # fmt: skip
+        load_schema(_write(tmp_path, text))
+
+
+KNOWN = (
+    "known tables: [[group]], [group.members], [group.members.NAME] (a member given as a "
+    "table) and [group.members.NAME.fields]"
+)
+
+
+def test_a_mistyped_table_header_is_reported_at_its_line_with_the_known_ones(
+    tmp_path: Path,
+) -> None:
+    """The issue's two cases: [group.member] was reported at the group's line,
+    [[groups]] as a duplicate ('group', 'members') further down."""
+    member = (
+        'name = "x"\n\n[[group]]\nkey = "E"\ntitle = "ISV"\nhint = "h"\n\n'
+        '[group.member]\nisv_full = "f32"\n'
+    )
+    p = _write(tmp_path, member)
+    with pytest.raises(SchemaError) as err:
+        load_schema(p)
+    assert str(err.value) == f"{p}:8: group 1: unknown table [group.member] ({KNOWN})"
+    groups = (
+        'name = "x"\n\n[[group]]\nkey = "E"\n[group.members]\nisv_full = "f32"\n\n'
+        '[[groups]]\nkey = "F"\ntitle = "F"\n\n\n\n\n[group.members]\nrewards = "f32"\n'
+    )
+    p = _write(tmp_path, groups)
+    with pytest.raises(SchemaError) as err:
+        load_schema(p)
+    msg = str(err.value)
+    assert msg.startswith(f"{p}:8: unknown table [[groups]] ({KNOWN}); it also makes the file "
+                          "invalid TOML: Cannot declare ('group', 'members') twice")  # fmt: skip
+    p = _write(tmp_path, '[[groups]]\nkey = "F"\n')  # valid TOML: an unknown top-level key
+    with pytest.raises(SchemaError) as err:
+        load_schema(p)
+    assert str(err.value) == f"{p}:1: unknown table [[groups]] ({KNOWN})"
+
+
+def test_resolve_schema_names_the_argument_given() -> None:
+    with pytest.raises(SchemaError, match=r"^--schema 'nope': no such preset or file"):
+        resolve_schema("nope")
+    with pytest.raises(SchemaError, match=r"^fastdiff schema 'nope': no such preset or file"):
+        resolve_schema("nope", what="fastdiff schema")

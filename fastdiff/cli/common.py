@@ -285,6 +285,7 @@ def options_of(args: Namespace) -> CompareOptions:
                 getattr(args, "rtol", None),
                 getattr(args, "ulp", None),
                 getattr(args, "nan_equal", False),
+                getattr(args, "rounding_ulp", None),
             ),
             chunk_size=DEFAULT_CHUNK_SIZE if chunk_size is None else chunk_size,
             engine=getattr(args, "engine", "auto"),

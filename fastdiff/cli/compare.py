@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+import sys
+
 from ..options import EXECUTORS
-from .common import common_options, compare_options, digest_cache, options_of
+from .common import (
+    TOLERANCE,
+    common_options,
+    compare_options,
+    digest_cache,
+    non_negative_int,
+    options_of,
+)
 from .output import print_problems, write_stdout
 from .spec import STORE_TRUE, Arg
 
@@ -27,8 +36,22 @@ ARGUMENTS = (
         help="text: the report for people (default); json: one JSON object",
     ),
     Arg("-v", "--verbose", action=STORE_TRUE, help="list every buffer"),
+    Arg(
+        "--plot",
+        metavar="FILE.png",
+        help="also draw the timeline: the largest |A-B| and the differing elements per group "
+        "at each step (needs matplotlib)",
+    ),
     *common_options(EXECUTORS),
     *compare_options(default_cache=False),
+    Arg(
+        "--rounding-ulp",
+        type=non_negative_int,
+        metavar="N",
+        help="float differences of at most N ULP (no NaN or inf) are reported as rounding-size, "
+        "larger ones as large (default 16); forgives nothing",
+        group=TOLERANCE,
+    ),
 )
 
 
@@ -36,6 +59,10 @@ def run(args: Namespace) -> int:
     from ..compare import compare_runs
     from ..stages.verdict import exit_code
 
+    if args.plot is not None:
+        from ..render.plot import check_plot_path
+
+        check_plot_path(args.plot, [args.run_a, args.run_b])
     options = options_of(args)
     cache = digest_cache(args, [args.run_a, args.run_b])
     try:
@@ -44,6 +71,11 @@ def run(args: Namespace) -> int:
         if cache is not None:
             cache.close()
     print_problems(report.errors)
+    if args.plot is not None:
+        from ..render.plot import write_timeline_plot
+
+        write_timeline_plot(report, args.plot)
+        print(f"fastdiff: timeline plot written to {args.plot}", file=sys.stderr)
     if args.format == "json":  # each format loads only its own renderer (text: no json)
         from ..render.json import render_json
 

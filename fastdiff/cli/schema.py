@@ -28,5 +28,5 @@ ARGUMENTS = (
 def run(args: Namespace) -> int:
     from ..schema import resolve_schema, schema_to_toml
 
-    write_stdout(schema_to_toml(resolve_schema(args.name)))
+    write_stdout(schema_to_toml(resolve_schema(args.name, what="fastdiff schema")))
     return 0

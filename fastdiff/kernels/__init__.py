@@ -4,7 +4,10 @@ This is the only stage that looks at element values. It takes two equally
 long byte buffers holding elements of one dtype and returns, in one pass:
 how many elements differ (outside and within tolerance), the first
 differing index, the largest |A-B| (float64 for floats, an exact integer for
-integers) with its index, and how many differences involve NaN or infinity.
+integers) and |A-B|/|B| with their indices, how many differences involve NaN
+or infinity, where the differing elements lie (runs of consecutive ones,
+and rows when told the row size) and, for floats, how far apart they are in
+units in the last place (the largest distance and a log2 histogram).
 
 Equality is decided on bit patterns: identical NaNs are equal, -0.0 and
 +0.0 differ (with delta 0). Three engines compute the same numbers:
@@ -47,12 +50,20 @@ def scan_bytes(
     dtype: str | DType,
     tol: Tolerance = EXACT,
     engine: Engine = "numba",
+    *,
+    row_size: int = 0,
+    origin: int = 0,
 ) -> ScanStats:
     """Scan two equally long buffers of little-endian ``dtype`` elements.
 
     Raises ValueError when the lengths differ or are not a whole number of
     elements. Indices in the result are relative to the start of the buffers.
+    ``row_size`` > 0 asks for the rows holding differences: the buffers start
+    at element ``origin`` of an array of rows of ``row_size`` elements, and
+    rows are numbered in that array (they are not shifted when pieces merge).
     """
+    if row_size < 0 or origin < 0:
+        raise ValueError(f"row_size and origin must be >= 0, got {row_size} and {origin}")
     dt = dtype if isinstance(dtype, DType) else get_dtype(dtype)
     if len(a) != len(b):
         raise ValueError(f"buffers differ in length: {len(a)} and {len(b)} bytes")
@@ -68,4 +79,4 @@ def scan_bytes(
         from . import python_engine as impl  # type: ignore[no-redef]
     else:
         raise ValueError(f"unknown engine {engine!r} (valid: numba numpy python)")
-    return impl.scan(a, b, dt, tol)
+    return impl.scan(a, b, dt, tol, row_size, origin)

@@ -9,11 +9,18 @@ compare bit patterns through unsigned views and never use ``fastmath`` (it
 changes NaN and infinity results). ``nogil`` lets several threads scan at
 once.
 
-The kernels write their facts to two output arrays, ``out_i`` (int64 words)
-and ``out_max`` (the deltas: float64 for floats, uint64 for integers), at the
-places ``facts.SLOT`` gives each fact; ``ScanStats.from_slots`` reads them
-back by the same table. The slots are module constants here, which numba
-compiles in. numba's disk cache only notices edits to this file, not to
+The kernels write their facts to four output arrays, one per store of
+``facts``: ``out_i`` (int64 words: counts, indices, the listed runs and
+rows, the ULP histogram), ``out_max`` (the deltas: float64 for floats,
+uint64 for integers), ``out_u`` (uint64: the largest ULP distance) and
+``out_r`` (float64: the largest relative delta), at the places
+``facts.SLOT`` gives each fact; ``ScanStats.from_slots`` reads them back by
+the same table. Each differing element is looked at once: its run and row,
+its delta, ULP distance and relative delta are taken in the same pass; a
+float's value is read from its bits (no second view of the buffers), and
+blocks of equal elements are passed over by a vectorised test. The
+slots are module constants here, which numba compiles in. numba's disk cache
+only notices edits to this file, not to
 ``facts.py``: so every kernel also writes the fingerprint of the layout it
 was compiled for (``_LAYOUT``, to the last word of ``out_i``), and ``scan``
 refuses results of a kernel compiled for another layout.
@@ -26,11 +33,23 @@ from typing import Any
 
 import numba as nb
 import numpy as np
+from numba.cpython.unsafe.numbers import leading_zeros, viewer
 
 from ..dtypes import DType
-from .facts import DELTA, INT, SLOT, STORE_SIZE, ScanStats, layout_fingerprint
+from .facts import (
+    DELTA,
+    HIST_BINS,
+    INT,
+    LISTED,
+    NO_UINT,
+    REAL,
+    SLOT,
+    STORE_SIZE,
+    UINT,
+    ScanStats,
+    layout_fingerprint,
+)
 from .types import Tolerance
-from .values import float_values
 
 _N_DIFF = SLOT["n_diff"]
 _N_WITHIN = SLOT["n_within_tolerance"]
@@ -40,13 +59,28 @@ _MAX_DELTA = SLOT["max_abs_delta"]  # in out_max
 _MAX_INDEX = SLOT["max_abs_delta_index"]
 _N_NAN = SLOT["n_nan_mismatch"]
 _N_INF = SLOT["n_inf_mismatch"]
+_RANGES = SLOT["ranges"]  # LISTED (start, stop) pairs
+_N_RANGES = SLOT["n_ranges"]
+_LAST_RANGE = SLOT["last_range"]  # two words
+_ROWS = SLOT["rows"]  # LISTED row numbers
+_N_ROWS = SLOT["n_rows"]
+_LAST_ROW = SLOT["last_row"]
+_MAX_REL = SLOT["max_rel_delta"]  # in out_r
+_MAX_REL_INDEX = SLOT["max_rel_delta_index"]
+_MAX_ULP = SLOT["max_ulp"]  # in out_u
+_HIST = SLOT["ulp_log2_histogram"]  # HIST_BINS words
+_N_SIGNED_ZERO = SLOT["n_signed_zero"]
+_LISTED = LISTED
 
-#: Words of ``out_i`` and ``out_max``: room for any layout (a kernel loaded
-#: from a stale cache must not write past them), the last for the check.
-_WORDS = 32
+#: Words of the output arrays: room for any layout (a kernel loaded from a
+#: stale cache must not write past them); the last word of ``out_i`` is for
+#: the check.
+_WORDS = 256
+_SMALL = 16
 _CHECK = _WORDS - 1
 _LAYOUT = layout_fingerprint()
-assert STORE_SIZE[INT] < _CHECK and STORE_SIZE[DELTA] <= _WORDS
+assert STORE_SIZE[INT] < _CHECK and HIST_BINS == 64
+assert max(STORE_SIZE[DELTA], STORE_SIZE[UINT], STORE_SIZE[REAL]) <= _SMALL
 
 #: Every numba flag of the project, in one place.
 JIT_FLAGS = {
@@ -59,38 +93,42 @@ JIT_FLAGS = {
 
 _ro = nb.types.Array
 _I64_OUT = nb.types.Array(nb.int64, 1, "C")
+_U64_OUT = nb.types.Array(nb.uint64, 1, "C")
+_F64_OUT = nb.types.Array(nb.float64, 1, "C")
+#: Where the rows are: elements per row (0: no rows) and the piece's first element.
+_ROW_ARGS = (nb.int64, nb.int64)
 
 
 def _int_sig(t: nb.types.Integer) -> nb.core.typing.templates.Signature:
     arr = _ro(t, 1, "C", readonly=True)
-    return nb.void(arr, arr, nb.uint64, nb.boolean, _I64_OUT, nb.types.Array(nb.uint64, 1, "C"))
+    return nb.void(arr, arr, nb.uint64, nb.boolean, *_ROW_ARGS, _I64_OUT, _U64_OUT, _F64_OUT)
 
 
 def _int_close_sig(t: nb.types.Integer) -> nb.core.typing.templates.Signature:
     arr = _ro(t, 1, "C", readonly=True)
     words = (nb.uint64,) * 6  # IntegerBound: atol_floor rtol_mant atol_scaled lshift rshift frame
     return nb.void(
-        arr, arr, nb.uint64, nb.boolean, *words, _I64_OUT, nb.types.Array(nb.uint64, 1, "C")
+        arr, arr, nb.uint64, nb.boolean, *words, *_ROW_ARGS, _I64_OUT, _U64_OUT, _F64_OUT
     )
 
 
-def _float_sig(bits: nb.types.Integer, vals: nb.types.Float) -> nb.core.typing.templates.Signature:
+def _float_sig(bits: nb.types.Integer) -> nb.core.typing.templates.Signature:
     ubits = _ro(bits, 1, "C", readonly=True)
-    fvals = _ro(vals, 1, "C", readonly=True)
     return nb.void(
         ubits,
         ubits,
-        fvals,
-        fvals,
-        nb.uint64,
-        nb.uint64,
+        nb.boolean,  # bf16 (16-bit bits: bf16, else f16)
+        nb.uint64,  # ulp
         nb.float64,
         nb.float64,
         nb.boolean,
         nb.boolean,
         nb.boolean,
+        *_ROW_ARGS,
         _I64_OUT,
-        nb.types.Array(nb.float64, 1, "C"),
+        _F64_OUT,
+        _U64_OUT,
+        _F64_OUT,
     )
 
 
@@ -148,82 +186,226 @@ def _rtol_close(d, m, rtol_mant, atol_scaled, lshift, rshift, frame):  # type: i
     return hi != 0 or total >= d
 
 
-@nb.jit([_int_sig(t) for t in _INT_TYPES], **JIT_FLAGS)
-def _scan_int(a, b, ulp, use_ulp, out_i, out_max):  # type: ignore[no-untyped-def]
-    n_diff = 0
-    n_within = 0
-    first_diff = -1
-    first_any = -1
-    best = np.uint64(0)
-    best_i = -1
-    for i in range(a.shape[0]):
-        x = a[i]
-        y = b[i]
-        if x != y:
-            if first_any < 0:
-                first_any = i
-            # Two's complement makes the unsigned difference exact for any
-            # signed pair: the true |x-y| is below 2**64.
-            d = np.uint64(x) - np.uint64(y) if x > y else np.uint64(y) - np.uint64(x)
-            if best_i < 0 or d > best:
-                best = d
-                best_i = i
-            if use_ulp and d <= ulp:
-                n_within += 1
-            else:
-                n_diff += 1
-                if first_diff < 0:
-                    first_diff = i
+# --- state kept in out_i, and where differing elements are -----------------------
+# The loops keep only what changes at nearly every differing element in local
+# variables (counts, maxima, the end of the current run and row); what changes
+# rarely (the runs and rows listed and counted, NaN, infinity and signed-zero
+# counts, the first indices) lives in ``out_i`` and is updated there, on the
+# rare path: fewer live variables keep the loop out of the stack.
+#
+# A run [start, stop) of consecutive differing elements: ``_new_run`` lists it
+# while fewer than LISTED are, and writes the stop of the one before; the
+# first run starts at ``first_any``. A row (first-axis index, absolute:
+# origin + i): ``_new_row`` costs one division per row, not per element;
+# ``row_end`` is where the current row ends (out of reach without rows).
+_NO_ROWS = 1 << 62
+_NO_UINT = np.uint64(NO_UINT)
+
+
+@nb.jit(**JIT_FLAGS)
+def _exponent_mask(width, bf16):  # type: ignore[no-untyped-def]
+    """The exponent bits of a float format: all set for infinities and NaNs."""
+    if width == 8:
+        return np.uint64(0x7FF0000000000000)
+    if width == 4:
+        return np.uint64(0x7F800000)
+    return np.uint64(0x7F80) if bf16 else np.uint64(0x7C00)
+
+
+@nb.jit(**JIT_FLAGS)
+def _value(u, width, bf16):  # type: ignore[no-untyped-def]
+    """The value of a float's bits ``u`` (uint64) as float64, exactly (NaN stays NaN)."""
+    if width == 8:
+        return viewer(u, nb.float64)
+    if width == 4:
+        return np.float64(viewer(np.uint32(u), nb.float32))
+    if bf16:  # the top half of an f32
+        return np.float64(viewer(np.uint32(np.uint32(u) << np.uint32(16)), nb.float32))
+    h = np.uint32(u)  # f16, widened by hand
+    s = (h >> np.uint32(15)) << np.uint32(31)
+    e = (h >> np.uint32(10)) & np.uint32(0x1F)
+    m = h & np.uint32(0x3FF)
+    if e == 0:  # zero or subnormal: m * 2**-24, exact
+        v = np.float64(m) * 5.9604644775390625e-08
+        return -v if s else v
+    if e == 31:  # infinity or NaN
+        bits = s | np.uint32(0x7F800000) | (m << np.uint32(13))
+    else:
+        bits = s | ((e + np.uint32(112)) << np.uint32(23)) | (m << np.uint32(13))
+    return np.float64(viewer(np.uint32(bits), nb.float32))
+
+
+#: Elements compared at once before any of them is looked at: a block whose
+#: bits all agree costs one vectorised pass (unsigned indices: no negative
+#: index to allow for), so the equal stretches between differing elements
+#: stay cheap however much the loop over a block with differences holds.
+#: Measured with benchmarks/bench_anatomy.py: 64 beats 16, 32 and no blocks
+#: with 1% of the elements differing, at a small cost when all differ.
+_BLOCK = 64
+
+
+@nb.jit(**JIT_FLAGS)
+def _same_block(a, b, start):  # type: ignore[no-untyped-def]
+    """Whether the _BLOCK elements from ``start`` on are all equal."""
+    acc = np.uint64(0)
+    for k in range(_BLOCK):
+        j = np.uint64(start + k)
+        acc |= np.uint64(a[j] ^ b[j])
+    return acc == 0
+
+
+@nb.jit(**JIT_FLAGS)
+def _begin(out_i):  # type: ignore[no-untyped-def]
+    """The words of ``out_i`` that do not start at 0."""
+    out_i[_FIRST_ANY] = -1
+    out_i[_FIRST_DIFF] = -1
+    out_i[_LAST_ROW] = -1
+
+
+@nb.jit(**JIT_FLAGS)
+def _new_run(i, run_stop, out_i):  # type: ignore[no-untyped-def]
+    n = out_i[_N_RANGES]
+    if n == 0:
+        out_i[_FIRST_ANY] = i
+    elif n <= _LISTED:
+        out_i[_RANGES + 2 * n - 1] = run_stop
+    if n < _LISTED:
+        out_i[_RANGES + 2 * n] = i
+    out_i[_N_RANGES] = n + 1
+    out_i[_LAST_RANGE] = i
+
+
+@nb.jit(**JIT_FLAGS)
+def _new_row(i, row_size, origin, out_i):  # type: ignore[no-untyped-def]
+    row = (origin + i) // row_size
+    n = out_i[_N_ROWS]
+    if n < _LISTED:
+        out_i[_ROWS + n] = row
+    out_i[_N_ROWS] = n + 1
+    out_i[_LAST_ROW] = row
+    return (row + 1) * row_size - origin
+
+
+@nb.jit(**JIT_FLAGS)
+def _end(run_stop, n_diff, n_within, best_i, best_rel, best_rel_i, out_i, out_r):  # type: ignore[no-untyped-def]
+    n = out_i[_N_RANGES]
+    if 0 < n <= _LISTED:
+        out_i[_RANGES + 2 * n - 1] = run_stop
+    out_i[_LAST_RANGE + 1] = run_stop
     out_i[_N_DIFF] = n_diff
     out_i[_N_WITHIN] = n_within
-    out_i[_FIRST_DIFF] = first_diff
-    out_i[_FIRST_ANY] = first_any
     out_i[_MAX_INDEX] = best_i
-    out_i[_N_NAN] = 0
-    out_i[_N_INF] = 0
-    out_max[_MAX_DELTA] = best
+    out_i[_MAX_REL_INDEX] = best_rel_i
+    out_r[_MAX_REL] = best_rel if best_rel_i >= 0 else 0.0
     out_i[_CHECK] = _LAYOUT
+
+
+@nb.jit(**JIT_FLAGS)
+def _int_rel(d, y):  # type: ignore[no-untyped-def]
+    """|x-y| / |y| in float64 for an integer delta d and y != 0 (|y| exact as uint64)."""
+    m = np.uint64(0) - np.uint64(y) if y < 0 else np.uint64(y)
+    return np.float64(d) / np.float64(m)
+
+
+@nb.jit([_int_sig(t) for t in _INT_TYPES], **JIT_FLAGS)
+def _scan_int(a, b, ulp, use_ulp, row_size, origin, out_i, out_max, out_r):  # type: ignore[no-untyped-def]
+    _begin(out_i)
+    n_diff = 0
+    n_within = 0
+    best = np.uint64(0)  # every differing pair has a delta >= 1
+    best_i = -1
+    best_rel = 0.0  # and a relative delta > 0
+    best_rel_i = -1
+    run_stop = -1
+    row_end = 0 if row_size > 0 else _NO_ROWS
+    n = a.shape[0]
+    for block in range((n + _BLOCK - 1) // _BLOCK):
+        start = block * _BLOCK
+        size = min(_BLOCK, n - start)
+        if size == _BLOCK and _same_block(a, b, start):
+            continue
+        for k in range(size):
+            i = start + k
+            x = a[np.uint64(i)]
+            y = b[np.uint64(i)]
+            if x != y:
+                if i != run_stop:
+                    _new_run(i, run_stop, out_i)
+                run_stop = i + 1
+                if i >= row_end:
+                    row_end = _new_row(i, row_size, origin, out_i)
+                # Two's complement makes the unsigned difference exact for any
+                # signed pair: the true |x-y| is below 2**64.
+                d = np.uint64(x) - np.uint64(y) if x > y else np.uint64(y) - np.uint64(x)
+                if d > best:
+                    best = d
+                    best_i = i
+                if y != 0:
+                    rel = _int_rel(d, y)
+                    if rel > best_rel:
+                        best_rel = rel
+                        best_rel_i = i
+                if use_ulp and d <= ulp:
+                    n_within += 1
+                else:
+                    if n_diff == 0:
+                        out_i[_FIRST_DIFF] = i
+                    n_diff += 1
+    out_max[_MAX_DELTA] = best
+    _end(run_stop, n_diff, n_within, best_i, best_rel, best_rel_i, out_i, out_r)
 
 
 def _scan_int_close(  # type: ignore[no-untyped-def]
-    a, b, ulp, use_ulp, atol_floor, rtol_mant, atol_scaled, lshift, rshift, frame, out_i, out_max
-):
+    a, b, ulp, use_ulp, atol_floor, rtol_mant, atol_scaled, lshift, rshift, frame,
+    row_size, origin, out_i, out_max, out_r,
+):  # fmt: skip
     """``_scan_int`` with atol and an rtol > 0, decided exactly (``types.IntegerBound``)."""
+    _begin(out_i)
     n_diff = 0
     n_within = 0
-    first_diff = -1
-    first_any = -1
     best = np.uint64(0)
     best_i = -1
-    for i in range(a.shape[0]):
-        x = a[i]
-        y = b[i]
-        if x != y:
-            if first_any < 0:
-                first_any = i
-            d = np.uint64(x) - np.uint64(y) if x > y else np.uint64(y) - np.uint64(x)
-            if best_i < 0 or d > best:
-                best = d
-                best_i = i
-            within = d <= atol_floor or (use_ulp and d <= ulp)
-            if not within and y != 0:
-                m = np.uint64(0) - np.uint64(y) if y < 0 else np.uint64(y)  # |y|, exact
-                within = _rtol_close(d, m, rtol_mant, atol_scaled, lshift, rshift, frame)
-            if within:
-                n_within += 1
-            else:
-                n_diff += 1
-                if first_diff < 0:
-                    first_diff = i
-    out_i[_N_DIFF] = n_diff
-    out_i[_N_WITHIN] = n_within
-    out_i[_FIRST_DIFF] = first_diff
-    out_i[_FIRST_ANY] = first_any
-    out_i[_MAX_INDEX] = best_i
-    out_i[_N_NAN] = 0
-    out_i[_N_INF] = 0
+    best_rel = 0.0
+    best_rel_i = -1
+    run_stop = -1
+    row_end = 0 if row_size > 0 else _NO_ROWS
+    n = a.shape[0]
+    for block in range((n + _BLOCK - 1) // _BLOCK):
+        start = block * _BLOCK
+        size = min(_BLOCK, n - start)
+        if size == _BLOCK and _same_block(a, b, start):
+            continue
+        for k in range(size):
+            i = start + k
+            x = a[np.uint64(i)]
+            y = b[np.uint64(i)]
+            if x != y:
+                if i != run_stop:
+                    _new_run(i, run_stop, out_i)
+                run_stop = i + 1
+                if i >= row_end:
+                    row_end = _new_row(i, row_size, origin, out_i)
+                d = np.uint64(x) - np.uint64(y) if x > y else np.uint64(y) - np.uint64(x)
+                if d > best:
+                    best = d
+                    best_i = i
+                if y != 0:
+                    rel = _int_rel(d, y)
+                    if rel > best_rel:
+                        best_rel = rel
+                        best_rel_i = i
+                within = d <= atol_floor or (use_ulp and d <= ulp)
+                if not within and y != 0:
+                    m = np.uint64(0) - np.uint64(y) if y < 0 else np.uint64(y)  # |y|, exact
+                    within = _rtol_close(d, m, rtol_mant, atol_scaled, lshift, rshift, frame)
+                if within:
+                    n_within += 1
+                else:
+                    if n_diff == 0:
+                        out_i[_FIRST_DIFF] = i
+                    n_diff += 1
     out_max[_MAX_DELTA] = best
-    out_i[_CHECK] = _LAYOUT
+    _end(run_stop, n_diff, n_within, best_i, best_rel, best_rel_i, out_i, out_r)
 
 
 _close_lock = threading.Lock()
@@ -241,70 +423,96 @@ def _int_close_kernel() -> Any:
 
 @nb.jit(
     [
-        _float_sig(nb.uint16, nb.float32),
-        _float_sig(nb.uint32, nb.float32),
-        _float_sig(nb.uint64, nb.float64),
+        _float_sig(nb.uint16),
+        _float_sig(nb.uint32),
+        _float_sig(nb.uint64),
     ],
     **JIT_FLAGS,
 )
 def _scan_float(  # type: ignore[no-untyped-def]
-    ua, ub, fa, fb, sign, ulp, atol, rtol, use_ulp, use_close, nan_equal, out_i, out_max
-):
+    ua, ub, bf16, ulp, atol, rtol, use_ulp, use_close, nan_equal, row_size, origin,
+    out_i, out_max, out_u, out_r,
+):  # fmt: skip
+    width = ua.itemsize  # bytes per element: the float format, with bf16
+    sign = np.uint64(1) << np.uint64(8 * width - 1)
+    mag_mask = sign - np.uint64(1)
+    exp_mask = _exponent_mask(width, bf16)
+    _begin(out_i)
     n_diff = 0
     n_within = 0
-    first_diff = -1
-    first_any = -1
-    n_nan = 0
-    n_inf = 0
-    best = 0.0
+    best = -1.0  # below every delta (a delta is >= 0, or inf)
     best_i = -1
-    mag_mask = sign - np.uint64(1)
-    for i in range(ua.shape[0]):
-        x = ua[i]
-        y = ub[i]
-        if x != y:
-            if first_any < 0:
-                first_any = i
-            va = np.float64(fa[i])
-            vb = np.float64(fb[i])
-            within = False
-            if np.isnan(va) or np.isnan(vb):
-                if nan_equal and np.isnan(va) and np.isnan(vb):
-                    within = True
-                else:
-                    n_nan += 1
-            elif np.isinf(va) or np.isinf(vb):
-                n_inf += 1
-            else:
-                d = abs(va - vb)
-                if best_i < 0 or d > best:
-                    best = d
-                    best_i = i
-                if use_close and d <= atol + rtol * abs(vb):
-                    within = True
-                elif use_ulp:
-                    ma = np.uint64(x) & mag_mask
-                    mb = np.uint64(y) & mag_mask
-                    if (np.uint64(x) & sign) == (np.uint64(y) & sign):
-                        dist = ma - mb if ma >= mb else mb - ma
+    best_rel = -1.0
+    best_rel_i = -1
+    best_ulp = np.uint64(0)
+    run_stop = -1
+    row_end = 0 if row_size > 0 else _NO_ROWS
+    hist_top = np.uint64(_HIST + 63)
+    n = ua.shape[0]
+    for block in range((n + _BLOCK - 1) // _BLOCK):
+        start = block * _BLOCK
+        size = min(_BLOCK, n - start)
+        if size == _BLOCK and _same_block(ua, ub, start):
+            continue
+        for k in range(size):
+            i = start + k
+            x = ua[np.uint64(i)]
+            y = ub[np.uint64(i)]
+            if x != y:
+                if i != run_stop:
+                    _new_run(i, run_stop, out_i)
+                run_stop = i + 1
+                if i >= row_end:
+                    row_end = _new_row(i, row_size, origin, out_i)
+                ux = np.uint64(x)
+                uy = np.uint64(y)
+                va = _value(ux, width, bf16)
+                vb = _value(uy, width, bf16)
+                within = False
+                if (ux & exp_mask) == exp_mask or (uy & exp_mask) == exp_mask:
+                    # an infinity or a NaN on a side (all exponent bits set)
+                    if np.isnan(va) or np.isnan(vb):
+                        if nan_equal and np.isnan(va) and np.isnan(vb):
+                            within = True
+                        else:
+                            out_i[_N_NAN] += 1
                     else:
-                        dist = ma + mb
-                    within = dist <= ulp
-            if within:
-                n_within += 1
-            else:
-                n_diff += 1
-                if first_diff < 0:
-                    first_diff = i
-    out_i[_N_DIFF] = n_diff
-    out_i[_N_WITHIN] = n_within
-    out_i[_FIRST_DIFF] = first_diff
-    out_i[_FIRST_ANY] = first_any
-    out_i[_MAX_INDEX] = best_i
-    out_i[_N_NAN] = n_nan
-    out_i[_N_INF] = n_inf
-    out_max[_MAX_DELTA] = best
-    out_i[_CHECK] = _LAYOUT
+                        out_i[_N_INF] += 1
+                else:
+                    d = abs(va - vb)
+                    if d > best:
+                        best = d
+                        best_i = i
+                    # the ULP distance: sign-magnitude bits as ordered integers;
+                    # computed without branches (which side is larger, and whether
+                    # the signs agree, is a coin toss in differing data)
+                    ma = ux & mag_mask
+                    mb = uy & mag_mask
+                    same = np.uint64(0) - np.uint64((ux ^ uy) < sign)  # all ones if same sign
+                    dist = ((max(ma, mb) - min(ma, mb)) & same) | ((ma + mb) & ~same)
+                    if dist == 0:
+                        out_i[_N_SIGNED_ZERO] += 1  # -0.0 against +0.0
+                    else:
+                        out_i[hist_top - leading_zeros(dist)] += 1
+                    best_ulp = max(best_ulp, dist)
+                    if vb != 0.0:
+                        rel = d / abs(vb)
+                        if rel > best_rel:
+                            best_rel = rel
+                            best_rel_i = i
+                    if use_close and d <= atol + rtol * abs(vb):
+                        within = True
+                    elif use_ulp:
+                        within = dist <= ulp
+                if within:
+                    n_within += 1
+                else:
+                    if n_diff == 0:
+                        out_i[_FIRST_DIFF] = i
+                    n_diff += 1
+    out_max[_MAX_DELTA] = best if best_i >= 0 else 0.0
+    out_u[_MAX_ULP] = best_ulp if best_i >= 0 else _NO_UINT
+    _end(run_stop, n_diff, n_within, best_i, best_rel, best_rel_i, out_i, out_r)
 
 
 def _readonly(arr: np.ndarray) -> np.ndarray:
@@ -317,46 +525,44 @@ def _tol_args(tol: Tolerance) -> tuple[int, float, float, bool, bool]:
     return ulp, tol.atol or 0.0, tol.rtol or 0.0, tol.ulp is not None, tol.uses_close
 
 
-def scan(a: object, b: object, dt: DType, tol: Tolerance) -> ScanStats:
+def scan(
+    a: object, b: object, dt: DType, tol: Tolerance, row_size: int = 0, origin: int = 0
+) -> ScanStats:
     ulp, atol, rtol, use_ulp, use_close = _tol_args(tol)
     out_i = np.zeros(_WORDS, np.int64)
+    out_u = np.full(_SMALL, _NO_UINT, np.uint64)  # integer kernels leave max_ulp none
+    out_r = np.zeros(_SMALL, np.float64)
     ua = _readonly(np.frombuffer(a, dt.bits))  # type: ignore[call-overload]
     ub = _readonly(np.frombuffer(b, dt.bits))  # type: ignore[call-overload]
     if dt.kind == "float":
-        out_max = np.zeros(_WORDS, np.float64)
-        sign = np.uint64(1) << np.uint64(8 * dt.itemsize - 1)
+        out_max = np.zeros(_SMALL, np.float64)
         _scan_float(
-            ua,
-            ub,
-            _readonly(float_values(ua, dt)),
-            _readonly(float_values(ub, dt)),
-            sign,
-            np.uint64(ulp),
-            atol,
-            rtol,
-            use_ulp,
-            use_close,
-            tol.nan_equal,
-            out_i,
-            out_max,
-        )
+            ua, ub, dt.name == "bf16", np.uint64(ulp), atol, rtol, use_ulp, use_close,
+            tol.nan_equal, row_size, origin, out_i, out_max, out_u, out_r,
+        )  # fmt: skip
     else:
-        out_max = np.zeros(_WORDS, np.uint64)
+        out_max = np.zeros(_SMALL, np.uint64)
         va = _readonly(np.frombuffer(a, dt.numpy))  # type: ignore[call-overload]
         vb = _readonly(np.frombuffer(b, dt.numpy))  # type: ignore[call-overload]
         ib = tol.integer_bound
         if use_close and ib.rtol_mant:
             words = (ib.atol_floor, ib.rtol_mant, ib.atol_scaled, ib.lshift, ib.rshift, ib.frame)
             kernel = _int_close_kernel()
-            kernel(va, vb, np.uint64(ulp), use_ulp, *map(np.uint64, words), out_i, out_max)
+            kernel(
+                va, vb, np.uint64(ulp), use_ulp, *map(np.uint64, words), row_size, origin,
+                out_i, out_max, out_r,
+            )  # fmt: skip
         else:
             # without rtol, d <= atol is d <= floor(atol): one limit with --ulp
             limit = max(ulp if use_ulp else 0, ib.atol_floor if use_close else 0)
-            _scan_int(va, vb, np.uint64(limit), use_ulp or use_close, out_i, out_max)
+            _scan_int(
+                va, vb, np.uint64(limit), use_ulp or use_close, row_size, origin, out_i, out_max,
+                out_r,
+            )  # fmt: skip
     if out_i[_CHECK] != _LAYOUT:
         raise RuntimeError(
             "numba's cache holds fastdiff kernels compiled for another layout of "
             "fastdiff/kernels/facts.py; delete the numba cache files (*.nbi, *.nbc) in "
             "fastdiff/kernels/__pycache__"
         )
-    return ScanStats.from_slots(out_i, out_max)
+    return ScanStats.from_slots({INT: out_i, DELTA: out_max, UINT: out_u, REAL: out_r})

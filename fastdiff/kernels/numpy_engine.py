@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .facts import ScanStats
+from .facts import LISTED, ScanStats
 from .values import float64_values
 
 TYPE_CHECKING = False
@@ -26,16 +26,14 @@ def _first(idx: np.ndarray, mask: np.ndarray) -> int:
     return int(hits[0]) if hits.size else -1
 
 
-def _ulp_distance(xa: np.ndarray, xb: np.ndarray, itemsize: int) -> np.ndarray:
-    sign = np.uint64(1) << np.uint64(8 * itemsize - 1)
-    mag_mask = sign - np.uint64(1)
-    ua = xa.astype(np.uint64)
-    ub = xb.astype(np.uint64)
-    ma = ua & mag_mask
-    mb = ub & mag_mask
-    same_sign = (ua & sign) == (ub & sign)
-    apart = np.where(ma >= mb, ma - mb, mb - ma)
-    return np.where(same_sign, apart, ma + mb)
+def _ulp_distance(xa: np.ndarray, xb: np.ndarray) -> np.ndarray:
+    """The ULP distances of float bit patterns (unsigned, of their own width:
+    no distance exceeds it): |ma - mb| for equal signs, ma + mb otherwise."""
+    sign = xa.dtype.type(1) << xa.dtype.type(8 * xa.itemsize - 1)
+    ma = xa & (sign - xa.dtype.type(1))
+    mb = xb & (sign - xb.dtype.type(1))
+    apart = np.maximum(ma, mb) - np.minimum(ma, mb)
+    return np.where((xa ^ xb) >= sign, ma + mb, apart)
 
 
 _M32 = np.uint64(0xFFFFFFFF)
@@ -89,7 +87,52 @@ def _int_close(d: np.ndarray, m: np.ndarray, ib: IntegerBound) -> np.ndarray:
     return within
 
 
-def scan(a: object, b: object, dt: DType, tol: Tolerance) -> ScanStats:
+def _positions(idx: np.ndarray, row_size: int, origin: int) -> dict[str, object]:
+    """The runs and rows facts of the sorted differing indices ``idx`` (not empty)."""
+    breaks = np.flatnonzero(np.diff(idx) != 1)
+    starts = np.concatenate((idx[:1], idx[breaks + 1]))
+    stops = np.concatenate((idx[breaks], idx[-1:])) + 1
+    n = int(starts.size)
+    facts: dict[str, object] = {
+        "ranges": tuple(zip(starts[:LISTED].tolist(), stops[:LISTED].tolist(), strict=True)),
+        "n_ranges": n,
+        "last_range": (int(starts[-1]), int(stops[-1])),
+    }
+    if row_size > 0:
+        rows = (idx + origin) // row_size
+        distinct = rows[np.concatenate(([True], rows[1:] != rows[:-1]))]
+        facts.update(
+            rows=tuple(distinct[:LISTED].tolist()),
+            n_rows=int(distinct.size),
+            last_row=int(distinct[-1]),
+        )
+    return facts
+
+
+def _log2_histogram(dist: np.ndarray) -> tuple[int, ...]:
+    """Bin k counts the distances d >= 1 with 2**k <= d < 2**(k+1), exactly:
+    the exponent of d as a float64 (0 for d = 0, left out), less one where d
+    rounded up to the next power of two (only possible from 2**53 on)."""
+    bits = dist.astype(np.float64).view(np.uint64)
+    k = (bits >> np.uint64(52)).astype(np.intp) - 1022  # bin k + 1, and 0 for d = 0
+    np.maximum(k, 0, out=k)
+    if dist.dtype.itemsize == 8 and int(dist.max()) >= 1 << 53:
+        np.minimum(k, 64, out=k)
+        rounded_up = np.left_shift(np.uint64(1), (k - 1).clip(0).astype(np.uint64)) > dist
+        k -= rounded_up & (k > 0)
+    hist = np.bincount(k, minlength=1)[1:]
+    return tuple(np.trim_zeros(hist, "b").tolist())
+
+
+def _argmax(values: np.ndarray, among: np.ndarray) -> tuple[np.ndarray, int]:
+    """(the largest of ``values[among]``, its position in ``values``); the first on ties."""
+    k = int(among[np.argmax(values[among])])
+    return values[k], k
+
+
+def scan(
+    a: object, b: object, dt: DType, tol: Tolerance, row_size: int = 0, origin: int = 0
+) -> ScanStats:
     ua = np.frombuffer(a, dt.bits)  # type: ignore[call-overload]
     ub = np.frombuffer(b, dt.bits)  # type: ignore[call-overload]
     idx = np.flatnonzero(ua != ub)
@@ -98,7 +141,11 @@ def scan(a: object, b: object, dt: DType, tol: Tolerance) -> ScanStats:
     xa = ua[idx]
     xb = ub[idx]
     within = np.zeros(idx.size, dtype=bool)
-    n_nan = n_inf = 0
+    n_nan = n_inf = n_zero = 0
+    max_delta: float | int | None = None
+    max_index = -1
+    rel_facts: dict[str, object] = {}
+    ulp_facts: dict[str, object] = {}
     if dt.kind == "float":
         va = float64_values(xa, dt)
         vb = float64_values(xb, dt)
@@ -113,21 +160,36 @@ def scan(a: object, b: object, dt: DType, tol: Tolerance) -> ScanStats:
         any_inf = ~any_nan & (np.isinf(va) | np.isinf(vb))
         n_inf = int(np.count_nonzero(any_inf))
         finite = ~(any_nan | any_inf)
-        with np.errstate(all="ignore"):
-            delta = np.abs(va - vb)
-        cand = np.flatnonzero(finite)
-        if tol.uses_close:
+        if n_nan or n_inf or tol.nan_equal:
+            cand: np.ndarray | slice = np.flatnonzero(finite)
+            fa, fb, fxa, fxb = va[cand], vb[cand], xa[cand], xb[cand]
+        else:  # the usual case: every differing pair is finite, no copies
+            cand = slice(None)
+            fa, fb, fxa, fxb = va, vb, xa, xb
+        if fa.size:
             with np.errstate(all="ignore"):
-                bound = (tol.atol or 0.0) + (tol.rtol or 0.0) * np.abs(vb)
-            within |= finite & (delta <= bound)
-        if tol.ulp is not None:
-            within |= finite & (_ulp_distance(xa, xb, dt.itemsize) <= np.uint64(tol.ulp))
-        if cand.size:
-            k = int(cand[np.argmax(delta[cand])])
-            max_delta: float | int | None = float(delta[k])
-            max_index = int(idx[k])
-        else:
-            max_delta, max_index = None, -1
+                delta = np.abs(fa - fb)
+            if tol.uses_close:
+                with np.errstate(all="ignore"):
+                    bound = (tol.atol or 0.0) + (tol.rtol or 0.0) * np.abs(fb)
+                within[cand] |= delta <= bound
+            dist = _ulp_distance(fxa, fxb)
+            if tol.ulp is not None:
+                within[cand] |= dist <= np.uint64(tol.ulp)
+            at = idx[cand]  # the element index of each finite pair
+            k = int(np.argmax(delta))
+            max_delta, max_index = float(delta[k]), int(at[k])
+            ulp_facts = {
+                "max_ulp": int(dist.max()),
+                "ulp_log2_histogram": _log2_histogram(dist),
+            }
+            n_zero = int(dist.size - np.count_nonzero(dist))
+            with np.errstate(all="ignore"):
+                rel = delta / np.abs(fb)
+            rel[fb == 0.0] = -1.0  # no relative delta against 0
+            k = int(np.argmax(rel))
+            if rel[k] >= 0:
+                rel_facts = {"max_rel_delta": float(rel[k]), "max_rel_delta_index": int(at[k])}
     else:
         va = np.frombuffer(a, dt.numpy)[idx]  # type: ignore[call-overload]
         vb = np.frombuffer(b, dt.numpy)[idx]  # type: ignore[call-overload]
@@ -136,14 +198,20 @@ def scan(a: object, b: object, dt: DType, tol: Tolerance) -> ScanStats:
         # As in the compiled kernel: the unsigned difference of the larger
         # minus the smaller is exact even for signed 64-bit extremes.
         delta = np.where(va > vb, a64 - b64, b64 - a64)
+        # |b| as uint64 (exact for -2**63 too)
+        mag = np.where(vb < 0, np.uint64(0) - b64, b64)
         if tol.ulp is not None:
             within |= delta <= np.uint64(tol.ulp)
         if tol.uses_close:
-            # |b| as uint64 (exact for -2**63 too), then the exact test
-            mag = np.where(vb < 0, np.uint64(0) - b64, b64)
             within |= _int_close(delta, mag, tol.integer_bound)
         k = int(np.argmax(delta))
         max_delta, max_index = int(delta[k]), int(idx[k])
+        nonzero = np.flatnonzero(mag != 0)
+        if nonzero.size:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                rel = delta.astype(np.float64) / mag.astype(np.float64)
+            value, k = _argmax(rel, nonzero)
+            rel_facts = {"max_rel_delta": float(value), "max_rel_delta_index": int(idx[k])}
     out = ~within
     return ScanStats(
         n_diff=int(np.count_nonzero(out)),
@@ -154,4 +222,8 @@ def scan(a: object, b: object, dt: DType, tol: Tolerance) -> ScanStats:
         max_abs_delta_index=max_index,
         n_nan_mismatch=n_nan,
         n_inf_mismatch=n_inf,
+        n_signed_zero=n_zero,
+        **rel_facts,  # type: ignore[arg-type]
+        **ulp_facts,  # type: ignore[arg-type]
+        **_positions(idx, row_size, origin),  # type: ignore[arg-type]
     )

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import struct
 
-from .facts import ScanStats
+from .facts import HIST_BINS, LISTED, ScanStats
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -48,7 +48,25 @@ def _exact_close(atol: float, rtol: float) -> Callable[[int, int], bool]:
     return close
 
 
-def scan(a: object, b: object, dt: DType, tol: Tolerance) -> ScanStats:
+def positions(diff: list[int], row_size: int, origin: int) -> dict[str, object]:
+    """The runs and rows facts of the sorted differing indices ``diff`` (not empty)."""
+    starts = [i for k, i in enumerate(diff) if k == 0 or diff[k - 1] != i - 1]
+    stops = [i + 1 for k, i in enumerate(diff) if k == len(diff) - 1 or diff[k + 1] != i + 1]
+    runs = list(zip(starts, stops, strict=True))
+    facts: dict[str, object] = {
+        "ranges": tuple(runs[:LISTED]),
+        "n_ranges": len(runs),
+        "last_range": runs[-1],
+    }
+    if row_size > 0:
+        rows = sorted({(origin + i) // row_size for i in diff})
+        facts.update(rows=tuple(rows[:LISTED]), n_rows=len(rows), last_row=rows[-1])
+    return facts
+
+
+def scan(
+    a: object, b: object, dt: DType, tol: Tolerance, row_size: int = 0, origin: int = 0
+) -> ScanStats:
     n = len(a) // dt.itemsize  # type: ignore[arg-type]
     code = f"<{n}{dt.bits_code}"
     ua = struct.unpack(code, a)  # type: ignore[arg-type]
@@ -59,10 +77,14 @@ def scan(a: object, b: object, dt: DType, tol: Tolerance) -> ScanStats:
     use_close = tol.uses_close
     atol = tol.atol or 0.0
     rtol = tol.rtol or 0.0
-    n_nan = n_inf = 0
+    n_nan = n_inf = n_zero = 0
     outside: list[int] = []  # differing indices beyond tolerance, in order
     best: float | int | None = None
     best_i = -1
+    best_rel: float | None = None
+    best_rel_i = -1
+    best_ulp: int | None = None
+    hist = [0] * HIST_BINS
     if dt.kind == "float":
         sign = 1 << (8 * dt.itemsize - 1)
         mag = sign - 1
@@ -81,11 +103,21 @@ def scan(a: object, b: object, dt: DType, tol: Tolerance) -> ScanStats:
                 d = abs(va - vb)  # float64, as in the other engines (may be inf)
                 if best is None or d > best:
                     best, best_i = d, i
+                ma, mb = x & mag, y & mag
+                dist = abs(ma - mb) if (x & sign) == (y & sign) else ma + mb
+                if dist:
+                    hist[dist.bit_length() - 1] += 1
+                else:
+                    n_zero += 1
+                if best_ulp is None or dist > best_ulp:
+                    best_ulp = dist
+                if vb != 0.0:
+                    rel = d / abs(vb)
+                    if best_rel is None or rel > best_rel:
+                        best_rel, best_rel_i = rel, i
                 if use_close and d <= atol + rtol * abs(vb):
                     within = True
                 elif tol.ulp is not None:
-                    ma, mb = x & mag, y & mag
-                    dist = abs(ma - mb) if (x & sign) == (y & sign) else ma + mb
                     within = dist <= tol.ulp
             if not within:
                 outside.append(i)
@@ -99,11 +131,17 @@ def scan(a: object, b: object, dt: DType, tol: Tolerance) -> ScanStats:
             d = abs(x - y)
             if best is None or d > best:
                 best, best_i = d, i
+            if y != 0:
+                rel = float(d) / float(abs(y))  # each rounded to float64, as numba and numpy do
+                if best_rel is None or rel > best_rel:
+                    best_rel, best_rel_i = rel, i
             within = (tol.ulp is not None and d <= tol.ulp) or (
                 close is not None and close(d, abs(y))
             )
             if not within:
                 outside.append(i)
+    while hist and not hist[-1]:
+        hist.pop()
     return ScanStats(
         n_diff=len(outside),
         n_within_tolerance=len(diff) - len(outside),
@@ -113,4 +151,10 @@ def scan(a: object, b: object, dt: DType, tol: Tolerance) -> ScanStats:
         max_abs_delta_index=best_i,
         n_nan_mismatch=n_nan,
         n_inf_mismatch=n_inf,
+        max_rel_delta=best_rel,
+        max_rel_delta_index=best_rel_i,
+        max_ulp=best_ulp,
+        ulp_log2_histogram=tuple(hist),
+        n_signed_zero=n_zero,
+        **positions(diff, row_size, origin),  # type: ignore[arg-type]
     )

@@ -25,6 +25,10 @@ ENGINES: tuple[Engine, ...] = ("numba", "numpy", "python")
 #: The largest ULP (or integer) distance there is between two 64-bit elements.
 ULP_MAX = (1 << 64) - 1
 
+#: A float buffer whose largest ULP distance is at most this (``--rounding-ulp``),
+#: with no NaN or infinity mismatch, differs by rounding: its ``magnitude``.
+DEFAULT_ROUNDING_ULP = 16
+
 
 class Tolerance(Record):
     """What counts as 'close enough' for elements whose bits differ.
@@ -51,9 +55,14 @@ class Tolerance(Record):
       a delta of 2**53+1 is not within an atol of 2**53, and ``--rtol 0.3``
       (just below 3/10) allows a delta of 2, not 3, at ``|b| = 10``.
       ``integer_bound`` holds the integer form the kernels use.
+
+    ``rounding_ulp`` forgives nothing: it is where a report draws the line
+    between a rounding-size difference of floats (at most this many ULP, no
+    NaN or infinity mismatch) and a large one (the ``magnitude`` fact); None
+    means ``DEFAULT_ROUNDING_ULP``.
     """
 
-    __slots__ = ("atol", "nan_equal", "rtol", "ulp")
+    __slots__ = ("atol", "nan_equal", "rounding_ulp", "rtol", "ulp")
 
     def __init__(
         self,
@@ -61,6 +70,7 @@ class Tolerance(Record):
         rtol: float | None = None,
         ulp: int | None = None,
         nan_equal: bool = False,
+        rounding_ulp: int | None = None,
     ) -> None:
         for name, value in (("atol", atol), ("rtol", rtol)):
             if value is not None and not (math.isfinite(value) and value >= 0):
@@ -69,10 +79,15 @@ class Tolerance(Record):
             raise ValueError(f"--ulp must be an integer >= 0, got {ulp!r}")
         if ulp is not None and ulp > ULP_MAX:
             ulp = ULP_MAX  # no two elements are further apart than this: the same tolerance
+        if rounding_ulp is None:
+            rounding_ulp = DEFAULT_ROUNDING_ULP
+        elif rounding_ulp < 0:
+            raise ValueError(f"--rounding-ulp must be an integer >= 0, got {rounding_ulp!r}")
         self.atol = atol
         self.rtol = rtol
         self.ulp = ulp
         self.nan_equal = nan_equal
+        self.rounding_ulp = min(rounding_ulp, ULP_MAX)
 
     @property
     def exact(self) -> bool:

@@ -5,6 +5,8 @@
   (``render_json``, ``report_dict``);
 - ``render.sweep``: sweep rows, JSON Lines records and summaries;
 - ``render.stats``: ``fastdiff stats`` as text or JSON;
+- ``render.plot``: the timeline of a compare report as a PNG (needs
+  matplotlib, imported there only);
 - ``render.escape``: the one escaping of names, paths and messages
   (``display_path``) and the JSON form of OS strings;
 - ``render.fmt``: counts with their noun, byte sizes, step ranges.

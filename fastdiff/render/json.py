@@ -4,10 +4,11 @@
 JSON: non-finite numbers become the strings "nan", "inf", "-inf"; integers
 stay exact; every string valid UTF-8, see ``render.escape``). A buffer's
 object holds its identity and then every fact of ``kernels.facts.FACTS``,
-in the table's order, converted as the table says.
+in the table's order, converted as the table says; the anatomy facts only
+where something in the buffer differs.
 
-Layout: an indented top-level object whose long lists (steps, buffers, ...)
-hold one compact object per line, so a report of 68,000 buffers is written
+Layout: an indented top-level object whose long lists (steps, timeline,
+buffers, ...) hold one compact object per line, so a report of 68,000 buffers is written
 by the C encoder, line by line, and still reads well and diffs well.
 """
 
@@ -37,13 +38,18 @@ __all__ = [
     "report_dict",
 ]
 
-_FACTS = tuple((f.name, f.json) for f in RESULT_FACTS)
+_FACTS = tuple((f.name, f.json, f.anatomy) for f in RESULT_FACTS)
+_FIRST_INDEX = [f.name for f in RESULT_FACTS].index("first_index")
 
 
 def _facts_dict(facts: tuple[Any, ...]) -> dict[str, Any]:
-    """A result's facts as JSON values, by name, in ``FACTS`` order."""
+    """A result's facts as JSON values, by name, in ``FACTS`` order; the
+    anatomy facts only for a buffer in which something differs."""
     d: dict[str, Any] = {}
-    for (name, to_json), value in zip(_FACTS, facts, strict=True):
+    differs = facts[_FIRST_INDEX] is not None
+    for (name, to_json, anatomy), value in zip(_FACTS, facts, strict=True):
+        if anatomy and not differs:
+            continue
         if value is not None:
             if to_json is not None:
                 value = to_json(value)
@@ -84,6 +90,7 @@ def _report_items(report: Report) -> Iterator[tuple[str, Any, bool]]:
     for k, v in head.items():
         yield k, v, False
     yield "schema", json_text(report.schema), False
+    yield "notes", [json_text(n) for n in report.notes], False
     yield "verdict", report.verdict, False
     yield "first_divergent_step", report.first_divergent_step, False
     yield "first_divergent_groups", [json_text(k) for k in report.first_divergent_groups], False
@@ -94,6 +101,7 @@ def _report_items(report: Report) -> Iterator[tuple[str, Any, bool]]:
             "status": g.status,
             "diverged": [json_text(n) for n in g.diverged],
             "hint": json_text(g.hint),
+            "magnitude": g.magnitude,
         }
         for g in report.groups
     )
@@ -107,6 +115,19 @@ def _report_items(report: Report) -> Iterator[tuple[str, Any, bool]]:
         for s in report.steps
     )
     yield "steps", steps, True
+    timeline = (
+        {
+            "step": r.step,
+            "group": json_text(r.group),
+            "n_buffers": r.n_buffers,
+            "n_diff": r.n_diff,
+            "max_abs_delta": json_number(r.max_abs_delta),
+            "max_ulp": r.max_ulp,
+            "magnitude": r.magnitude,
+        }
+        for r in report.timeline
+    )
+    yield "timeline", timeline, True
     yield "buffers", map(buffer_dict, report.buffers), True
     yield "skipped", (path_record(s.path, "reason", s.reason) for s in report.skipped), True
     yield "errors", (path_record(e.path, "message", e.message) for e in report.errors), True

@@ -1,11 +1,12 @@
 """The text report, for people: a pure function of a Report.
 
-One line per step (runs of steps whose buffers are all equal folded into
-one, unless verbose), the buffers that differ, errors, and the verdict with
-the suspect groups and what to inspect. Every name, path and message is
-shown through ``display_path``. A buffer's line shows its facts in the
-order of ``kernels.facts.FACTS``, each fact that has a text part in
-``TEXT_PARTS``.
+Notes on how the runs were read, one line per step (runs of steps whose
+buffers are all equal folded into one, unless verbose), the buffers that
+differ, errors, the verdict with the suspect groups and what to inspect, and
+when more than one step differs, the timeline: a step x group table of how
+the divergence spreads. Every name, path and message is shown through
+``display_path``. A buffer's line shows its facts in the order of
+``kernels.facts.FACTS``, each fact that has a text part in ``TEXT_PARTS``.
 """
 
 from __future__ import annotations
@@ -20,9 +21,19 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ..results import BufferResult, Report, StepSummary
+    from ..kernels.facts import FieldDiff
+    from ..results import BufferResult, Report, StepSummary, TimelineRow
 
 __all__ = ["TEXT_PARTS", "format_buffer", "format_value", "render_text"]
+
+#: How many runs (or rows) of differing elements a buffer's line lists.
+SHOWN_RANGES = 4
+#: How many fields a buffer's line names.
+SHOWN_FIELDS = 6
+#: How many steps the timeline table shows.
+TIMELINE_ROWS = 20
+#: Status names as the step lines say them.
+STATUS_TEXT = {"only_in_a": "only in run A", "only_in_b": "only in run B"}
 
 _DIGITS = {"f16": ".5g", "bf16": ".4g", "f32": ".9g"}
 
@@ -47,21 +58,52 @@ def _delta(value: int | float | None) -> str:
 # --- the facts' text parts ----------------------------------------------------
 
 
+def _percent(fraction: float) -> str:
+    pct = 100 * fraction
+    return f"{pct:.3g}%" if pct >= 0.001 else "<0.001%"
+
+
+def _where(b: BufferResult) -> str | None:
+    """In which runs (or, for 2 or more dimensions, rows) the differing elements lie."""
+    if b.n_rows is not None and b.rows is not None:
+        shown = ", ".join(map(str, b.rows[:SHOWN_RANGES]))
+        more = ", ..." if b.n_rows > SHOWN_RANGES else ""
+        return f"in {plural(b.n_rows, 'row')} ({shown}{more})"
+    if b.n_ranges is not None and b.ranges is not None:
+        shown = " ".join(f"[{lo}, {hi})" for lo, hi in b.ranges[:SHOWN_RANGES])
+        more = " ..." if b.n_ranges > SHOWN_RANGES else ""
+        return f"in {plural(b.n_ranges, 'range')} {shown}{more}"
+    return None
+
+
 def _count_part(b: BufferResult) -> str | None:
     if not (b.n_diff or b.n_within_tolerance):
         return None
     total = min(b.n_elements_a or 0, b.n_elements_b or 0)
-    count = f"{b.n_diff} of {total} elements differ"
-    if b.n_within_tolerance:
-        count += f" ({b.n_within_tolerance} more within tolerance)"
-    return count
+    if b.n_diff:
+        count = f"{b.n_diff} of {total} elements differ"
+        if b.diff_fraction is not None:
+            count += f" ({_percent(b.diff_fraction)})"
+        if b.n_within_tolerance:
+            count += f" and {b.n_within_tolerance} more within tolerance"
+    else:
+        count = f"{b.n_within_tolerance} of {total} elements differ, all within tolerance"
+    where = _where(b)  # every element whose bits differ, within tolerance or not
+    if where is None:
+        return count
+    return f"{count}, {where}" if b.n_within_tolerance else f"{count} {where}"
+
+
+def _index(b: BufferResult, flat: int, nd: tuple[int, ...] | None) -> str:
+    """An element's index: torch style in the declared shape, else ``[i]``."""
+    return str(tuple(nd)) if nd is not None else f"[{flat}]"
 
 
 def _first_part(b: BufferResult) -> str | None:
     if b.first_index is None:
         return None
     a, bb = format_value(b.a, b.dtype), format_value(b.b, b.dtype)
-    first = f"first at [{b.first_index}]: A={a} B={bb}"
+    first = f"first at {_index(b, b.first_index, b.first_index_nd)}: A={a} B={bb}"
     if a == bb or "nan" in (a, bb):
         first += f" (bits {b.a_bits} vs {b.b_bits})"
     return first
@@ -70,7 +112,11 @@ def _first_part(b: BufferResult) -> str | None:
 def _max_part(b: BufferResult) -> str | None:
     if b.max_abs_delta_index is None:
         return None
-    return f"max |A-B| {_delta(b.max_abs_delta)} at [{b.max_abs_delta_index}]"
+    at = _index(b, b.max_abs_delta_index, b.max_abs_delta_index_nd)
+    text = f"max |A-B| {_delta(b.max_abs_delta)} at {at}"
+    if b.max_ulp is not None:
+        text += f", max {b.max_ulp:,} ULP ({b.magnitude})"
+    return text
 
 
 def _chunk_part(b: BufferResult) -> str | None:
@@ -80,21 +126,51 @@ def _chunk_part(b: BufferResult) -> str | None:
     return f"first differing chunk: bytes {lo}..{hi} (compared by digests only)"
 
 
+def _field_text(f: FieldDiff) -> str:
+    count = f"{f.n_diff} differ" if f.n_diff else "all within tolerance"
+    ulp = f" (max {f.max_ulp:,} ULP)" if f.max_ulp is not None else ""
+    return f"{f.name} [{f.start}, {f.stop}) {count}{ulp}"
+
+
+def _fields_part(b: BufferResult) -> str | None:
+    if not b.fields and not b.n_diff_outside_fields:
+        return None
+    shown = [_field_text(f) for f in (b.fields or ())[:SHOWN_FIELDS]]
+    if b.fields and len(b.fields) > SHOWN_FIELDS:
+        shown.append(f"and {plural(len(b.fields) - SHOWN_FIELDS, 'more field')}")
+    if b.n_diff_outside_fields:
+        shown.append(f"{b.n_diff_outside_fields} outside fields")
+    return "fields: " + ", ".join(shown)
+
+
+def _signed_zero_part(b: BufferResult) -> str | None:
+    if not b.n_signed_zero:
+        return None
+    return f"{plural(b.n_signed_zero, 'pair')} -0.0 against +0.0"
+
+
 #: The text of the facts a buffer's line shows, by fact name; each returns
 #: None when it has nothing to say. Shown in the order of ``FACTS``.
 TEXT_PARTS: dict[str, Callable[[BufferResult], str | None]] = {
     "n_diff": _count_part,
     "first_index": _first_part,
     "max_abs_delta": _max_part,
-    "n_nan_mismatch": lambda b: f"{b.n_nan_mismatch} NaN mismatches" if b.n_nan_mismatch else None,
-    "n_inf_mismatch": lambda b: f"{b.n_inf_mismatch} inf mismatches" if b.n_inf_mismatch else None,
+    "n_nan_mismatch": lambda b: (
+        plural(b.n_nan_mismatch, "NaN mismatch", "NaN mismatches") if b.n_nan_mismatch else None
+    ),
+    "n_inf_mismatch": lambda b: (
+        plural(b.n_inf_mismatch, "inf mismatch", "inf mismatches") if b.n_inf_mismatch else None
+    ),
     "first_divergent_chunk": _chunk_part,
+    "fields": _fields_part,
+    "n_signed_zero": _signed_zero_part,
 }
 _PARTS = tuple(TEXT_PARTS[f.name] for f in RESULT_FACTS if f.name in TEXT_PARTS)
 
 
 def format_buffer(b: BufferResult) -> str:
-    head = f"{display_path(b.group):>5}  {display_path(b.name)} [{b.dtype}]"
+    kind = b.dtype if b.shape is None else f"{b.dtype}, {tuple(b.shape)}"
+    head = f"{display_path(b.group):>5}  {display_path(b.name)} [{kind}]"
     if b.status == "equal":
         return f"{head}  equal ({b.n_elements_a} elements)"
     if b.status in ("only_in_a", "only_in_b"):
@@ -129,7 +205,9 @@ def _equal_count(s: StepSummary) -> int | None:
 
 
 def _step_line(s: StepSummary) -> str:
-    counts = ", ".join(f"{n} {status.replace('_', ' ')}" for status, n in s.counts)
+    counts = ", ".join(
+        f"{n} {STATUS_TEXT.get(status) or status.replace('_', ' ')}" for status, n in s.counts
+    )
     keys = " ".join(map(display_path, s.diverged_groups))
     groups = f"  diverged: {keys}" if keys else ""
     return f"step {s.step}: {counts}{groups}"
@@ -157,6 +235,7 @@ def render_text(report: Report, verbose: bool = False) -> str:
         f"B: {display_path(report.run_b)}",
         f"schema: {display_path(report.schema)}",
     ]
+    lines += [f"note: {display_path(note)}" for note in report.notes]
     shown: dict[int, list[BufferResult]] = {}  # the buffers to list, by step: one pass
     for b in report.buffers:
         if verbose or b.status != "equal":
@@ -181,6 +260,7 @@ def render_text(report: Report, verbose: bool = False) -> str:
         lines += [f"  {display_path(e.path)}: {display_path(e.message)}" for e in report.errors]
     lines.append("")
     lines += _verdict_lines(report)
+    lines += _timeline_lines(report)
     return "\n".join(lines) + "\n"
 
 
@@ -190,12 +270,14 @@ def _verdict_lines(report: Report) -> list[str]:
     if report.first_divergent_step is None:
         if report.verdict == "identical":
             close = sum(b.status == "within_tolerance" for b in report.buffers)
+            counted = f"{plural(n, 'buffer')} over {plural(n_steps, 'step')}"
             if close:
+                which = "differing" if n == 1 else f"{close} of them differing"
                 return [
-                    f"VERDICT: identical within tolerance: {n} buffers over {n_steps} steps, "
-                    f"{close} of them differing only within tolerance"
+                    f"VERDICT: identical within tolerance: {counted}, {which} only within tolerance"
                 ]
-            return [f"VERDICT: identical: {n} buffers over {n_steps} steps are bit-for-bit equal"]
+            verb = "is" if n == 1 else "are"
+            return [f"VERDICT: identical: {counted} {verb} bit-for-bit equal"]
         return [
             f"VERDICT: error: {plural(len(report.errors), 'problem')} (above); "
             "no divergence among the buffers that could be compared"
@@ -223,3 +305,52 @@ def _verdict_lines(report: Report) -> list[str]:
 def verdict_lines(report: Report) -> list[str]:
     """The verdict block that ends the text report (``watch`` ends with it too)."""
     return _verdict_lines(report)
+
+
+def _cell(row: TimelineRow | None) -> str:
+    """One group at one step in the timeline table."""
+    if row is None:
+        return "."
+    if row.magnitude == "rounding":
+        return f"{row.max_ulp:,} ulp"
+    if row.max_abs_delta is not None:
+        d = row.max_abs_delta
+        return str(d) if isinstance(d, int) and d < 10**6 else f"{d:.3g}"
+    if row.magnitude == "large":
+        return "nan/inf"
+    return "missing" if row.n_diff is None else "length"
+
+
+def _timeline_lines(report: Report) -> list[str]:
+    """The step x group table of how the divergence spreads: none without a
+    divergence, or when a single step is not all equal (its buffers are listed)."""
+    if report.first_divergent_step is None:
+        return []
+    by_step: dict[int, dict[str, TimelineRow]] = {}
+    for row in report.timeline:
+        by_step.setdefault(row.step, {})[row.group] = row
+    if len(by_step) < 2:
+        return []
+    order = [g.key for g in report.groups] or sorted({r.group for r in report.timeline})
+    keys = [k for k in order if any(k in rows for rows in by_step.values())]
+    keys += [k for k in dict.fromkeys(r.group for r in report.timeline) if k not in keys]
+    steps = list(by_step)[:TIMELINE_ROWS]
+    cells = [[_cell(by_step[s].get(k)) for k in keys] for s in steps]
+    step_w = max(len("step"), *(len(str(s)) for s in steps))
+    widths = [max(len(display_path(k)), *(len(c[i]) for c in cells)) for i, k in enumerate(keys)]
+    out = [
+        "",
+        "timeline: per group, the largest |A-B| at each step that is not all equal "
+        "(N ulp: rounding-size; . equal)",
+        "  "
+        + "step".rjust(step_w)
+        + "".join(f"  {display_path(k):>{w}}" for k, w in zip(keys, widths, strict=True)),
+    ]
+    for step, row in zip(steps, cells, strict=True):
+        out.append(
+            "  " + str(step).rjust(step_w)
+            + "".join(f"  {c:>{w}}" for c, w in zip(row, widths, strict=True))
+        )  # fmt: skip
+    if len(by_step) > TIMELINE_ROWS:
+        out.append(f"  ... {plural(len(by_step) - TIMELINE_ROWS, 'more step')}")
+    return out

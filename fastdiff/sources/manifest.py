@@ -103,9 +103,9 @@ def schema_dict(schema: Schema) -> dict[str, Any]:
     """A schema as data: the keys of a TOML schema file (``parse_schema`` reads it)."""
     groups = []
     for g in schema.groups:
-        members: dict[str, str] = {}
+        members: dict[str, Any] = {}
         for m in g.members:
-            members.setdefault(m.pattern, m.dtype)  # the first one classifies
+            members.setdefault(m.pattern, m.as_data())  # the first one classifies
         groups.append({"key": g.key, "title": g.title, "hint": g.hint, "members": members})
     return {"name": schema.name, "default_dtype": schema.default_dtype, "group": groups}
 

@@ -13,7 +13,7 @@ from ..results import BufferResult
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..results import Status
-    from ..schema import Schema
+    from ..schema import Layout, Schema
     from .discover import DumpFile, RunListing
 
 
@@ -25,7 +25,9 @@ class Pair:
     run. ``broken_a``/``broken_b``: the paths of such unreadable entries.
     """
 
-    __slots__ = ("a", "b", "broken_a", "broken_b", "dtype", "group", "name", "problem", "step")
+    __slots__ = (
+        "a", "b", "broken_a", "broken_b", "dtype", "group", "layout", "name", "problem", "step",
+    )  # fmt: skip
 
     step: int
     name: str
@@ -36,6 +38,8 @@ class Pair:
     problem: str | None
     broken_a: str | None
     broken_b: str | None
+    #: The shape and fields the schema declares for this buffer, if any.
+    layout: Layout | None
 
     def __init__(
         self,
@@ -48,6 +52,7 @@ class Pair:
         problem: str | None = None,
         broken_a: str | None = None,
         broken_b: str | None = None,
+        layout: Layout | None = None,
     ) -> None:
         self.step = step
         self.name = name
@@ -58,6 +63,7 @@ class Pair:
         self.problem = problem
         self.broken_a = broken_a
         self.broken_b = broken_b
+        self.layout = layout
 
     def __repr__(self) -> str:
         return f"Pair(step={self.step}, name={self.name!r}, a={self.a!r}, b={self.b!r})"
@@ -66,7 +72,7 @@ class Pair:
         # Sent to worker processes (in a scan job): slots classes pickle by their fields.
         return Pair, (
             self.step, self.name, self.group, self.dtype, self.a, self.b, self.problem,
-            self.broken_a, self.broken_b,
+            self.broken_a, self.broken_b, self.layout,
         )  # fmt: skip
 
     def result(self, status: Status, **fields: object) -> BufferResult:
@@ -87,11 +93,11 @@ def pair_runs(run_a: RunListing, run_b: RunListing, schema: Schema) -> tuple[Pai
     """Every (step, name) of either run, paired, in report order. One pass over
     each run's files; the schema classifies each buffer name once."""
     order = schema.order
-    classified: dict[str, tuple[str, str, int]] = {}
+    classified: dict[str, tuple[str, str, int, Layout | None]] = {}
 
-    def classify(name: str) -> tuple[str, str, int]:
+    def classify(name: str) -> tuple[str, str, int, Layout | None]:
         group, dtype = schema.classify(name)
-        c = classified[name] = (group, dtype, order[group])
+        c = classified[name] = (group, dtype, order[group], schema.layout_of(name))
         return c
 
     rows: list[tuple[int, int, str, Pair]] = []
@@ -109,7 +115,7 @@ def pair_runs(run_a: RunListing, run_b: RunListing, schema: Schema) -> tuple[Pai
             pair = Pair(
                 step, name, c[0], c[1], files_a.get(key), files_b.get(key),
                 problem.message if problem else None, pa.path if pa else None,
-                pb.path if pb else None,
+                pb.path if pb else None, c[3],
             )  # fmt: skip
             append((step, c[2], name, pair))
     else:
@@ -117,11 +123,12 @@ def pair_runs(run_a: RunListing, run_b: RunListing, schema: Schema) -> tuple[Pai
         for fa in run_a.files:
             step, name = key = fa.step, fa.name
             c = classified.get(name) or classify(name)
-            append((step, c[2], name, Pair(step, name, c[0], c[1], fa, take_b(key, None))))
+            pair = Pair(step, name, c[0], c[1], fa, take_b(key, None), layout=c[3])
+            append((step, c[2], name, pair))
         for fb in run_b.files:
             if take_b((fb.step, fb.name), None) is not None:  # in run B only
                 step, name = fb.step, fb.name
                 c = classified.get(name) or classify(name)
-                append((step, c[2], name, Pair(step, name, c[0], c[1], None, fb)))
+                append((step, c[2], name, Pair(step, name, c[0], c[1], None, fb, layout=c[3])))
     rows.sort()  # (step, name) is unique, so no two rows tie before the Pair
     return tuple(row[3] for row in rows)

@@ -4,7 +4,10 @@ A scan job is one pair and the ranges of its common prefix to look at. The
 ranges are read piece by piece into this thread's two aligned buffers and
 scanned, and the pieces' stats are merged, so memory stays bounded whatever
 the file size. The values at the first differing index are read back from
-the files themselves.
+the files themselves. A buffer with named fields (``schema.Layout``) is
+scanned in pieces cut at the fields' edges, so each field gets its own
+stats besides the buffer's; one with a shape of 2 or more dimensions tells
+the kernel its row size, so the rows holding differences are counted.
 
 Choosing the engine (``auto``): a differing 4 MiB chunk often holds a single
 changed element. So a region of moderate size is first narrowed to the 4 KiB
@@ -21,7 +24,8 @@ import sys
 
 from ..dtypes import DType, decode, get_dtype
 from ..kernels import scan_bytes
-from ..kernels.facts import ScanStats, first_index, result_facts
+from ..kernels.facts import Context, ScanStats, first_index, result_facts, row_size
+from ..kernels.types import DEFAULT_ROUNDING_ULP
 from ..record import Record
 from ..results import BufferResult, Problem
 from ..sources.reader import (
@@ -82,10 +86,24 @@ class ScanJob(Record):
 
 
 class ScanOutcome(Record):
-    """What scanning one pair found: the merged kernel facts (``stats``) and
-    the values at the first differing index, or the problem that stopped it."""
+    """What scanning one pair found: the merged kernel facts (``stats``), those
+    of each named field (``field_stats``, in the schema's order) and the
+    values at the first differing index, or the problem that stopped it.
+    ``rounding_ulp``: the tolerance's line between rounding and large."""
 
-    __slots__ = ("a", "a_bits", "b", "b_bits", "engine", "name", "problem", "stats", "step")
+    __slots__ = (
+        "a",
+        "a_bits",
+        "b",
+        "b_bits",
+        "engine",
+        "field_stats",
+        "name",
+        "problem",
+        "rounding_ulp",
+        "stats",
+        "step",
+    )
 
     def __init__(
         self,
@@ -98,6 +116,8 @@ class ScanOutcome(Record):
         b_bits: str | None = None,
         problem: Problem | None = None,
         engine: str | None = None,
+        field_stats: tuple[ScanStats, ...] = (),
+        rounding_ulp: int = DEFAULT_ROUNDING_ULP,
     ) -> None:
         self.step = step
         self.name = name
@@ -108,6 +128,8 @@ class ScanOutcome(Record):
         self.b_bits = b_bits
         self.problem = problem
         self.engine = engine
+        self.field_stats = field_stats
+        self.rounding_ulp = rounding_ulp
 
 
 def choose_engine(requested: str, total_bytes: int) -> Engine:
@@ -151,12 +173,42 @@ def _bits_hex(raw: bytes) -> str:
     return "0x" + raw[::-1].hex()
 
 
+def _split(lo: int, hi: int, spans: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """[lo, hi) cut at the edges of ``spans`` (sorted, disjoint ``(start, stop,
+    field)`` byte ranges): ``(start, stop, field)`` pieces, field -1 outside any."""
+    out = []
+    pos = lo
+    for start, stop, field in spans:
+        if stop <= pos:
+            continue
+        if start >= hi:
+            break
+        if start > pos:
+            out.append((pos, start, -1))
+            pos = start
+        end = min(stop, hi)
+        out.append((pos, end, field))
+        pos = end
+        if pos >= hi:
+            break
+    if pos < hi:
+        out.append((pos, hi, -1))
+    return out
+
+
 def scan_job(job: ScanJob, tol: Tolerance, requested: str = "auto") -> ScanOutcome:
     """Scan one job; ``requested``: an engine name, or ``auto``."""
     p = job.pair
     assert p.a is not None and p.b is not None
     dt: DType = get_dtype(p.dtype)
+    w = dt.itemsize
     stats = ScanStats()
+    layout = p.layout
+    fields = layout.fields if layout is not None else ()
+    field_stats = [ScanStats()] * len(fields)
+    spans = sorted((f.start * w, f.stop * w, k) for k, f in enumerate(fields))
+    shape = layout.resolve(min(p.a.size, p.b.size) // w) if layout is not None else None
+    rows = row_size(shape)
     buf_a, buf_b = buffer(1), buffer(2)
     try:
         with open_dump(p.a) as fa, open_dump(p.b) as fb:
@@ -169,8 +221,18 @@ def scan_job(job: ScanJob, tol: Tolerance, requested: str = "auto") -> ScanOutco
                     n = min(READ_SIZE, end - off)
                     va = read_exact(fa, buf_a[:n], off, p.a.path)
                     vb = read_exact(fb, buf_b[:n], off, p.b.path)
-                    piece = scan_bytes(va, vb, dt, tol, engine)
-                    stats = stats.merged(piece.shifted(off // dt.itemsize))
+                    if not spans and not rows:
+                        piece = scan_bytes(va, vb, dt, tol, engine)
+                        stats = stats.merged(piece.shifted(off // w))
+                        continue
+                    for lo, hi, field in _split(off, off + n, spans):
+                        piece = scan_bytes(
+                            va[lo - off : hi - off], vb[lo - off : hi - off], dt, tol, engine,
+                            row_size=rows, origin=lo // w,
+                        ).shifted(lo // w)  # fmt: skip
+                        stats = stats.merged(piece)
+                        if field >= 0:
+                            field_stats[field] = field_stats[field].merged(piece)
             first = first_index(stats)
             if first is None:
                 if job.must_differ:
@@ -178,8 +240,8 @@ def scan_job(job: ScanJob, tol: Tolerance, requested: str = "auto") -> ScanOutco
                     # moved under us between hashing and scanning.
                     raise FileChanged(CHANGED, p.a.path)
                 return ScanOutcome(p.step, p.name, stats=stats, engine=engine)
-            raw_a = read_at(fa, first * dt.itemsize, dt.itemsize, p.a.path)
-            raw_b = read_at(fb, first * dt.itemsize, dt.itemsize, p.b.path)
+            raw_a = read_at(fa, first * w, w, p.a.path)
+            raw_b = read_at(fb, first * w, w, p.b.path)
     except OSError as exc:
         path = getattr(exc, "filename", None) or p.a.path
         kind = "changed" if isinstance(exc, FileChanged) else "unreadable"
@@ -194,6 +256,8 @@ def scan_job(job: ScanJob, tol: Tolerance, requested: str = "auto") -> ScanOutco
         a_bits=_bits_hex(raw_a),
         b_bits=_bits_hex(raw_b),
         engine=engine,
+        field_stats=tuple(field_stats),
+        rounding_ulp=tol.rounding_ulp,
     )
 
 
@@ -205,8 +269,8 @@ def scan_batch(jobs: Sequence[ScanJob], tol: Tolerance, requested: str) -> list[
 def outcome_result(p: Pair, out: ScanOutcome) -> BufferResult:
     """A scanned pair's result: its status and facts (``kernels.facts``)."""
     assert p.a is not None and p.b is not None
-    itemsize = get_dtype(p.dtype).itemsize
-    n_a, n_b = p.a.size // itemsize, p.b.size // itemsize
+    dt = get_dtype(p.dtype)
+    n_a, n_b = p.a.size // dt.itemsize, p.b.size // dt.itemsize
     if out.problem is not None:
         return p.result("error", n_elements_a=n_a, n_elements_b=n_b, message=out.problem.message)
     s = out.stats
@@ -217,5 +281,15 @@ def outcome_result(p: Pair, out: ScanOutcome) -> BufferResult:
         status = "diverged"
     else:
         status = "within_tolerance"
-    facts = result_facts(s, a=out.a, b=out.b, a_bits=out.a_bits, b_bits=out.b_bits)
+    n = min(n_a, n_b)
+    layout = p.layout
+    context = Context(
+        n,
+        dt.kind,
+        shape=layout.resolve(n) if layout is not None else None,
+        fields=tuple((f.name, f.start, f.stop) for f in layout.fields) if layout else (),
+        field_stats=out.field_stats,
+        rounding_ulp=out.rounding_ulp,
+    )
+    facts = result_facts(s, context, a=out.a, b=out.b, a_bits=out.a_bits, b_bits=out.b_bits)
     return p.result(status, n_elements_a=n_a, n_elements_b=n_b, facts=facts)

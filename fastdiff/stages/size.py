@@ -1,9 +1,10 @@
 """Stage 3: decide what the file sizes alone decide.
 
 A buffer present in one run only, a size that is not a whole number of
-elements, or two empty files need no reading. Everything else goes on to
-hashing: equal sizes, and unequal sizes, whose common prefix is still
-compared (a length mismatch is reported with both lengths).
+elements or does not fit the shape the schema declares, or two empty files
+need no reading. Everything else goes on to hashing: equal sizes, and
+unequal sizes, whose common prefix is still compared (a length mismatch is
+reported with both lengths).
 """
 
 from __future__ import annotations
@@ -38,8 +39,14 @@ def size_stage(
         itemsize = itemsizes.get(p.dtype)
         if itemsize is None:
             itemsize = itemsizes[p.dtype] = get_dtype(p.dtype).itemsize
-        a, b = p.a, p.b
-        if a is not None and b is not None and a.size == b.size and a.size % itemsize == 0:
+        a, b, layout = p.a, p.b, p.layout
+        if (
+            layout is None
+            and a is not None
+            and b is not None
+            and a.size == b.size
+            and a.size % itemsize == 0
+        ):
             if a.size:
                 to_hash.append(p)  # the usual case
             else:
@@ -47,8 +54,13 @@ def size_stage(
                 decided.append(p.result("equal", n_elements_a=0, n_elements_b=0, **zeros))
             continue
         bad = [f for f in (a, b) if f is not None and f.size % itemsize]
+        messages = [malformed_message(f.size, itemsize, p.dtype) for f in bad]
+        if not bad and layout is not None:  # a size that does not fit the schema's shape
+            found = [layout.misfit_message(f.size, itemsize, p.dtype) if f else None
+                     for f in (a, b)]  # fmt: skip
+            bad = [f for f, m in zip((a, b), found, strict=True) if f is not None and m]
+            messages = [m for m in found if m]
         if bad:
-            messages = [malformed_message(f.size, itemsize, p.dtype) for f in bad]
             problems += [
                 Problem(f.path, m, kind="malformed") for f, m in zip(bad, messages, strict=True)
             ]
@@ -59,6 +71,9 @@ def size_stage(
             decided.append(p.result("only_in_b", n_elements_b=b.size // itemsize))
         elif b is None:
             decided.append(p.result("only_in_a", n_elements_a=a.size // itemsize))
+        elif a.size == 0 and b.size == 0:  # shaped buffers that are empty in both runs
+            zeros = dict.fromkeys(COUNT_FIELDS, 0)
+            decided.append(p.result("equal", n_elements_a=0, n_elements_b=0, **zeros))
         else:
             to_hash.append(p)  # unequal sizes: the common prefix is compared
     return decided, problems, to_hash

@@ -2,7 +2,12 @@
 
 The earliest step with a divergent buffer wins; the groups diverging at that
 step, in pipeline order, are the suspects, and the upstream one is listed
-first. Errors make the verdict ``error`` but never hide what was compared.
+first, its hint followed by what the size of its differences points at
+(rounding-size: the order of floating-point operations; large: logic).
+Errors make the verdict ``error`` but never hide what was compared. The
+timeline sums up, per step and group, the buffers that are not equal; notes
+say how the comparison was read where that may surprise (buffers compared
+as raw bytes).
 
 Every pass over the buffers is one pass: the cost is linear in steps x buffers.
 """
@@ -13,8 +18,10 @@ from itertools import groupby
 from operator import attrgetter
 
 from ..errors import EXIT_DIVERGED, EXIT_IDENTICAL, EXIT_TROUBLE
+from ..kernels.types import DEFAULT_ROUNDING_ULP
 from ..results import (
     DIVERGENT,
+    TIMELINE_STATUSES,
     TROUBLE,
     BufferResult,
     GroupVerdict,
@@ -22,9 +29,10 @@ from ..results import (
     Report,
     Skipped,
     StepSummary,
+    TimelineRow,
     Work,
 )
-from ..schema import OTHER_GROUP
+from ..schema import OTHER, OTHER_GROUP
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -50,7 +58,46 @@ def sort_buffers(buffers: Iterable[BufferResult], schema: Schema) -> tuple[Buffe
     return tuple(sorted(buffers, key=lambda b: (b.step, order.get(b.group, len(order)), b.name)))
 
 
-def _group_verdicts(at_step: list[BufferResult], schema: Schema) -> tuple[GroupVerdict, ...]:
+#: What a group's magnitude at the first divergent step points at, added to its hint.
+MAGNITUDE_HINTS = {
+    "rounding": (
+        "Its differences are rounding-size (at most {ulp} ULP, no NaN or infinity): look at "
+        "the order of floating-point operations, such as atomics, parallel or split "
+        "reductions, or a fused multiply-add in one build and not the other, rather than at "
+        "the logic."
+    ),
+    "large": (
+        "Its differences are large (beyond {ulp} ULP, a NaN or infinity, or integers that "
+        "differ): look for a logic change, such as a branch taken differently, a wrong index, "
+        "or memory read before it is written (uninitialised or stale), rather than rounding."
+    ),
+}
+
+
+#: The hint of the group ``other`` when its buffers were compared as raw bytes.
+BYTES_HINT = (
+    "These buffers were compared as raw bytes (see the note at the top), so how large their "
+    "differences are says nothing: give their element type to learn whether they are "
+    "rounding-size or large."
+)
+
+
+def combined_magnitude(magnitudes: Iterable[str | None]) -> str | None:
+    """ "large" if any is, else "rounding" if any is, else None."""
+    found = set(magnitudes)
+    return "large" if "large" in found else "rounding" if "rounding" in found else None
+
+
+def _hint(hint: str, magnitude: str | None, rounding_ulp: object) -> str:
+    if magnitude is None:
+        return hint
+    extra = MAGNITUDE_HINTS[magnitude].format(ulp=rounding_ulp)
+    return f"{hint} {extra}" if hint else extra
+
+
+def _group_verdicts(
+    at_step: list[BufferResult], schema: Schema, rounding_ulp: object
+) -> tuple[GroupVerdict, ...]:
     groups = list(schema.groups)
     if any(b.group == OTHER_GROUP.key for b in at_step):
         groups.append(OTHER_GROUP)
@@ -58,29 +105,80 @@ def _group_verdicts(at_step: list[BufferResult], schema: Schema) -> tuple[GroupV
     for g in groups:
         members = [b for b in at_step if b.group == g.key]
         diverged = tuple(b.name for b in members if b.status in DIVERGENT)
+        magnitude = None
         if diverged:
             status = "diverged"
+            magnitude = combined_magnitude(b.magnitude for b in members if b.status in DIVERGENT)
         elif any(b.status in TROUBLE for b in members):
             status = "error"
         elif members:
             status = "equal"
         else:
             status = "absent"
-        out.append(GroupVerdict(g.key, g.title, status, diverged, g.hint))  # type: ignore[arg-type]
+        hint = g.hint
+        if diverged and g.key == OTHER and all(b.dtype == "u8" for b in members):
+            hint = BYTES_HINT  # the size of a difference in raw bytes says nothing
+        elif diverged:
+            hint = _hint(g.hint, magnitude, rounding_ulp)
+        out.append(GroupVerdict(g.key, g.title, status, diverged, hint, magnitude))  # type: ignore[arg-type]
     return tuple(out)
 
 
-def _steps(buffers: tuple[BufferResult, ...], schema: Schema) -> tuple[StepSummary, ...]:
-    """One summary per step, in one pass over buffers sorted by step."""
+class _Spread:
+    """The timeline row of one group at one step, as its buffers come in."""
+
+    __slots__ = ("magnitudes", "max_abs_delta", "max_ulp", "n_buffers", "n_diff")
+
+    def __init__(self) -> None:
+        self.n_buffers = 0
+        self.n_diff: int | None = None
+        self.max_abs_delta: int | float | None = None
+        self.max_ulp: int | None = None
+        self.magnitudes: set[str | None] = set()
+
+    def add(self, b: BufferResult) -> None:
+        self.n_buffers += 1
+        if b.n_diff is not None:
+            self.n_diff = (self.n_diff or 0) + b.n_diff
+        d = b.max_abs_delta
+        if d is not None and (self.max_abs_delta is None or d > self.max_abs_delta):
+            self.max_abs_delta = d
+        u = b.max_ulp
+        if u is not None and (self.max_ulp is None or u > self.max_ulp):
+            self.max_ulp = u
+        self.magnitudes.add(b.magnitude)
+
+    def row(self, step: int, group: str) -> TimelineRow:
+        magnitude = combined_magnitude(self.magnitudes)
+        return TimelineRow(step, group, self.n_buffers, self.n_diff, self.max_abs_delta,
+                           self.max_ulp, magnitude)  # fmt: skip
+
+
+def _steps(
+    buffers: tuple[BufferResult, ...], schema: Schema
+) -> tuple[tuple[StepSummary, ...], tuple[TimelineRow, ...], set[str]]:
+    """One summary per step, the timeline, and the names of buffers compared
+    as raw bytes outside the schema: one pass over buffers sorted by step."""
     order = schema.order
     out = []
+    timeline: list[TimelineRow] = []
+    as_bytes: set[str] = set()
     for step, at in groupby(buffers, key=attrgetter("step")):
         counts = dict.fromkeys(STATUS_ORDER, 0)
         diverged: set[str] = set()
+        spread: dict[str, _Spread] = {}  # groups in pipeline order, as the buffers are
         for b in at:
-            counts[b.status] += 1
-            if b.status in DIVERGENT:
+            status = b.status
+            counts[status] += 1
+            if status in DIVERGENT:
                 diverged.add(b.group)
+            if status in TIMELINE_STATUSES:
+                row = spread.get(b.group)
+                if row is None:
+                    row = spread[b.group] = _Spread()
+                row.add(b)
+            if b.group == OTHER and b.dtype == "u8":
+                as_bytes.add(b.name)
         out.append(
             StepSummary(
                 step,
@@ -88,7 +186,23 @@ def _steps(buffers: tuple[BufferResult, ...], schema: Schema) -> tuple[StepSumma
                 tuple(sorted(diverged, key=order.__getitem__)),
             )
         )
-    return tuple(out)
+        timeline += [row.row(step, group) for group, row in spread.items()]
+    return tuple(out), tuple(timeline), as_bytes
+
+
+def bytes_note(names: set[str]) -> str:
+    """The note for buffers outside the schema read as bytes: what that means, and the fix."""
+    shown = sorted(names)
+    listed = ", ".join(shown[:3]) + (f" and {len(shown) - 3} more" if len(shown) > 3 else "")
+    one = len(shown) == 1
+    return (
+        f"{len(shown)} {'buffer' if one else 'buffers'} in no schema group ({listed}) "
+        f"{'was' if one else 'were'} compared as raw bytes (u8): "
+        f"{'its' if one else 'their'} indices are byte offsets and {'its' if one else 'their'} "
+        "values bytes. To compare them as numbers, give their element type: --default-dtype "
+        "f32 (or another dtype), or a schema file (fastdiff schema > my.toml, add them to a "
+        "group, then --schema my.toml)"
+    )
 
 
 def build_report(
@@ -100,17 +214,25 @@ def build_report(
     errors: Iterable[Problem],
     tolerance: dict[str, object] | None = None,
     work: Work | None = None,
+    notes: Iterable[str] = (),
 ) -> Report:
+    """The report of one run pair; ``notes``: remarks of the caller's, to which
+    the report adds its own."""
     ordered = sort_buffers(buffers, schema)
     problems = tuple(sorted(set(errors), key=lambda p: (p.path, p.message)))
     divergent = [b for b in ordered if b.status in DIVERGENT]
     first_step = min((b.step for b in divergent), default=None)
     groups: tuple[GroupVerdict, ...] = ()
     first_groups: tuple[str, ...] = ()
+    rounding_ulp = (tolerance or {}).get("rounding_ulp", DEFAULT_ROUNDING_ULP)
     if first_step is not None:
         at = [b for b in ordered if b.step == first_step]
-        groups = _group_verdicts(at, schema)
+        groups = _group_verdicts(at, schema, rounding_ulp)
         first_groups = tuple(g.key for g in groups if g.status == "diverged")
+    steps, timeline, as_bytes = _steps(ordered, schema)
+    all_notes = list(dict.fromkeys(notes))
+    if as_bytes:
+        all_notes.append(bytes_note(as_bytes))
     verdict: Verdict = "error" if problems else "diverged" if divergent else "identical"
     return Report(
         run_a=run_a,
@@ -120,12 +242,14 @@ def build_report(
         first_divergent_step=first_step,
         first_divergent_groups=first_groups,
         groups=groups,
-        steps=_steps(ordered, schema),
+        steps=steps,
         buffers=ordered,
         skipped=tuple(sorted(skipped, key=lambda s: s.path)),
         errors=problems,
         tolerance=tolerance or {},
         work=work or Work(),
+        timeline=timeline,
+        notes=tuple(all_notes),
     )
 
 

@@ -1,0 +1,157 @@
+"""The timeline of a divergence as a picture: ``fastdiff compare --plot FILE.png``.
+
+Step on x; the top panel shows, per group, the largest |A-B| among its
+buffers at each step (log scale: filled markers for large differences,
+hollow ones for rounding-size ones), the bottom panel how many elements
+differ (log scale); the first divergent step is marked in both. Steps
+where a group's differences have no finite |A-B| (NaN or infinity only, a
+buffer missing from a run) are marked at the top edge of the top panel.
+
+A pure function of a ``Report`` (its ``timeline``). matplotlib is the
+optional extra ``plot`` (``fastdiff-dumps[plot]``); it is imported here
+only, inside the functions, and drawn with the Agg backend through the
+object API (no pyplot, no global state, no display needed).
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..errors import FastdiffError
+from .escape import display_path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..results import Report, TimelineRow
+
+MISSING = (
+    "--plot needs matplotlib, the optional extra 'plot': pip install 'fastdiff-dumps[plot]' "
+    "(in a checkout of fastdiff: pip install '.[plot]')"
+)
+
+
+def check_plot_path(path: str, runs: Sequence[str]) -> None:
+    """Fail before comparing if the plot cannot be written: no name, inside a
+    run folder (fastdiff never writes there), no such folder, no matplotlib."""
+    if path == "":
+        raise FastdiffError("--plot: empty file name; give the PNG file to write")
+    from ..stages.discover import is_inside
+
+    for run in runs:
+        if os.path.isdir(run) and is_inside(path, run):
+            raise FastdiffError(
+                f"--plot {path} is inside the run folder {run}, and fastdiff never writes "
+                "into a run folder; write the plot elsewhere"
+            )
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise FastdiffError(f"--plot {path}: folder {folder} does not exist")
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise FastdiffError(MISSING) from None
+
+
+def _short(text: str, width: int = 48) -> str:
+    """A run's name for the title: escaped, and its middle cut when long."""
+    text = display_path(text)
+    if len(text) <= width:
+        return text
+    keep = (width - 3) // 2
+    return text[:keep] + "..." + text[-keep:]
+
+
+def _group_order(report: Report) -> list[str]:
+    order = [g.key for g in report.groups]
+    seen = dict.fromkeys(r.group for r in report.timeline)
+    return [k for k in order if k in seen] + [k for k in seen if k not in order]
+
+
+def write_timeline_plot(report: Report, path: str | os.PathLike[str], dpi: int = 100) -> None:
+    """Write the timeline of ``report`` as a PNG file."""
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+        from matplotlib.ticker import MaxNLocator
+        from matplotlib.transforms import blended_transform_factory
+    except ImportError:
+        raise FastdiffError(MISSING) from None
+
+    fig = Figure(figsize=(8, 5.6), layout="constrained")
+    FigureCanvasAgg(fig)
+    top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(3, 2))
+    rounding = report.tolerance.get("rounding_ulp")
+    by_group: dict[str, list[TimelineRow]] = {}
+    for row in report.timeline:
+        by_group.setdefault(row.group, []).append(row)
+    edge = blended_transform_factory(top.transData, top.transAxes)
+    marked_edge = False
+    for i, key in enumerate(_group_order(report)):
+        rows = by_group[key]
+        color = f"C{i % 10}"
+        label = display_path(key)
+        drawn = [r for r in rows if r.max_abs_delta is not None and r.max_abs_delta > 0]
+        top.plot([r.step for r in drawn], [float(r.max_abs_delta or 0) for r in drawn], "-",
+                 color=color, linewidth=1.5, label=label)  # fmt: skip
+        for magnitude, face in (("large", color), ("rounding", "white")):
+            pts = [r for r in drawn if r.magnitude == magnitude]
+            top.plot([r.step for r in pts], [float(r.max_abs_delta or 0) for r in pts], "o",
+                     color=color, markerfacecolor=face, markersize=6)  # fmt: skip
+        unplotted = [r for r in rows if r not in drawn]
+        if unplotted:
+            marked_edge = True
+            top.plot([r.step for r in unplotted], [0.97] * len(unplotted), "x", color=color,
+                     markersize=7, transform=edge, clip_on=False)  # fmt: skip
+        counted = [r for r in rows if r.n_diff]
+        bottom.plot([r.step for r in counted], [r.n_diff for r in counted], "o-", color=color,
+                    markersize=4, linewidth=1)  # fmt: skip
+    first = report.first_divergent_step
+    for ax in (top, bottom):
+        if first is not None:
+            ax.axvline(first, color="crimson", linestyle="--", linewidth=1)
+        ax.grid(True, which="major", alpha=0.3)
+    if any(r.max_abs_delta for r in report.timeline):
+        top.set_yscale("log")
+    if any(r.n_diff for r in report.timeline):
+        bottom.set_yscale("log")
+    if report.steps:
+        lo, hi = report.steps[0].step, report.steps[-1].step
+        pad = max(0.5, (hi - lo) * 0.02)
+        bottom.set_xlim(lo - pad, hi + pad)
+    bottom.xaxis.set_major_locator(MaxNLocator(integer=True))
+    top.set_ylabel("largest |A-B|")
+    bottom.set_ylabel("differing elements")
+    bottom.set_xlabel("step")
+    if first is not None:
+        top.annotate(
+            f" first divergent step {first}",
+            xy=(first, 0.92),
+            xycoords=edge,
+            color="crimson",
+            fontsize=8,
+        )
+    keys = ", ".join(display_path(k) for k in report.first_divergent_groups)
+    verdict = (
+        f"first divergent step {first}: {keys}"
+        if first is not None
+        else f"verdict: {report.verdict}, nothing diverged"
+    )
+    fig.suptitle(
+        f"fastdiff: {_short(report.run_a)} vs {_short(report.run_b)}\n{verdict}", fontsize=10
+    )
+    notes = ["filled: large, hollow: rounding-size"]
+    if isinstance(rounding, int):
+        notes[0] += f" (at most {rounding} ULP)"
+    if marked_edge:
+        notes.append("x at the top: NaN/inf or a missing buffer only")
+    top.set_title("; ".join(notes), fontsize=8, loc="left")
+    if report.timeline:
+        top.legend(fontsize=8, loc="best", title="group", title_fontsize=8)
+    else:
+        top.text(0.5, 0.5, "no step differs", ha="center", va="center", transform=top.transAxes)
+    try:
+        fig.savefig(os.fspath(path), format="png", dpi=dpi)
+    except OSError as exc:
+        raise FastdiffError(f"--plot {path}: cannot write ({exc.strerror or exc})") from exc
