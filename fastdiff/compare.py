@@ -14,6 +14,7 @@ from .options import CompareOptions, tolerance_dict
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import os
+    from collections.abc import Callable
     from concurrent.futures import Executor
 
     from .engine.cache import DigestCache
@@ -28,6 +29,7 @@ def compare_runs(
     options: CompareOptions | None = None,
     executor: Executor | None = None,
     cache: DigestCache | None = None,
+    on_note: Callable[[str], None] | None = None,
 ) -> Report:
     """Compare two runs (folders or manifests); the Report holds every buffer
     and every error.
@@ -36,6 +38,11 @@ def compare_runs(
     ``submit`` is called); without one, fastdiff picks serial or a pool of
     its own per ``options.executor`` and ``options.jobs``. ``cache``: a
     DigestCache to look digests up in and store them to (default: none).
+    ``on_note``: called with each remark on how the runs are read (the
+    schema a manifest records, and what disagrees with it), which the
+    report's ``notes`` hold too.
     """
-    (report,) = compare_pairs([(run_a, run_b)], options, executor=executor, cache=cache)
+    (report,) = compare_pairs(
+        [(run_a, run_b)], options, executor=executor, cache=cache, on_note=on_note
+    )
     return report

@@ -298,11 +298,13 @@ def sweep(
     on_report: Callable[[int, Report], None] | None = None,
     progress: Progress | None = None,
     classes_of: Sequence[str] | None = None,
+    on_note: Callable[[str], None] | None = None,
 ) -> tuple[list[Report], SweepSummary]:
-    """Compare every pair; ``classes_of``: runs to group into identity classes."""
+    """Compare every pair; ``classes_of``: runs to group into identity classes;
+    ``on_note``: as for ``compare_pairs``."""
     t0 = time.perf_counter()
     hits_before = cache.hits if cache is not None else 0
-    reports = compare_pairs(pairs, options, executor, cache, on_report, progress)
+    reports = compare_pairs(pairs, options, executor, cache, on_report, progress, on_note)
     hits = (cache.hits - hits_before) if cache is not None else 0
     return reports, summarize(reports, classes_of, hits, time.perf_counter() - t0)
 

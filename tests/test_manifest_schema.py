@@ -186,6 +186,29 @@ def test_an_explicit_schema_wins_with_one_warning_line(setup: dict[str, Path]) -
     assert same.returncode == 0 and same.stderr == ""
 
 
+def test_what_is_said_about_the_schema_is_in_the_report_too(
+    setup: dict[str, Path], capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The library prints nothing: the remarks are the report's ``notes`` (JSON
+    ``notes``, text ``warning:`` lines) and go to ``on_note``; the command
+    line also prints them on stderr."""
+    from fastdiff import compare_runs, render_json, render_text
+
+    a_my, a_rl = setup["a_my"], setup["a_rl"]
+    said: list[str] = []
+    report = compare_runs(a_my, a_rl, on_note=said.append)
+    assert capfd.readouterr().err == ""
+    assert said and list(report.notes) == said
+    assert said[0].startswith(f"warning: {a_my} and {a_rl} were hashed under different schemas")
+    assert json.loads(render_json(report))["notes"] == said
+    assert said[0] in render_text(report).splitlines()
+    quiet = compare_runs(a_my, a_rl)  # no on_note: still in the report, still not printed
+    assert list(quiet.notes) == said and capfd.readouterr().err == ""
+    r = cli("compare", a_my, a_rl)
+    assert r.stderr.splitlines()[0] == f"fastdiff: {said[0]}"
+    assert said[0] in r.stdout.splitlines()
+
+
 def test_two_manifests_of_different_dtypes_warn_once_per_buffer(setup: dict[str, Path]) -> None:
     differ = my_vs_rl(setup["my"])
     a_my, a_rl = setup["a_my"], setup["a_rl"]

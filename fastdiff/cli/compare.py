@@ -13,7 +13,7 @@ from .common import (
     non_negative_int,
     options_of,
 )
-from .output import print_problems, write_stdout
+from .output import print_note, print_problems, write_stdout
 from .spec import STORE_TRUE, Arg
 
 TYPE_CHECKING = False
@@ -66,7 +66,7 @@ def run(args: Namespace) -> int:
     options = options_of(args)
     cache = digest_cache(args, [args.run_a, args.run_b])
     try:
-        report = compare_runs(args.run_a, args.run_b, options, cache=cache)
+        report = compare_runs(args.run_a, args.run_b, options, cache=cache, on_note=print_note)
     finally:
         if cache is not None:
             cache.close()

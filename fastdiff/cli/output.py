@@ -39,3 +39,10 @@ def print_problems(problems: Iterable[Problem]) -> None:
         print(
             f"fastdiff: error: {display_path(e.path)}: {display_path(e.message)}", file=sys.stderr
         )
+
+
+def print_note(note: str) -> None:
+    """A remark on how the runs are read (``note: ...`` / ``warning: ...``), on stderr."""
+    from ..render.escape import display_path
+
+    print(f"fastdiff: {display_path(note)}", file=sys.stderr)

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from ..errors import EXIT_INTERRUPTED, FastdiffError
 from ..options import EXECUTORS
 from .common import common_options, compare_options, digest_cache, options_of
-from .output import print_problems, write_stdout
+from .output import print_note, print_problems, write_stdout
 from .spec import STORE_FALSE, STORE_TRUE, Arg, Exclusive
 
 TYPE_CHECKING = False
@@ -104,6 +104,7 @@ def run(args: Namespace) -> int:
                 on_report=emit,
                 progress=Progress() if show_progress else None,
                 classes_of=list(dict.fromkeys(args.runs)) if args.all else None,
+                on_note=print_note,
             )
     except KeyboardInterrupt:
         # Every finished pair is out already; close with what finished.

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import gc
 import os
-import sys
 import time
 
 from ..dtypes import get_dtype
@@ -154,7 +153,7 @@ class Plan:
     An immutable value: the same plan may be submitted again.
     """
 
-    __slots__ = ("errors", "on_done", "paired", "schema", "src_a", "src_b", "tag")
+    __slots__ = ("errors", "notes", "on_done", "paired", "schema", "src_a", "src_b", "tag")
 
     src_a: RunSource
     src_b: RunSource
@@ -163,6 +162,7 @@ class Plan:
     tag: object
     errors: tuple[Problem, ...]
     paired: bool
+    notes: tuple[str, ...]
 
     def __init__(
         self,
@@ -173,6 +173,7 @@ class Plan:
         tag: object = None,
         errors: Iterable[Problem] = (),
         paired: bool = True,
+        notes: Iterable[str] = (),
     ) -> None:
         self.src_a = src_a
         self.src_b = src_b
@@ -181,6 +182,8 @@ class Plan:
         self.tag = tag
         self.errors = tuple(errors)
         self.paired = paired
+        #: Remarks on how the runs are read (the schema chosen): into the report.
+        self.notes = tuple(notes)
 
     def __repr__(self) -> str:
         return f"Plan({self.src_a.spec!r}, {self.src_b.spec!r}, tag={self.tag!r})"
@@ -190,7 +193,7 @@ class Plan:
         compare again files that changed while they were read."""
         return Plan(
             self.src_a.reopen(), self.src_b.reopen(), self.schema, self.on_done, self.tag,
-            self.errors, self.paired,
+            self.errors, self.paired, self.notes,
         )  # fmt: skip
 
 
@@ -660,6 +663,7 @@ class Scheduler:
             job.errors,
             tolerance=tolerance_dict(self.opts.tolerance),
             work=work,
+            notes=plan.notes,
         )
         if self.progress is not None:
             self.progress.pair_done()
@@ -713,6 +717,7 @@ def compare_pairs(
     cache: DigestCache | None = None,
     on_report: Callable[[int, Report], None] | None = None,
     progress: Progress | None = None,
+    on_note: Callable[[str], None] | None = None,
 ) -> list[Report]:
     """Compare run pairs (folders or manifests), hashing every file once per
     chunk size it is needed at.
@@ -721,10 +726,12 @@ def compare_pairs(
     each as soon as it and all before it are done. ``executor``: any
     concurrent.futures executor the caller owns (only ``submit`` is called).
     Each pair is read with the schema ``sources.schemas.choose_schema`` picks
-    for it; what it says about the choice goes to stderr, once per line.
+    for it; what it says about the choice is in that pair's ``Report.notes``,
+    and is handed to ``on_note`` once per distinct line, before any work
+    starts (the command line prints it on stderr).
     """
     with gc_paused():
-        return _compare_pairs(pairs, options, executor, cache, on_report, progress)
+        return _compare_pairs(pairs, options, executor, cache, on_report, progress, on_note)
 
 
 def _compare_pairs(
@@ -734,6 +741,7 @@ def _compare_pairs(
     cache: DigestCache | None,
     on_report: Callable[[int, Report], None] | None,
     progress: Progress | None,
+    on_note: Callable[[str], None] | None,
 ) -> list[Report]:
     opts = options or CompareOptions()
     specs = [os.fspath(s) for pair in pairs for s in pair]
@@ -757,9 +765,10 @@ def _compare_pairs(
         schema, said = choose_schema((sa, sb), opts.schema)
         notes.update(dict.fromkeys(said))
         empty = _empty_sides(sa, sb, hints)
-        sched.submit(Plan(sa, sb, schema, done, i, empty, paired=not empty))
-    for note in notes:  # like the digest cache's warnings: once each, on stderr
-        print(f"fastdiff: {note}", file=sys.stderr)
+        sched.submit(Plan(sa, sb, schema, done, i, empty, paired=not empty, notes=said))
+    if on_note is not None:
+        for note in notes:  # once each, however many pairs it concerns
+            on_note(note)
     sched.run(executor)
     if progress is not None:
         progress.close()

@@ -235,7 +235,10 @@ def render_text(report: Report, verbose: bool = False) -> str:
         f"B: {display_path(report.run_b)}",
         f"schema: {display_path(report.schema)}",
     ]
-    lines += [f"note: {display_path(note)}" for note in report.notes]
+    lines += [
+        display_path(n if n.startswith(("note: ", "warning: ")) else f"note: {n}")
+        for n in report.notes
+    ]
     shown: dict[int, list[BufferResult]] = {}  # the buffers to list, by step: one pass
     for b in report.buffers:
         if verbose or b.status != "equal":
