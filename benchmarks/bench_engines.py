@@ -28,7 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from fastdiff import synth  # noqa: E402
+from fastdiff.bench import synth  # noqa: E402
 from fastdiff.bench.timing import median, prepare_cli, read_once, time_commands  # noqa: E402
 
 KIB = 1 << 10
