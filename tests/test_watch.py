@@ -655,3 +655,24 @@ def test_polling_parses_each_name_once_and_stats_only_steps_not_complete(
         f"note: {run / 'step_10_later_too.bin'} appeared after step 10 was compared; it is "
         "not compared"
     ]
+
+
+def test_the_text_summary_has_the_notes_compare_has(tmp_path: Path) -> None:
+    """Buffers read as raw bytes: compare says so at the top of its text, and
+    watch in its summary (the group hint points at that note)."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    static_run(a, 2)
+    static_run(b, 2, "--diverge", "1:rewards:3")
+    schema = tmp_path / "few.toml"
+    schema.write_text('[[group]]\nkey = "F"\nhint = "Rewards."\n[group.members]\nrewards = "f32"\n')
+    code, out, err = finish(
+        watch(str(a), str(b), *FAST, "--schema", str(schema), "--format", "text")
+    )
+    assert code == 1, err
+    compared = subprocess.run(
+        [sys.executable, "-m", "fastdiff", "compare", str(a), str(b), "--schema", str(schema)],
+        capture_output=True, text=True, cwd=REPO, timeout=60,
+    )  # fmt: skip
+    notes = [line for line in compared.stdout.splitlines() if line.startswith("note: ")]
+    assert notes and "compared as raw bytes" in notes[0]
+    assert [line for line in out.splitlines() if line.startswith("note: ")] == notes

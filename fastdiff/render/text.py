@@ -228,6 +228,14 @@ def _folded_line(run: list[StepSummary]) -> str:
     return f"{label}: all equal, {lo:,} to {hi:,} buffers a step ({sum(counts):,} in all)"
 
 
+def note_lines(report: Report) -> list[str]:
+    """The report's notes, a line each (``note: ...``, or a ``warning: ...`` as said)."""
+    return [
+        display_path(n if n.startswith(("note: ", "warning: ")) else f"note: {n}")
+        for n in report.notes
+    ]
+
+
 def render_text(report: Report, verbose: bool = False) -> str:
     """The report; ``verbose`` lists every step and every buffer, equal ones too."""
     lines = [
@@ -235,10 +243,7 @@ def render_text(report: Report, verbose: bool = False) -> str:
         f"B: {display_path(report.run_b)}",
         f"schema: {display_path(report.schema)}",
     ]
-    lines += [
-        display_path(n if n.startswith(("note: ", "warning: ")) else f"note: {n}")
-        for n in report.notes
-    ]
+    lines += note_lines(report)
     shown: dict[int, list[BufferResult]] = {}  # the buffers to list, by step: one pass
     for b in report.buffers:
         if verbose or b.status != "equal":

@@ -16,7 +16,7 @@ import json
 from .escape import display_path, json_text
 from .fmt import plural
 from .json import buffer_dict, report_dict
-from .text import format_buffer, verdict_lines
+from .text import format_buffer, note_lines, verdict_lines
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -118,9 +118,10 @@ def _stop_line(summary: WatchSummary) -> str:
 
 
 def render_summary_text(summary: WatchSummary) -> str:
-    """Why the watch stopped, the errors, and compare's verdict block."""
+    """Why the watch stopped, the notes (as compare's text has them at its
+    top), the errors, and compare's verdict block."""
     report = summary.report
-    lines = ["", _stop_line(summary)]
+    lines = ["", _stop_line(summary), *note_lines(report)]
     if report.errors:
         lines.append(f"{plural(len(report.errors), 'error')}:")
         lines += [f"  {display_path(e.path)}: {display_path(e.message)}" for e in report.errors]
