@@ -412,3 +412,24 @@ def test_a_manifest_records_members_in_the_form_given(tmp_path: Path) -> None:
     assert p.returncode == 1, p.stderr
     doc = json.loads(p.stdout)
     assert doc["schema"] == "anatomy-example" and doc["first_divergent_groups"] == ["E"]
+
+
+def test_timeline_cells_without_element_facts_say_why(tmp_path: Path) -> None:
+    """A buffer in one run only is 'missing'; one a manifest shows differs only
+    by its digests is 'differs' (it is in both runs; no element was read)."""
+    a = write_run(tmp_path / "a", {f"step_{s}_rewards.bin": f32(1.0, 2.0) for s in (0, 1, 2)})
+    b = write_run(tmp_path / "b", {f"step_{s}_rewards.bin": f32(1.0, 3.0) for s in (0, 1)})
+    p = fastdiff("compare", a, b)
+    assert p.returncode == 1, p.stderr
+    table = p.stdout.split("\ntimeline: ", 1)[1].splitlines()
+    assert table[0].endswith("(N ulp: rounding-size; . equal; missing: in one run only)")
+    assert [row.split() for row in table[2:]] == [["0", "1"], ["1", "1"], ["2", "missing"]]
+    manifest = tmp_path / "a.json"
+    assert fastdiff("hash", a, "--no-cache", "-o", manifest).returncode == 0
+    p = fastdiff("compare", manifest, b)
+    assert p.returncode == 1, p.stderr
+    table = p.stdout.split("\ntimeline: ", 1)[1].splitlines()
+    assert "differs: by digests only" in table[0]
+    assert [row.split() for row in table[2:]] == [
+        ["0", "differs"], ["1", "differs"], ["2", "missing"],
+    ]  # fmt: skip

@@ -315,8 +315,13 @@ def verdict_lines(report: Report) -> list[str]:
     return _verdict_lines(report)
 
 
-def _cell(row: TimelineRow | None) -> str:
-    """One group at one step in the timeline table."""
+#: A timeline cell without element facts, by the statuses of its buffers.
+_FACTLESS = {"only_in_a": "missing", "only_in_b": "missing", "length_mismatch": "length"}
+
+
+def _cell(row: TimelineRow | None, statuses: set[str]) -> str:
+    """One group at one step in the timeline table; ``statuses``: those of
+    its buffers that are not equal (read only when the row has no facts)."""
     if row is None:
         return "."
     if row.magnitude == "rounding":
@@ -326,7 +331,19 @@ def _cell(row: TimelineRow | None) -> str:
         return str(d) if isinstance(d, int) and d < 10**6 else f"{d:.3g}"
     if row.magnitude == "large":
         return "nan/inf"
-    return "missing" if row.n_diff is None else "length"
+    if row.n_diff is not None:
+        return "length"
+    # No element was compared: missing from a run, or known to differ by
+    # digests only (a manifest holds no data).
+    kinds = {_FACTLESS.get(s, "differs") for s in statuses}
+    return kinds.pop() if len(kinds) == 1 else "differs"
+
+
+def _legend(cells: list[list[str]]) -> str:
+    """What the factless words in the table mean, for those it holds."""
+    used = {c for row in cells for c in row}
+    words = {"missing": "in one run only", "differs": "by digests only"}
+    return "".join(f"; {w}: {meaning}" for w, meaning in words.items() if w in used)
 
 
 def _timeline_lines(report: Report) -> list[str]:
@@ -343,13 +360,18 @@ def _timeline_lines(report: Report) -> list[str]:
     keys = [k for k in order if any(k in rows for rows in by_step.values())]
     keys += [k for k in dict.fromkeys(r.group for r in report.timeline) if k not in keys]
     steps = list(by_step)[:TIMELINE_ROWS]
-    cells = [[_cell(by_step[s].get(k)) for k in keys] for s in steps]
+    shown = set(steps)
+    statuses: dict[tuple[int, str], set[str]] = {}  # one pass, for factless cells only
+    for b in report.buffers:
+        if b.step in shown and b.status != "equal":
+            statuses.setdefault((b.step, b.group), set()).add(b.status)
+    cells = [[_cell(by_step[s].get(k), statuses.get((s, k), set())) for k in keys] for s in steps]
     step_w = max(len("step"), *(len(str(s)) for s in steps))
     widths = [max(len(display_path(k)), *(len(c[i]) for c in cells)) for i, k in enumerate(keys)]
     out = [
         "",
         "timeline: per group, the largest |A-B| at each step that is not all equal "
-        "(N ulp: rounding-size; . equal)",
+        f"(N ulp: rounding-size; . equal{_legend(cells)})",
         "  "
         + "step".rjust(step_w)
         + "".join(f"  {display_path(k):>{w}}" for k, w in zip(keys, widths, strict=True)),
