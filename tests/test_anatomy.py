@@ -433,3 +433,22 @@ def test_timeline_cells_without_element_facts_say_why(tmp_path: Path) -> None:
     assert [row.split() for row in table[2:]] == [
         ["0", "differs"], ["1", "differs"], ["2", "missing"],
     ]  # fmt: skip
+
+
+def test_a_hint_without_a_full_stop_gets_one_before_the_magnitude_sentence(
+    tmp_path: Path,
+) -> None:
+    schema = tmp_path / "s.toml"
+    schema.write_text(
+        '[[group]]\nkey = "G"\nhint = "no full stop"\n[group.members]\n'
+        'rewards = "f32"\nadvantages = "f32"\n'
+    )
+    p = fastdiff(
+        "compare", "--schema", schema, "examples/run-a", "examples/run-b", "--format", "json"
+    )
+    assert p.returncode == 1, p.stderr
+    (g,) = [g for g in json.loads(p.stdout)["groups"] if g["key"] == "G"]
+    assert g["hint"].startswith("no full stop. Its differences are rounding-size")
+    text = fastdiff("compare", "--schema", schema, "examples/run-a", "examples/run-b").stdout
+    assert "next, G: no full stop. Its differences are rounding-size" in text
+    assert not any(line.rstrip().endswith("rounding-") for line in text.splitlines())

@@ -306,7 +306,9 @@ def _verdict_lines(report: Report) -> list[str]:
             import textwrap
 
             hint = f"next, {keys[g.key]}: {display_path(g.hint)}"
-            out += textwrap.wrap(hint, width=88, subsequent_indent="  ")
+            out += textwrap.wrap(
+                hint, width=88, subsequent_indent="  ", break_on_hyphens=False
+            )  # "rounding-size" stays whole
     return out
 
 

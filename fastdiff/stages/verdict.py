@@ -92,7 +92,11 @@ def _hint(hint: str, magnitude: str | None, rounding_ulp: object) -> str:
     if magnitude is None:
         return hint
     extra = MAGNITUDE_HINTS[magnitude].format(ulp=rounding_ulp)
-    return f"{hint} {extra}" if hint else extra
+    if not hint:
+        return extra
+    hint = hint.rstrip()
+    # A schema's hint may end without a full stop: the added sentence starts anew.
+    return f"{hint} {extra}" if hint.endswith((".", "!", "?")) else f"{hint}. {extra}"
 
 
 def _group_verdicts(
