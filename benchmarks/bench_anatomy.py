@@ -141,6 +141,15 @@ def main() -> int:
     ap.add_argument("--no-cli", action="store_true", help="only the in-process scan rows")
     args = ap.parse_args()
     rev = args.before or before_revision(REPO)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True)
+    same = subprocess.run(["git", "rev-parse", rev], cwd=REPO, capture_output=True, text=True)
+    if same.stdout.strip() == head.stdout.strip():
+        # On main the branch point is HEAD: 'before' would be this checkout itself.
+        sys.exit(
+            "bench_anatomy: 'before' is this checkout itself (on main, HEAD is where a "
+            "branch would leave it): pass --before REV, e.g. --before 70e2eed^1, the "
+            "commit before the anatomy facts were merged"
+        )
     root = Path(tempfile.mkdtemp(prefix="fastdiff-anatomy-", dir=args.workdir))
     try:
         tree = extract(REPO, rev, root)
