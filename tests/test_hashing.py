@@ -29,14 +29,11 @@ from hypothesis import strategies as st
 
 import fastdiff.sources.reader as reader
 import fastdiff.stages.hash as hashing
-from fastdiff.sources.reader import FileChanged, open_fd, paired_views, views
+from fastdiff.sources.reader import FileChanged, open_fd, views
 from fastdiff.stages.discover import DumpFile, discover
 from fastdiff.stages.hash import (
     FileDigest,
     chunk_digests,
-    compare_batch,
-    compare_chunks,
-    differing_ranges,
     hash_batch,
     hash_file,
 )
@@ -64,11 +61,11 @@ def unmappable(after: int = 0) -> Iterator[list[int]]:
     real = reader.map_window
     calls: list[int] = []
 
-    def map_window(fd: int, f: DumpFile, offset: int, length: int, private: bool = False) -> object:
+    def map_window(fd: int, f: DumpFile, offset: int, length: int) -> object:
         calls.append(offset)
         if len(calls) > after:
             raise OSError(errno.ENODEV, "No such device")
-        return real(fd, f, offset, length, private)
+        return real(fd, f, offset, length)
 
     reader.map_window = map_window  # type: ignore[assignment]
     try:
@@ -125,8 +122,7 @@ def test_mapped_and_read_paths_give_the_naive_digests(
 @settings(max_examples=100, deadline=None)
 @given(size=boundary_sizes(), data=st.data())
 def test_views_cover_any_range_in_order(size: int, data: st.DataObject) -> None:
-    """``views`` and ``paired_views`` are readers the scan stage can adopt:
-    any start, any end, and a pair's views side by side of equal lengths."""
+    """``views`` reads any range, mapped or read, in order."""
     start = data.draw(st.integers(0, size))
     end = data.draw(st.integers(start, size))
     content = os.urandom(size)
@@ -140,20 +136,6 @@ def test_views_cover_any_range_in_order(size: int, data: st.DataObject) -> None:
                 finally:
                     os.close(fd)
                 assert got == content[start:end]
-        g = one_dump(Path(tmp) / "g", content[::-1])
-        for after in (0, 1, 1 << 30):  # one side fails to map: both are read from there
-            with small_windows(), unmappable(after):
-                fd, gd = open_fd(f.path), open_fd(g.path)
-                try:
-                    pairs = [
-                        (bytes(x), bytes(y)) for x, y in paired_views(fd, f, gd, g, start, end)
-                    ]
-                finally:
-                    os.close(fd)
-                    os.close(gd)
-            assert all(len(x) == len(y) for x, y in pairs)
-            assert b"".join(x for x, _ in pairs) == content[start:end]
-            assert b"".join(y for _, y in pairs) == content[::-1][start:end]
 
 
 def test_chunk_digests_of_pieces_of_any_length() -> None:
@@ -170,9 +152,9 @@ def test_big_files_are_mapped_small_ones_read(
     calls: list[int] = []
     real = reader.map_window
 
-    def map_window(fd: int, f: DumpFile, offset: int, length: int, private: bool = False) -> object:
+    def map_window(fd: int, f: DumpFile, offset: int, length: int) -> object:
         calls.append(length)
-        return real(fd, f, offset, length, private)
+        return real(fd, f, offset, length)
 
     monkeypatch.setattr(reader, "map_window", map_window)
     small = one_dump(tmp_path / "small", os.urandom(hashing.MAP_MIN - 8))
@@ -242,79 +224,6 @@ def test_file_digest_is_a_value() -> None:
     assert "chunk_size=8" in repr(d)
 
 
-# --- comparing two files directly (compare_chunks) ---------------------------------
-
-
-def naive_ranges(
-    a: bytes, b: bytes, chunk_size: int, start: int, end: int
-) -> list[tuple[int, int]]:
-    out: list[tuple[int, int]] = []
-    for c in range(start, end, chunk_size):
-        e = min(c + chunk_size, end)
-        if a[c:e] != b[c:e]:
-            if out and out[-1][1] == c:
-                out[-1] = (out[-1][0], e)
-            else:
-                out.append((c, e))
-    return out
-
-
-@settings(max_examples=150, deadline=None)
-@given(
-    size=boundary_sizes(),
-    delta=st.sampled_from([0, 0, 0, -PAGE, -1, 1, PAGE]),
-    chunk_size=CHUNK_SIZES,
-    flips=st.lists(st.integers(0, 5 * WINDOW), max_size=4),
-    seed=st.integers(0, 2**32 - 1),
-    data=st.data(),
-)
-def test_compare_chunks_finds_exactly_the_differing_chunks(
-    size: int, delta: int, chunk_size: int, flips: list[int], seed: int, data: st.DataObject
-) -> None:
-    rng = random.Random(seed)
-    a = rng.randbytes(size)
-    b = bytearray(a[: max(0, size + delta)] + rng.randbytes(max(0, delta)))
-    for i in flips:
-        if b:
-            b[i % len(b)] ^= 1 << (i % 8)
-    common = min(len(a), len(b))
-    start = data.draw(st.integers(0, common // chunk_size)) * chunk_size
-    end = data.draw(st.integers(start, common))
-    expect = naive_ranges(a, bytes(b), chunk_size, start, end)
-    with tempfile.TemporaryDirectory() as tmp:
-        fa, fb = one_dump(Path(tmp) / "a", a), one_dump(Path(tmp) / "b", bytes(b))
-        with small_windows():
-            got = [
-                compare_chunks(fa, fb, chunk_size, start, end),
-                compare_chunks(fa, fb, chunk_size, start, end, use_mmap=False),
-            ]
-            with unmappable(after=1):
-                got.append(compare_chunks(fa, fb, chunk_size, start, end))
-            whole = compare_chunks(fa, fb, chunk_size)
-            if len(a) == len(b):  # what the digests say, without them
-                by_digest, _ = differing_ranges(
-                    hash_file(fa, chunk_size), hash_file(fb, chunk_size)
-                )
-                assert list(whole) == list(by_digest)
-    assert [list(g) for g in got] == [expect] * 3
-    assert list(whole) == naive_ranges(a, bytes(b), chunk_size, 0, common)
-
-
-def test_compare_chunks_reports_the_file_that_changed(tmp_path: Path) -> None:
-    data = os.urandom(3 * WINDOW)
-    fa, fb = one_dump(tmp_path / "a", data), one_dump(tmp_path / "b", data)
-    with open(fb.path, "ab") as fh:
-        fh.write(b"\0" * 8)
-    for use_mmap in (True, False):
-        with small_windows(), pytest.raises(FileChanged) as info:
-            compare_chunks(fa, fb, PAGE, use_mmap=use_mmap)
-        assert info.value.filename == fb.path
-        with small_windows():
-            (problem,) = compare_batch([(fa, fb, 0, fa.size)], PAGE, use_mmap)
-        assert getattr(problem, "path", None) == fb.path
-        assert "changed while fastdiff was comparing it" in problem.message  # type: ignore[union-attr]
-
-
 # --- files that change: an error, never a digest, and the process survives ---------
 
 
@@ -362,11 +271,11 @@ from fastdiff.stages.hash import hash_batch
 _, change = t.CHANGES[{change!r}]
 real = reader.map_window
 maps = []
-def map_window(fd, f, offset, length, private=False):
+def map_window(fd, f, offset, length):
     if len(maps) == {before_map}:
         change(f.path)
     maps.append(offset)
-    return real(fd, f, offset, length, private)
+    return real(fd, f, offset, length)
 reader.map_window = map_window
 with t.small_windows():
     (got,) = hash_batch([f], t.PAGE)

@@ -220,22 +220,16 @@ def read_at(fd: int, offset: int, n: int, path: str) -> bytes:
     return data
 
 
-def map_window(fd: int, f: DumpFile, offset: int, length: int, private: bool = False) -> mmap.mmap:
+def map_window(fd: int, f: DumpFile, offset: int, length: int) -> mmap.mmap:
     """A read-only map of ``length`` bytes of an open dump from ``offset`` (a
     multiple of the page size), made only after ``check_unchanged``: the
     window lies within the file as it is now. Raises OSError if the file
     cannot be mapped at all.
-
-    ``private``: a copy-on-write map instead, whose buffer is writable, so
-    that ctypes can take its address; nothing is ever written to it, and
-    nothing written to it could reach the file.
     """
     if CANCEL._set:
         raise Cancelled("interrupted")
     check_unchanged(fd, f)
     try:
-        if private:
-            return mmap.mmap(fd, length, access=mmap.ACCESS_COPY, offset=offset)
         return mmap.mmap(fd, length, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ, offset=offset)
     except ValueError:
         # Python's own size check: the file shrank since the fstat above.
@@ -255,11 +249,11 @@ def _windows(
     start: int,
     end: int,
     use_mmap: bool,
-    private: bool,
     slots: tuple[int, ...],
 ) -> Iterator[tuple[memoryview, ...]]:
     """Views of bytes ``start:end`` of each open dump in ``files``, side by
-    side (``views`` and ``paired_views`` say how)."""
+    side (``views`` says how), read into this thread's buffers ``slots``
+    where they are read."""
     pos = start
     while use_mmap and pos < end:
         base = pos - pos % PAGE
@@ -267,7 +261,7 @@ def _windows(
         maps: list[mmap.mmap] = []
         try:
             for fd, f in files:
-                maps.append(map_window(fd, f, base, length, private))
+                maps.append(map_window(fd, f, base, length))
         except BaseException as exc:
             _unmap(maps)
             if isinstance(exc, OSError) and not isinstance(exc, FileChanged):
@@ -305,29 +299,8 @@ def views(
     the rest is read, as it all is without ``use_mmap``, into this thread's
     buffer 0.
     """
-    for (view,) in _windows(((fd, f),), start, end, use_mmap, False, (0,)):
+    for (view,) in _windows(((fd, f),), start, end, use_mmap, (0,)):
         yield view
-
-
-def paired_views(
-    fd_a: int,
-    a: DumpFile,
-    fd_b: int,
-    b: DumpFile,
-    start: int,
-    end: int,
-    use_mmap: bool = True,
-    private: bool = False,
-) -> Iterator[tuple[memoryview, memoryview]]:
-    """Views of bytes ``start:end`` of two open dumps side by side, of equal
-    lengths, in order: ``views`` for a pair (read into this thread's buffers
-    1 and 2 where they are read), both files checked after the last.
-
-    ``private``: copy-on-write maps (``map_window``), so that every view is
-    writable and ctypes can take its address.
-    """
-    files = ((fd_a, a), (fd_b, b))
-    yield from _windows(files, start, end, use_mmap, private, (1, 2))  # type: ignore[misc]
 
 
 def describe_os_error(exc: OSError) -> str:

@@ -32,14 +32,13 @@ from ..sources.reader import (
     check_unchanged,
     describe_os_error,
     open_fd,
-    paired_views,
     read_exact,
     views,
 )
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Sequence
+    from collections.abc import Iterable, Sequence
 
     from .discover import DumpFile
 
@@ -186,111 +185,3 @@ def differing_ranges(a: FileDigest, b: FileDigest) -> tuple[tuple[tuple[int, int
         else:
             ranges.append([start, end])
     return tuple((s, e) for s, e in ranges), mismatched
-
-
-# --- comparing two local files directly, without digests ---------------------------
-
-
-_memcmp: Callable[[int, int, int], int] | None = None
-
-
-def _libc_memcmp() -> Callable[[int, int, int], int]:
-    """libc's ``memcmp`` through ctypes (imported on first use, about 2 ms);
-    ctypes releases the GIL around the call, so threads compare side by side."""
-    global _memcmp
-    if _memcmp is None:
-        import ctypes
-
-        fn = ctypes.CDLL(None).memcmp
-        fn.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
-        fn.restype = ctypes.c_int
-        _memcmp = fn
-    return _memcmp
-
-
-def _address(buf: object) -> int:
-    """Where a writable buffer's bytes are (valid while the buffer is)."""
-    import ctypes
-
-    return ctypes.addressof(ctypes.c_char.from_buffer(buf))
-
-
-def _note(found: list[list[int]], start: int, end: int) -> None:
-    if found and found[-1][1] >= start:
-        found[-1][1] = max(found[-1][1], end)
-    else:
-        found.append([start, end])
-
-
-def compare_chunks(
-    fa: DumpFile,
-    fb: DumpFile,
-    chunk_size: int,
-    start: int = 0,
-    end: int | None = None,
-    use_mmap: bool = True,
-) -> tuple[tuple[int, int], ...]:
-    """The chunks of bytes ``start:end`` (default: the common prefix) whose
-    bytes differ between two local files, as merged byte ranges clipped to
-    ``end``: what ``differing_ranges`` finds from the digests of two files of
-    equal size, found without hashing. ``start`` is a multiple of
-    ``chunk_size``, so a big pair can be split between threads.
-
-    Windows of the two files are mapped side by side (``paired_views``, with
-    copy-on-write maps, so that ctypes can hand their addresses to libc's
-    ``memcmp``; nothing is written to them) and compared chunk by chunk;
-    where they cannot be mapped (or with ``use_mmap=False``) they are read
-    into this thread's buffers 1 and 2. Each file is checked as ``hash_file``
-    checks it: one that changed raises FileChanged (an OSError whose
-    ``filename`` names it), never ranges.
-    """
-    if end is None:
-        end = min(fa.size, fb.size)
-    memcmp = _libc_memcmp()
-    found: list[list[int]] = []
-
-    def compare(xa: int, xb: int, lo: int, hi: int) -> None:
-        """Compare bytes lo:hi, found at addresses xa and xb, chunk by chunk."""
-        pos = lo
-        while pos < hi:
-            first = pos - pos % chunk_size
-            stop = min(first + chunk_size, hi)
-            if memcmp(xa + pos - lo, xb + pos - lo, stop - pos):
-                _note(found, first, min(first + chunk_size, end))
-            pos = stop
-
-    fda = open_fd(fa.path)
-    try:
-        fdb = open_fd(fb.path)
-        try:
-            mapped = use_mmap and end - start >= MAP_MIN
-            pos = start
-            for va, vb in paired_views(fda, fa, fdb, fb, start, end, mapped, private=True):
-                n = len(va)
-                compare(_address(va), _address(vb), pos, pos + n)
-                va.release()  # so that the windows are unmapped at once
-                vb.release()
-                pos += n
-        except OSError:
-            check_unchanged(fda, fa)  # a read that failed: which file changed?
-            check_unchanged(fdb, fb)
-            raise
-        finally:
-            os.close(fdb)
-    finally:
-        os.close(fda)
-    return tuple((s, e) for s, e in found)
-
-
-def compare_batch(
-    jobs: Sequence[tuple[DumpFile, DumpFile, int, int]], chunk_size: int, use_mmap: bool = True
-) -> list[tuple[tuple[int, int], ...] | Problem]:
-    """Compare several (file A, file B, start, end) pieces (one pool task); a
-    piece that fails becomes a Problem naming the file at fault."""
-    out: list[tuple[tuple[int, int], ...] | Problem] = []
-    for fa, fb, start, end in jobs:
-        try:
-            out.append(compare_chunks(fa, fb, chunk_size, start, end, use_mmap))
-        except OSError as exc:
-            out.append(Problem(getattr(exc, "filename", None) or fa.path, describe_os_error(exc)))
-    return out
