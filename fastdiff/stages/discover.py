@@ -196,12 +196,6 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def dump_file_from_stat(path: str, step: int, name: str, st: os.stat_result) -> DumpFile:
-    return DumpFile(
-        path, step, name, st.st_size, st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns
-    )
-
-
 def is_inside(path: str | os.PathLike[str], folder: str | os.PathLike[str]) -> bool:
     """True when ``path`` is ``folder`` or lies below it (links resolved)."""
     real, top = os.path.realpath(path), os.path.realpath(folder)
