@@ -17,7 +17,7 @@ from .errors import FastdiffError
 from .results import Problem
 from .schema import RL_STATE
 from .sources.manifest import manifest_dict
-from .stages.discover import discover, is_inside
+from .stages.discover import discover
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -39,10 +39,11 @@ def write_manifest(
     only when there were no problems: a manifest is complete or absent.
     """
     root = os.fspath(run)
-    if output is not None and is_inside(os.fspath(output), root):
-        raise FastdiffError(
-            f"-o {output}: refusing to write into the run folder {root} "
-            "(fastdiff never changes a run folder); write the manifest elsewhere"
+    if output is not None:
+        from .sources import refuse_run_folder
+
+        refuse_run_folder(
+            os.fspath(output), f"-o {output}", (root,), "write the manifest elsewhere"
         )
     with gc_paused():
         listing, digests, problems = _hash_run(root, options, cache)

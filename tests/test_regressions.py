@@ -204,3 +204,63 @@ def test_a_run_compared_with_itself_lists_its_skipped_entries_once(tmp_path: Pat
     assert [s["path"] for s in skipped] == [str(run / "notes.txt")]
     text = cli("compare", str(run), str(run)).stdout
     assert text.count("notes.txt") == 1
+
+
+def _state(folder: Path) -> list[tuple[str, int, int]]:
+    paths = [folder, *sorted(folder.rglob("*"))]
+    return [(str(p), p.lstat().st_mtime_ns, p.lstat().st_ctime_ns) for p in paths]
+
+
+def test_no_output_goes_into_any_folder_that_holds_dumps(tmp_path: Path) -> None:
+    """Not only the runs of the command: the folder a manifest was hashed from,
+    and any folder holding dumps, are run folders fastdiff never writes into."""
+    a, b = runs(tmp_path, bytes(8), bytes(8))
+    other = tmp_path / "other"  # a run folder that is not part of the command
+    other.mkdir()
+    (other / "step_0_y.bin").write_bytes(bytes(8))
+    manifest = tmp_path / "a.json"
+    assert cli("hash", str(a), "--no-cache", "-o", str(manifest)).returncode == 0
+    before = {f: _state(f) for f in (a, b, other)}
+    attempts = [
+        ("compare", str(manifest), str(b), "--plot", str(a / "t.png")),  # the manifest's run
+        ("compare", str(a), str(b), "--plot", str(other / "t.png")),
+        ("hash", str(a), "--no-cache", "-o", str(other / "m.json")),
+        ("sweep", "--all", str(a), str(b), "--cache-dir", str(other / "cache")),
+        ("bench", "--max-size", "4K", "--repeat", "1", "--workdir", str(other)),
+    ]
+    for args in attempts:
+        r = cli(*args)
+        assert r.returncode == 2, (args, r.stderr)
+        assert "never writes into a run folder" in r.stderr, (args, r.stderr)
+        assert len(r.stderr.splitlines()) == 1, r.stderr
+    assert {f: _state(f) for f in (a, b, other)} == before
+
+
+def test_a_plot_that_cannot_be_written_keeps_the_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The report is written first; a plot that then fails is one error line and
+    exit 2 (trouble), never a lost report. A FIFO is refused before comparing."""
+    pytest.importorskip("matplotlib")
+    from fastdiff import cli as cli_module
+    from fastdiff.render import plot
+
+    a, b = runs(tmp_path, bytes(8), b"\x01" + bytes(7))
+    fifo = tmp_path / "f.png"
+    os.mkfifo(fifo)
+    r = cli("compare", str(a), str(b), "--plot", str(fifo))
+    assert r.returncode == 2 and r.stdout == ""
+    assert "not a regular file" in r.stderr
+
+    def broken(report: object, path: str) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(plot, "write_timeline_plot", broken)
+    code = cli_module.main(["compare", str(a), str(b), "--plot", str(tmp_path / "t.png")])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert "VERDICT: diverged" in out
+    assert err.splitlines()[-1] == (
+        f"fastdiff: error: --plot {tmp_path / 't.png'}: cannot write the timeline plot "
+        "(No space left on device); the report above is complete"
+    )

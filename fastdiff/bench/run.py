@@ -44,7 +44,6 @@ from ..errors import FastdiffError
 from ..render.fmt import format_bytes
 from ..schema import RL_STATE, Schema
 from ..sources import open_run
-from ..stages.discover import is_inside
 from . import synth, timing
 
 if TYPE_CHECKING:
@@ -284,16 +283,19 @@ def plan_bench(
     # (and move the run folder's times) in a run folder. Without --workdir,
     # the variables tempfile reads are checked before gettempdir, which tries
     # each candidate by writing a file into it.
-    refuse = "and fastdiff never writes into a run folder; give a --workdir outside it"
-    if like is not None and not workdir:
+    from ..sources import refuse_run_folder
+
+    fix = "give a --workdir outside it"
+    runs = (like,) if like is not None else ()
+    if not workdir:
         for var in ("TMPDIR", "TEMP", "TMP"):
             value = os.environ.get(var)
-            if value and is_inside(value, like):
-                raise FastdiffError(f"{var}={value} is inside the run folder {like}, {refuse}")
+            if value:
+                refuse_run_folder(value, f"{var}={value}", runs, fix)
     folder = workdir or tempfile.gettempdir()
-    if like is not None and is_inside(folder, like):
-        where_from = "--workdir" if workdir else "the temporary folder"
-        raise FastdiffError(f"{where_from} {folder} is inside the run folder {like}, {refuse}")
+    where_from = "--workdir" if workdir else "the temporary folder"
+    # Any folder that holds dumps is a run folder, the --like run's or not.
+    refuse_run_folder(folder, f"{where_from} {folder}", runs, fix)
     if not os.path.isdir(folder):
         raise FastdiffError(f"--workdir {folder}: not a folder; create it or give another")
 

@@ -91,14 +91,11 @@ def run(args: Namespace) -> int:
 
     if args.plot == "":
         raise FastdiffError("--plot: empty file name; give the PNG file to write")
-    if args.plot and args.like is not None:
-        from ..stages.discover import is_inside
+    if args.plot:
+        from ..sources import refuse_run_folder
 
-        if is_inside(args.plot, args.like):
-            raise FastdiffError(
-                f"--plot {args.plot} is inside the run folder {args.like}, and fastdiff never "
-                "writes into a run folder; write the plot elsewhere"
-            )
+        runs = (args.like,) if args.like is not None else ()
+        refuse_run_folder(args.plot, f"--plot {args.plot}", runs, "write the plot elsewhere")
     if args.plot:
         from ..bench.plot import require_matplotlib
 

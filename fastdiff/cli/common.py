@@ -7,8 +7,6 @@ Cheap to import: the library modules load inside the functions that use them.
 
 from __future__ import annotations
 
-import os
-
 from ..errors import FastdiffError
 from .spec import STORE_FALSE, STORE_TRUE, Arg, BadValue
 
@@ -301,15 +299,13 @@ def digest_cache(args: Namespace, runs: Sequence[str]) -> DigestCache | None:
     if not args.cache:
         return None
     from ..engine.cache import DigestCache, default_cache_dir
-    from ..stages.discover import is_inside
+    from ..sources import refuse_run_folder
 
     folder = args.cache_dir or str(default_cache_dir())
-    for run in runs:
-        if os.path.isdir(run) and is_inside(folder, run):
-            raise FastdiffError(
-                f"digest cache folder {folder} is inside the run folder {run}, and fastdiff "
-                "never writes into a run folder; choose another --cache-dir, or --no-cache"
-            )
+    refuse_run_folder(
+        folder, f"digest cache folder {folder}", tuple(runs),
+        "choose another --cache-dir, or --no-cache",
+    )  # fmt: skip
     return DigestCache(
         folder,
         min_age_s=args.cache_min_age,

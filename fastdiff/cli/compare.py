@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from ..errors import EXIT_TROUBLE, FastdiffError
 from ..options import EXECUTORS
 from .common import (
     TOLERANCE,
@@ -71,11 +72,6 @@ def run(args: Namespace) -> int:
         if cache is not None:
             cache.close()
     print_problems(report.errors)
-    if args.plot is not None:
-        from ..render.plot import write_timeline_plot
-
-        write_timeline_plot(report, args.plot)
-        print(f"fastdiff: timeline plot written to {args.plot}", file=sys.stderr)
     if args.format == "json":  # each format loads only its own renderer (text: no json)
         from ..render.json import render_json
 
@@ -84,5 +80,22 @@ def run(args: Namespace) -> int:
         from ..render.text import render_text
 
         text = render_text(report, args.verbose)
-    write_stdout(text)
-    return exit_code(report)
+    write_stdout(text)  # the report first: a plot that fails loses nothing of it
+    code = exit_code(report)
+    if args.plot is not None:
+        from ..render.plot import write_timeline_plot
+
+        try:
+            write_timeline_plot(report, args.plot)
+        except (OSError, FastdiffError) as exc:
+            from ..render.escape import display_path
+
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            print(
+                f"fastdiff: error: --plot {display_path(args.plot)}: cannot write the timeline "
+                f"plot ({display_path(why)}); the report above is complete",
+                file=sys.stderr,
+            )
+            return max(code, EXIT_TROUBLE)
+        print(f"fastdiff: timeline plot written to {args.plot}", file=sys.stderr)
+    return code

@@ -34,20 +34,22 @@ MISSING = (
 
 def check_plot_path(path: str, runs: Sequence[str]) -> None:
     """Fail before comparing if the plot cannot be written: no name, inside a
-    run folder (fastdiff never writes there), no such folder, no matplotlib."""
+    run folder (one of ``runs``, the folder a manifest among them was hashed
+    from, or any folder holding dumps: fastdiff never writes there), no such
+    folder or not writable, a target that is not a regular file (a FIFO
+    would take the picture and lose it), no matplotlib."""
     if path == "":
         raise FastdiffError("--plot: empty file name; give the PNG file to write")
-    from ..stages.discover import is_inside
+    from ..sources import refuse_run_folder
 
-    for run in runs:
-        if os.path.isdir(run) and is_inside(path, run):
-            raise FastdiffError(
-                f"--plot {path} is inside the run folder {run}, and fastdiff never writes "
-                "into a run folder; write the plot elsewhere"
-            )
+    refuse_run_folder(path, f"--plot {path}", tuple(runs), "write the plot elsewhere")
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise FastdiffError(f"--plot {path}: folder {folder} does not exist")
+    if os.path.exists(path) and not os.path.isfile(path):
+        raise FastdiffError(f"--plot {path}: not a regular file; give a .png file to write")
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise FastdiffError(f"--plot {path}: cannot write there (permission denied)")
     try:
         import matplotlib  # noqa: F401
     except ImportError:

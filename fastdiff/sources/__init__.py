@@ -179,3 +179,56 @@ def no_dumps_problem(src: RunSource, side: str | None, subfolder: str | None = N
     return Problem(
         shown, f"{run} holds no step_<N>_<name>.bin dumps{others}; {what}", kind="no_dumps"
     )
+
+
+# --- fastdiff never writes into a run folder -----------------------------------
+
+
+def _holds_dump_names(folder: str) -> bool:
+    try:
+        with os.scandir(folder) as it:
+            return any(split_dump_name(entry.name) is not None for entry in it)
+    except OSError:
+        return False
+
+
+def run_folder_around(path: str | os.PathLike[str]) -> str | None:
+    """The folder that ``path`` is or lies below (links resolved) which holds
+    step_<N>_<name>.bin dumps, if any: a run folder, whether or not it is a
+    run of this command. Only names are read, never a file."""
+    real = os.path.realpath(path)
+    folder = real if os.path.isdir(real) else os.path.dirname(real)
+    while True:
+        if _holds_dump_names(folder):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+def refuse_run_folder(path: str, what: str, runs: tuple[str, ...] = (), fix: str = "") -> None:
+    """Raise FastdiffError when writing ``path`` (``what``: how the user named
+    it, e.g. "--plot out.png") would write into a run folder: one of ``runs``
+    (folders), the folder a manifest among them was hashed from, or any
+    folder that holds dumps. ``fix``: what to do instead."""
+    from ..errors import FastdiffError
+    from ..stages.discover import is_inside
+
+    folders = []
+    for run in runs:
+        if os.path.isdir(run):
+            folders.append(run)
+        elif os.path.isfile(run) and split_dump_name(os.path.basename(run)) is None:
+            try:
+                from .manifest import load_manifest
+
+                folders.append(load_manifest(run).run)
+            except (OSError, ValueError):  # not a manifest: nothing it could point at
+                pass
+    inside = next((f for f in folders if is_inside(path, f)), None) or run_folder_around(path)
+    if inside is not None:
+        raise FastdiffError(
+            f"{what} is inside the run folder {inside}, and fastdiff never writes into a "
+            f"run folder; {fix or 'write it elsewhere'}"
+        )
