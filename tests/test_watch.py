@@ -645,16 +645,62 @@ def test_polling_parses_each_name_once_and_stats_only_steps_not_complete(
     assert poller.complete_at(10, 4.5) == 4.5
     poller.release(10)
     assert not poller.has(10) and poller.has(11)
-    for name in ("later", "later_too"):  # files of a step already compared: one note
+    for name in ("later", "later_too"):  # files of a step already compared: an error each
         (run / f"step_10_{name}.bin").write_bytes(b"\0" * 8)
     poller.poll(5.0)
     assert not poller.has(10)
-    assert poller.notes == [
-        f"note: {run / 'step_10_later.bin'} appeared after step 10 was compared; it is not compared"
-    ] or poller.notes == [
-        f"note: {run / 'step_10_later_too.bin'} appeared after step 10 was compared; it is "
-        "not compared"
+    assert sorted((p.path, p.kind) for p in poller.problems) == [
+        (str(run / "step_10_later.bin"), "changed"),
+        (str(run / "step_10_later_too.bin"), "changed"),
     ]
+    assert "appeared after step 10 was compared, so it was not compared" in (
+        poller.problems[0].message
+    )
+
+
+def test_files_that_change_or_appear_in_a_compared_step_are_errors_never_identical(
+    tmp_path: Path,
+) -> None:
+    """Once a step is compared, a file of it rewritten in place, replaced by
+    a rename, or a new file in it, would make watch's "identical" a verdict
+    on files that are not what it read: each is an error (exit 2), in the
+    JSON summary too. A file deleted after it was compared is not."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    static_run(a, 3)
+    static_run(b, 3)
+    w = watch(str(a), str(b), *FAST, "--format", "jsonl")
+    try:
+        assert w.stdout is not None
+        for _ in range(3):  # every step compared (and so, released)
+            assert strict(w.stdout.readline())["status"] == "equal"
+        rewritten = b / "step_0_rewards.bin"
+        data = bytearray(rewritten.read_bytes())
+        data[0] ^= 1
+        with open(rewritten, "r+b") as fh:  # same size, new bytes
+            fh.write(data)
+        replaced = a / "step_1_rewards.bin"
+        (a / "tmp").write_bytes(replaced.read_bytes()[::-1])
+        os.replace(a / "tmp", replaced)
+        (a / "step_2_extra.bin").write_bytes(b"\0" * 8)
+        (b / "step_1_rewards.bin").unlink()  # deleted after it was compared: fine
+        code, out, err = finish(w)
+    finally:
+        stop(w)  # type: ignore[arg-type]
+    assert code == 2, err
+    summary = strict(out.splitlines()[-1])
+    assert summary["record"] == "summary" and summary["stopped"] == "idle"
+    assert {e["path"] for e in summary["errors"]} == {
+        str(rewritten),
+        str(replaced),
+        str(a / "step_2_extra.bin"),
+    }
+    messages = {e["path"]: e["message"] for e in summary["errors"]}
+    assert "changed after step 0 was compared" in messages[str(rewritten)]
+    assert "changed after step 1 was compared" in messages[str(replaced)]
+    assert "appeared after step 2 was compared" in messages[str(a / "step_2_extra.bin")]
+    assert summary["verdict"] != "identical"
+    for path in messages:
+        assert path in err  # said on stderr too, one line each
 
 
 def test_the_text_summary_has_the_notes_compare_has(tmp_path: Path) -> None:
@@ -676,3 +722,29 @@ def test_the_text_summary_has_the_notes_compare_has(tmp_path: Path) -> None:
     notes = [line for line in compared.stdout.splitlines() if line.startswith("note: ")]
     assert notes and "compared as raw bytes" in notes[0]
     assert [line for line in out.splitlines() if line.startswith("note: ")] == notes
+
+
+def test_a_step_written_as_watch_ends_is_an_error_not_a_silent_skip(tmp_path: Path) -> None:
+    """Both runs were idle, so watch compares what is left and ends; a step
+    a run writes meanwhile (it resumed) is not compared: an error, named."""
+    from fastdiff import CompareOptions
+    from fastdiff.watch import Watch
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    static_run(a, 2)
+    static_run(b, 2)
+    wrote: list[str] = []
+
+    def on_status(text: str) -> None:
+        if text.startswith("both idle") and not wrote:
+            (b / "step_7_rewards.bin").write_bytes(b"\0" * 16)
+            wrote.append(text)
+
+    summary = Watch(
+        a, b, CompareOptions(), poll=POLL, settle=SETTLE, idle_timeout=0.5, on_status=on_status
+    ).run()
+    assert wrote and summary.stopped == "idle" and summary.steps_compared == 2
+    [problem] = summary.report.errors
+    assert (problem.path, problem.kind) == (str(b), "changed")
+    assert problem.message.startswith("run B wrote 1 new step (from step 7) as watch ended")
+    assert summary.report.verdict != "identical"

@@ -106,8 +106,8 @@ class Watch:
 
     Callbacks: ``on_step(StepReport)`` for each step, in order, as soon as
     it is reported; ``on_problem(Problem)`` for problems that belong to no
-    step (trouble, unusable names); ``on_note(text)`` for notes and warnings
-    (schema choice, a file appearing in a step already compared);
+    step (trouble, unusable names, a file that appeared in or changed after
+    a step already compared); ``on_note(text)`` for notes (the schema chosen);
     ``on_status(text)``: a one-line state after each poll (for a progress line).
     """
 
@@ -177,6 +177,8 @@ class Watch:
                 self.schema = self._choose_schema()
                 with gc_paused():  # see _loop
                     stopped = self._loop()
+                if stopped in ("idle", "diverged"):
+                    self._recheck(stopped)
             finally:
                 if self._runner_ctx is not None:
                     self._runner_ctx.__exit__(*sys.exc_info())
@@ -267,12 +269,7 @@ class Watch:
         """Poll both runs; the reason to stop (``error``) on trouble."""
         for side in (self.a, self.b):
             side.poll(now)
-            for problem in side.problems:
-                self._problem(problem)
-            side.problems.clear()
-            for note in side.notes:
-                self._note(note)
-            side.notes.clear()
+            self._take_problems(side)
             if side.trouble is not None:
                 self._problem(side.trouble)
                 return "error"
@@ -293,6 +290,11 @@ class Watch:
         if not self._closing and self.a.idle(now) and self.b.idle(now):
             self._closing = True
         return None
+
+    def _take_problems(self, side: Side) -> None:
+        for problem in side.problems:
+            self._problem(problem)
+        side.problems.clear()
 
     def _stayed_empty(self, label: str, side: Side) -> Problem:
         wait = f"{self.idle_timeout:g} s (--idle-timeout)"
@@ -562,8 +564,10 @@ class Watch:
                 return
             order.popleft()
             del steps[step.n]
-            self.a.release(step.n)
-            self.b.release(step.n)
+            plan = step.plan
+            assert plan is not None
+            self.a.release(step.n, plan.src_a.listing.files)
+            self.b.release(step.n, plan.src_b.listing.files)
             report = step.report
             assert report is not None
             latency = max(0.0, self.clock() - step.complete_at)
@@ -583,6 +587,42 @@ class Watch:
                 self._first = (step.n, latency)
                 if not self.keep_going:
                     self._stop("diverged")
+
+    def _recheck(self, stopped: str) -> None:
+        """At the end, never a verdict on files that are not what was read:
+        a file that changed after its step was compared, or appeared in a
+        compared step, is an error (exit 2: compare again); so is a step that
+        appeared after both runs went idle (the run resumed as watch ended)."""
+        now = self.clock()
+        for label, side in (("A", self.a), ("B", self.b)):
+            side.rescan(now)
+            self._take_problems(side)
+            if side.trouble is not None:
+                self._problem(side.trouble)
+                continue
+            for path, n in side.changed_since_read():
+                self._problem(
+                    Problem(
+                        path,
+                        f"changed after step {n} was compared: what was compared is what it "
+                        "held before; compare the runs again once they are written "
+                        "('fastdiff compare')",
+                        kind="changed",
+                    )
+                )
+            if stopped == "idle" and side.new_steps:
+                steps = sorted(side.new_steps)
+                self._problem(
+                    Problem(
+                        side.spec,
+                        f"run {label} wrote {plural(len(steps), 'new step')} (from step "
+                        f"{steps[0]}) as watch ended, after {self.idle_timeout:g} s idle: not "
+                        "compared; watch again with a longer --idle-timeout, or compare the "
+                        "runs once they are written",
+                        kind="changed",
+                    )
+                )
+            side.new_steps.clear()
 
     def _stop(self, reason: str) -> None:
         self._stopped = reason

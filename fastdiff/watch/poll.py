@@ -74,6 +74,14 @@ def dump_stat(f: DumpFile) -> FileStat:
     return (f.size, f.mtime_ns, f.ctime_ns, f.ino, f.dev)
 
 
+def read_key(st: FileStat) -> int:
+    """What says a file is still the one that was read, kept small (one int
+    per file of a long run): its size, mtime, inode and device. Not its
+    ctime, which a mere chmod or a new hard link moves."""
+    size, mtime, _ctime, ino, dev = st
+    return hash((size, mtime, ino, dev))
+
+
 class StepFiles:
     """One step of a watched run: its files (name -> last stat) and their history."""
 
@@ -99,10 +107,11 @@ class RunPoller:
     """One run folder being written, polled (see the module's docstring).
 
     ``trouble``: the folder vanished, cannot be listed, or is not a folder
-    (the watch ends); ``problems``: dump names that cannot be used (reported
-    once each); ``notes``: what the user should know (a file that appeared
-    in a step already compared). ``new_steps``: steps first seen since the
-    caller last emptied the list.
+    (the watch ends); ``problems``: dump names that cannot be used, and
+    files that appeared in a step already compared (reported once each).
+    ``new_steps``: steps first seen since the caller last emptied the list.
+    ``compared``: what each file of a compared step was when it was read
+    (name -> ``read_key``), to find the files that changed since (``changed_since_read``).
     """
 
     final = False
@@ -123,7 +132,7 @@ class RunPoller:
         #: Steps not yet released (compared), by number.
         self.steps: dict[int, StepFiles] = {}
         self.released: set[int] = set()
-        self._noted: set[int] = set()  # released steps a late file was noted for
+        self.compared: dict[str, int] = {}
         #: The highest step seen, and each new highest with when it was first seen.
         self.newest: int | None = None
         self._maxima: list[int] = []
@@ -137,7 +146,6 @@ class RunPoller:
         self.last_activity = now
         self.new_steps: list[int] = []
         self.problems: list[Problem] = []
-        self.notes: list[str] = []
         self.trouble: Problem | None = None
         self.scans = 0
         self._dir_key: tuple[int, int, int, int] | None = None
@@ -196,12 +204,36 @@ class RunPoller:
                 return True
         return False
 
-    def release(self, step: int) -> None:
-        """Step ``step`` is compared and reported: forget its files (not their names)."""
+    def release(self, step: int, read: tuple[DumpFile, ...] = ()) -> None:
+        """Step ``step`` is compared and reported: forget its files (not their
+        names); ``read``: its files as they were read, remembered by a key."""
         self.steps.pop(step, None)
         self.released.add(step)
         self._unpassed.discard(step)
         self._active.discard(step)
+        compared = self.compared
+        for f in read:
+            compared[os.path.basename(f.path)] = read_key(dump_stat(f))
+
+    def changed_since_read(self) -> list[tuple[str, int]]:
+        """The files of compared steps (paths, with their step) that are not
+        what was read any more: rewritten, replaced, grown or truncated. A
+        file deleted since is not among them (a job may keep only its last
+        dumps): what was compared was what it held."""
+        out = []
+        prefix = self._prefix
+        for name, key in self.compared.items():
+            st = file_stat(prefix + name)
+            if st is not None and read_key(st) != key:
+                parts = split_dump_name(name)
+                out.append((prefix + name, int(parts[0]) if parts else -1))
+        return sorted(out)
+
+    def rescan(self, now: float) -> None:
+        """Poll now, listing the folder whatever its timestamps say."""
+        self._last_scan = float("-inf")
+        self._next_scan = float("-inf")
+        self.poll(now)
 
     def grew(self, step: int) -> list[str]:
         """The files of step ``step`` (paths) that appeared since it was last
@@ -332,12 +364,14 @@ class RunPoller:
                 continue
             step = int(digits)
             if step in self.released:
-                if step not in self._noted:  # one note per step
-                    self._noted.add(step)
-                    self.notes.append(
-                        f"note: {prefix + name} appeared after step {step} was compared; "
-                        "it is not compared"
+                self.problems.append(
+                    Problem(
+                        prefix + name,
+                        f"appeared after step {step} was compared, so it was not compared; "
+                        "compare the runs again once they are written ('fastdiff compare')",
+                        kind="changed",
                     )
+                )
                 continue
             s = steps.get(step)
             if s is None:
@@ -430,7 +464,6 @@ class ManifestSide:
         self.new_steps: list[int] = sorted(by_step.keys() | self._broken.keys())
         #: The listing's errors, reported once (a manifest's are about the run).
         self.problems: list[Problem] = list(src.listing.errors)
-        self.notes: list[str] = []
         self.last_activity = now
 
     def __repr__(self) -> str:
@@ -468,7 +501,7 @@ class ManifestSide:
     def counterpart_exists(self, step: int, name: str, like: str) -> bool:
         return False  # a manifest does not change
 
-    def release(self, step: int) -> None:
+    def release(self, step: int, read: tuple[DumpFile, ...] = ()) -> None:
         self._by_step.pop(step, None)
         self._broken.pop(step, None)
 
@@ -483,3 +516,9 @@ class ManifestSide:
 
     def poll(self, now: float) -> None:
         pass
+
+    def rescan(self, now: float) -> None:
+        pass
+
+    def changed_since_read(self) -> list[tuple[str, int]]:
+        return []  # its files are never read: their digests are what was compared
