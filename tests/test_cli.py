@@ -581,10 +581,10 @@ def test_verbose_lists_every_buffer(flag: str) -> None:
 @pytest.mark.parametrize(
     ("case", "line"),
     [
-        ("signed_zero", "F  outcome_ema [f32]  DIVERGED; 1 of 16 elements differ (6.25%) "
+        ("signed_zero", "F  outcome_ema [f32]  DIVERGED; 1 of 16 elements differs (6.25%) "
          "in 1 range [4, 5); first at [4]: A=-0 B=0; max |A-B| 0 at [4], max 0 ULP "
          "(rounding); 1 pair -0.0 against +0.0"),
-        ("nan_payload", "F  log_pi_old [f32]  DIVERGED; 1 of 16 elements differ (6.25%) "
+        ("nan_payload", "F  log_pi_old [f32]  DIVERGED; 1 of 16 elements differs (6.25%) "
          "in 1 range [6, 7); first at [6]: A=nan B=nan (bits 0x7fc00000 vs 0x7fc00001); "
          "1 NaN mismatch"),
         ("nonfinite", "F  returns [f32]  DIVERGED; 4 of 16 elements differ (25%) in 1 range "
@@ -596,7 +596,7 @@ def test_verbose_lists_every_buffer(flag: str) -> None:
         ("only_in_one", "D  unit_active [u8]  only in run B"),
         ("only_in_one", "F  ph_mu [f32]  only in run A"),
         ("only_in_one", "step 0: 33 equal, 1 only in run B  diverged: D"),
-        ("unknown_names", "other  my_debug_buf [u8]  DIVERGED; 1 of 10 elements differ (10%) "
+        ("unknown_names", "other  my_debug_buf [u8]  DIVERGED; 1 of 10 elements differs (10%) "
          "in 1 range [4, 5); first at [4]: A=14 B=250; max |A-B| 236 at [4]"),
         ("late_steps", "step 12: 33 equal, 1 diverged  diverged: F"),
         ("length_mismatch", "F  session_pnl [f32]  LENGTH MISMATCH: A has 16 elements, B 20; "

@@ -155,6 +155,15 @@ def test_runs_within_tolerance_never_form_a_class(tmp_path: Path) -> None:
         "classes of bit-identical runs:",
         *[f"  {i}: {r}" for i, r in enumerate(runs, 1)],
     ]
+    rows = subprocess.run(
+        [sys.executable, "-m", "fastdiff", "sweep", "--all", *runs, "--atol", "1", "--no-cache",
+         "--format", "text"],
+        capture_output=True, text=True, check=False,
+    ).stdout.splitlines()  # fmt: skip
+    # A pair only within tolerance is not called "identical", as compare says it.
+    assert f"{runs[0]}  {runs[1]}  identical within tolerance" in rows
+    assert f"{runs[1]}  {runs[2]}  identical within tolerance" in rows
+    assert not any(row.endswith("  identical") for row in rows)
 
 
 QNAN, QNAN_PAYLOAD, NEG_QNAN = 0x7FC00000, 0x7FC00001, 0xFFC00000

@@ -551,7 +551,7 @@ def test_text_output_a_line_per_step_then_the_verdict(tmp_path: Path) -> None:
     assert lines[:3] == [
         "step 0: 34 buffers equal",
         "step 1: DIVERGED [C]: 33 equal, 1 diverged",
-        "    C  action_prng_state [u32]  DIVERGED; 1 of 16 elements differ (6.25%) in 1 range "
+        "    C  action_prng_state [u32]  DIVERGED; 1 of 16 elements differs (6.25%) in 1 range "
         "[2, 3); first at [2]: " + lines[2].split("first at [2]: ", 1)[1],
     ]
     assert lines[3] == ""

@@ -52,12 +52,15 @@ def render_sweep_summary_record(summary: SweepSummary) -> str:
 
 
 def format_sweep_row(report: Report) -> str:
-    """identical / diverged at step N [groups] / error (k problems), then the two runs."""
+    """The two runs, then identical / identical within tolerance / diverged
+    at step N [groups] / error (k problems)."""
     if report.verdict == "error":
         what = f"error ({plural(len(report.errors), 'problem')}: {report.errors[0].message})"
     elif report.verdict == "diverged":
         groups = " ".join(report.first_divergent_groups)
         what = f"diverged at step {report.first_divergent_step} [{groups}]"
+    elif any(b.status == "within_tolerance" for b in report.buffers):
+        what = "identical within tolerance"  # not bit-identical: as compare says it
     else:
         what = "identical"
     return f"{display_path(report.run_a)}  {display_path(report.run_b)}  {display_path(what)}"

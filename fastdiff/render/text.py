@@ -76,18 +76,23 @@ def _where(b: BufferResult) -> str | None:
     return None
 
 
+def _differ(n: int) -> str:
+    return "differs" if n == 1 else "differ"
+
+
 def _count_part(b: BufferResult) -> str | None:
     if not (b.n_diff or b.n_within_tolerance):
         return None
     total = min(b.n_elements_a or 0, b.n_elements_b or 0)
     if b.n_diff:
-        count = f"{b.n_diff} of {total} elements differ"
+        count = f"{b.n_diff} of {total} elements {_differ(b.n_diff)}"
         if b.diff_fraction is not None:
             count += f" ({_percent(b.diff_fraction)})"
         if b.n_within_tolerance:
             count += f" and {b.n_within_tolerance} more within tolerance"
     else:
-        count = f"{b.n_within_tolerance} of {total} elements differ, all within tolerance"
+        n = b.n_within_tolerance
+        count = f"{n} of {total} elements {_differ(n)}, all within tolerance"
     where = _where(b)  # every element whose bits differ, within tolerance or not
     if where is None:
         return count
@@ -127,7 +132,7 @@ def _chunk_part(b: BufferResult) -> str | None:
 
 
 def _field_text(f: FieldDiff) -> str:
-    count = f"{f.n_diff} differ" if f.n_diff else "all within tolerance"
+    count = f"{f.n_diff} {_differ(f.n_diff)}" if f.n_diff else "all within tolerance"
     ulp = f" (max {f.max_ulp:,} ULP)" if f.max_ulp is not None else ""
     return f"{f.name} [{f.start}, {f.stop}) {count}{ulp}"
 
