@@ -435,6 +435,19 @@ def test_timeline_cells_without_element_facts_say_why(tmp_path: Path) -> None:
     ]  # fmt: skip
 
 
+def test_a_missing_buffer_outweighs_a_rounding_difference_in_its_cell(tmp_path: Path) -> None:
+    """One group, one step: x differs by 1 ULP, y is in run A only. The cell
+    says 'missing' (it said '1 ulp', hiding the missing buffer)."""
+    a = write_run(tmp_path / "a", {
+        "step_0_x.bin": f32(1.0), "step_1_x.bin": f32(1.0), "step_1_y.bin": f32(2.0),
+    })  # fmt: skip
+    b = write_run(tmp_path / "b", {"step_0_x.bin": f32(2.0), "step_1_x.bin": f32(next_up(1.0))})
+    p = fastdiff("compare", a, b, "--schema", "raw", "--default-dtype", "f32")
+    assert p.returncode == 1, p.stderr
+    table = p.stdout.split("\ntimeline: ", 1)[1].splitlines()
+    assert [row.split() for row in table[2:]] == [["0", "1"], ["1", "missing"]]
+
+
 def test_a_hint_without_a_full_stop_gets_one_before_the_magnitude_sentence(
     tmp_path: Path,
 ) -> None:

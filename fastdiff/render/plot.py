@@ -4,8 +4,10 @@ Step on x; the top panel shows, per group, the largest |A-B| among its
 buffers at each step (log scale: filled markers for large differences,
 hollow ones for rounding-size ones), the bottom panel how many elements
 differ (log scale); the first divergent step is marked in both. Steps
-where a group's differences have no finite |A-B| (NaN or infinity only, a
-buffer missing from a run) are marked at the top edge of the top panel.
+where a group's differences have no |A-B| > 0 to draw on a log scale (NaN
+or infinity only, -0.0 against 0.0 or NaN payloads only, a buffer missing
+from a run, differences known by digests only) are marked at the top edge
+of the top panel.
 
 A pure function of a ``Report`` (its ``timeline``). matplotlib is the
 optional extra ``plot`` (``fastdiff-dumps[plot]``); it is imported here
@@ -147,7 +149,9 @@ def write_timeline_plot(report: Report, path: str | os.PathLike[str], dpi: int =
     if isinstance(rounding, int):
         notes[0] += f" (at most {rounding} ULP)"
     if marked_edge:
-        notes.append("x at the top: NaN/inf or a missing buffer only")
+        notes.append(
+            "x at the top: no |A-B| > 0 (NaN/inf, -0.0 or NaN payload, missing, digests only)"
+        )
     top.set_title("; ".join(notes), fontsize=8, loc="left")
     if report.timeline:
         top.legend(fontsize=8, loc="best", title="group", title_fontsize=8)

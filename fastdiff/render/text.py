@@ -328,9 +328,12 @@ _FACTLESS = {"only_in_a": "missing", "only_in_b": "missing", "length_mismatch": 
 
 def _cell(row: TimelineRow | None, statuses: set[str]) -> str:
     """One group at one step in the timeline table; ``statuses``: those of
-    its buffers that are not equal (read only when the row has no facts)."""
+    its buffers that are not equal (a buffer in one run only makes the cell
+    "missing", whatever the others show)."""
     if row is None:
         return "."
+    if "only_in_a" in statuses or "only_in_b" in statuses:
+        return "missing"  # a buffer absent from a run outweighs any value shown beside it
     if row.magnitude == "rounding":
         return f"{row.max_ulp:,} ulp"
     if row.max_abs_delta is not None:
@@ -368,7 +371,7 @@ def _timeline_lines(report: Report) -> list[str]:
     keys += [k for k in dict.fromkeys(r.group for r in report.timeline) if k not in keys]
     steps = list(by_step)[:TIMELINE_ROWS]
     shown = set(steps)
-    statuses: dict[tuple[int, str], set[str]] = {}  # one pass, for factless cells only
+    statuses: dict[tuple[int, str], set[str]] = {}  # one pass
     for b in report.buffers:
         if b.step in shown and b.status != "equal":
             statuses.setdefault((b.step, b.group), set()).add(b.status)
