@@ -357,3 +357,32 @@ def test_a_cache_created_meanwhile_by_another_fastdiff_is_used_not_set_aside(
     assert c.warnings == []
     assert capsys.readouterr().err == ""
     assert not list(folder.glob("*.bad-*"))
+
+
+def test_work_counts_only_the_files_it_read_to_hash(tmp_path: Path) -> None:
+    """work.files_hashed: files read to hash them; digests a manifest or the
+    cache supplies are not counted (they were counted as hashed)."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    for run in (a, b):
+        run.mkdir()
+        for step in range(3):
+            (run / f"step_{step}_rewards.bin").write_bytes(bytes(range(64)))
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+
+    def work(*args: str | Path) -> dict:
+        p = subprocess.run(
+            [sys.executable, "-m", "fastdiff", *map(str, args), "--format", "json"],
+            capture_output=True, text=True, env=env, check=False,
+        )  # fmt: skip
+        assert p.returncode == 0, p.stderr
+        return json.loads(p.stdout)["work"]
+
+    assert (work("compare", a, b, "--no-cache")["files_hashed"]) == 6
+    manifest = tmp_path / "a.json"
+    h = subprocess.run(
+        [sys.executable, "-m", "fastdiff", "hash", str(a), "-o", str(manifest), "--no-cache"],
+        capture_output=True, text=True, env=env, check=False,
+    )  # fmt: skip
+    assert h.returncode == 0, h.stderr
+    w = work("compare", manifest, b, "--no-cache")
+    assert (w["files_hashed"], w["bytes_hashed"]) == (3, 3 * 64)  # only run B's files

@@ -515,6 +515,9 @@ class Scheduler:
         by_run: dict[tuple[_Need, str, int], list[DumpFile]] = {}
         for (f, cs), (need, spec) in todo:
             by_run.setdefault((need, spec, cs), []).append(f)
+            if isinstance(need, _Job):  # the plan that first asked is the one that hashed it
+                need.files_hashed += 1
+                need.bytes_hashed += f.size
         queue = self._hashes.append
         reads = () if self.use_mmap else (False,)  # hash_batch's use_mmap
         for (_, _, cs), files in by_run.items():
@@ -577,10 +580,8 @@ class Scheduler:
         found = job.found
         results, errors = job.results, job.errors
         scan_jobs: list[ScanJob] = []
-        n_bytes = 0
         for p in job.to_hash:
             assert p.a is not None and p.b is not None
-            n_bytes += p.a.size + p.b.size
             da, db = found[p.a], found[p.b]
             if isinstance(da, Problem) or isinstance(db, Problem):
                 bad = [d for d in (da, db) if isinstance(d, Problem)]
@@ -594,7 +595,6 @@ class Scheduler:
             if decided.status == "error" and decided.message:
                 errors.append(Problem(p.a.path, decided.message, kind="mismatch"))
             results.append(decided)
-        job.files_hashed, job.bytes_hashed = 2 * len(job.to_hash), n_bytes
         job.found = {}  # the digests are not needed any more
         if not scan_jobs:
             self._done.append(job)
