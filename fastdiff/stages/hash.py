@@ -161,6 +161,15 @@ def hash_batch(
     return out
 
 
+def add_range(ranges: list[list[int]], start: int, end: int) -> None:
+    """Append the byte range [start, end) to ``ranges`` (ascending), merged
+    with the last one when they touch."""
+    if ranges and ranges[-1][1] == start:
+        ranges[-1][1] = end
+    else:
+        ranges.append([start, end])
+
+
 def differing_ranges(a: FileDigest, b: FileDigest) -> tuple[tuple[tuple[int, int], ...], bool]:
     """Byte ranges of the common prefix to scan, merged, and whether any
     chunk's digests disagreed.
@@ -180,8 +189,5 @@ def differing_ranges(a: FileDigest, b: FileDigest) -> tuple[tuple[tuple[int, int
             if a.chunks[k] == b.chunks[k]:
                 continue
             mismatched = True
-        if ranges and ranges[-1][1] == start:
-            ranges[-1][1] = end
-        else:
-            ranges.append([start, end])
+        add_range(ranges, start, end)
     return tuple((s, e) for s, e in ranges), mismatched

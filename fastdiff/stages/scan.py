@@ -38,6 +38,7 @@ from ..sources.reader import (
     read_at,
     read_exact,
 )
+from .hash import add_range
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -143,13 +144,6 @@ def choose_engine(requested: str, total_bytes: int) -> Engine:
     return "numpy"
 
 
-def _merge(ranges: list[list[int]], start: int, end: int) -> None:
-    if ranges and ranges[-1][1] == start:
-        ranges[-1][1] = end
-    else:
-        ranges.append([start, end])
-
-
 def narrow(
     fa: int, fb: int, job: ScanJob, buf_a: memoryview, buf_b: memoryview
 ) -> tuple[tuple[int, int], ...]:
@@ -165,7 +159,7 @@ def narrow(
             for i in range(0, n, BLOCK):
                 j = min(i + BLOCK, n)
                 if bytes(va[i:j]) != bytes(vb[i:j]):
-                    _merge(out, off + i, off + j)
+                    add_range(out, off + i, off + j)
     return tuple((s, e) for s, e in out)
 
 
