@@ -16,6 +16,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -64,8 +65,26 @@ def watch(*args: str, text: bool = True) -> subprocess.Popen[str]:
 
 
 def finish(proc: subprocess.Popen[str], timeout: float = 60) -> tuple[int, str, str]:
-    out, err = proc.communicate(timeout=timeout)
-    return proc.returncode, out, err
+    """Wait for the end; the rest of stdout and stderr. Read through the
+    pipes' own file objects: ``communicate`` reads the descriptors and would
+    lose what a test's ``readline`` already buffered."""
+    got: dict[int, str] = {}
+    readers = [
+        threading.Thread(target=lambda i=i, f=f: got.__setitem__(i, f.read()), daemon=True)
+        for i, f in enumerate((proc.stdout, proc.stderr))
+    ]
+    for t in readers:
+        t.start()
+    deadline = time.monotonic() + timeout
+    for t in readers:
+        t.join(max(0.0, deadline - time.monotonic()))
+    if any(t.is_alive() for t in readers):
+        proc.kill()
+        raise subprocess.TimeoutExpired(proc.args, timeout)
+    for f in (proc.stdout, proc.stderr):
+        assert f is not None
+        f.close()
+    return proc.wait(timeout=10), got[0], got[1]
 
 
 def static_run(out: Path, steps: int = 3, *args: str) -> None:
@@ -653,7 +672,7 @@ def test_polling_parses_each_name_once_and_stats_only_steps_not_complete(
         (str(run / "step_10_later.bin"), "changed"),
         (str(run / "step_10_later_too.bin"), "changed"),
     ]
-    assert "appeared after step 10 was compared, so it was not compared" in (
+    assert "appeared after step 10 was compared (a step is compared once a later one" in (
         poller.problems[0].message
     )
 
@@ -676,8 +695,10 @@ def test_files_that_change_or_appear_in_a_compared_step_are_errors_never_identic
         rewritten = b / "step_0_rewards.bin"
         data = bytearray(rewritten.read_bytes())
         data[0] ^= 1
-        with open(rewritten, "r+b") as fh:  # same size, new bytes
+        before = rewritten.stat()
+        with open(rewritten, "r+b") as fh:  # same size, new bytes, the mtime put back
             fh.write(data)
+        os.utime(rewritten, ns=(before.st_atime_ns, before.st_mtime_ns))
         replaced = a / "step_1_rewards.bin"
         (a / "tmp").write_bytes(replaced.read_bytes()[::-1])
         os.replace(a / "tmp", replaced)
@@ -722,6 +743,23 @@ def test_the_text_summary_has_the_notes_compare_has(tmp_path: Path) -> None:
     notes = [line for line in compared.stdout.splitlines() if line.startswith("note: ")]
     assert notes and "compared as raw bytes" in notes[0]
     assert [line for line in out.splitlines() if line.startswith("note: ")] == notes
+
+
+def test_a_compared_file_a_listing_missed_once_is_not_late(tmp_path: Path) -> None:
+    """A network file system may leave a name out of one listing of a busy
+    folder: when it is back, unchanged, it is not a file that appeared late."""
+    import fastdiff.watch.poll as poll
+    from fastdiff.stages.discover import list_entries
+
+    run = tmp_path / "run"
+    static_run(run, 2)
+    poller = poll.RunPoller(str(run), settle=0.1, idle_timeout=60, now=0.0)
+    poller.poll(0.0)
+    names = sorted(n for n in os.listdir(run) if n.startswith("step_0_"))
+    poller.release(0, list_entries(str(run), names).files)
+    poller._gone({names[0]}, 1.0)  # one listing without it
+    poller._new({names[0]}, 2.0)  # the next with it again
+    assert poller.problems == [] and poller.changed_since_read() == []
 
 
 def test_a_step_written_as_watch_ends_is_an_error_not_a_silent_skip(tmp_path: Path) -> None:

@@ -177,8 +177,8 @@ class Watch:
                 self.schema = self._choose_schema()
                 with gc_paused():  # see _loop
                     stopped = self._loop()
-                if stopped in ("idle", "diverged"):
-                    self._recheck(stopped)
+                if stopped == "idle":
+                    self._recheck()
             finally:
                 if self._runner_ctx is not None:
                     self._runner_ctx.__exit__(*sys.exc_info())
@@ -564,12 +564,12 @@ class Watch:
                 return
             order.popleft()
             del steps[step.n]
-            plan = step.plan
-            assert plan is not None
-            self.a.release(step.n, plan.src_a.listing.files)
-            self.b.release(step.n, plan.src_b.listing.files)
-            report = step.report
-            assert report is not None
+            plan, report = step.plan, step.report
+            assert plan is not None and report is not None
+            # What was compared, to check at the end (not a file that kept changing).
+            unread = {e.path for e in report.errors if e.kind == "changed"}
+            for side, src in ((self.a, plan.src_a), (self.b, plan.src_b)):
+                side.release(step.n, tuple(f for f in src.listing.files if f.path not in unread))
             latency = max(0.0, self.clock() - step.complete_at)
             divergent = any(b.status in DIVERGENT for b in report.buffers)
             trouble = bool(report.errors) or any(b.status in TROUBLE for b in report.buffers)
@@ -588,29 +588,24 @@ class Watch:
                 if not self.keep_going:
                     self._stop("diverged")
 
-    def _recheck(self, stopped: str) -> None:
-        """At the end, never a verdict on files that are not what was read:
-        a file that changed after its step was compared, or appeared in a
-        compared step, is an error (exit 2: compare again); so is a step that
-        appeared after both runs went idle (the run resumed as watch ended)."""
+    def _recheck(self) -> None:
+        """Before an idle end (exit 0 if all was equal), never a verdict on
+        files that are not what was read: a file that changed after its step
+        was compared, or appeared in a compared step, is an error (compare
+        again); so is a step that appeared while watch was ending (the run
+        resumed). (Not at a divergence: that verdict stands, and on a
+        network file system stat'ing every file compared would delay it.)"""
         now = self.clock()
         for label, side in (("A", self.a), ("B", self.b)):
             side.rescan(now)
             self._take_problems(side)
             if side.trouble is not None:
-                self._problem(side.trouble)
+                if side.trouble.kind != "missing":  # a run deleted after it was compared
+                    self._problem(side.trouble)
                 continue
-            for path, n in side.changed_since_read():
-                self._problem(
-                    Problem(
-                        path,
-                        f"changed after step {n} was compared: what was compared is what it "
-                        "held before; compare the runs again once they are written "
-                        "('fastdiff compare')",
-                        kind="changed",
-                    )
-                )
-            if stopped == "idle" and side.new_steps:
+            for problem in side.changed_since_read():
+                self._problem(problem)
+            if side.new_steps:
                 steps = sorted(side.new_steps)
                 self._problem(
                     Problem(

@@ -76,10 +76,10 @@ def dump_stat(f: DumpFile) -> FileStat:
 
 def read_key(st: FileStat) -> int:
     """What says a file is still the one that was read, kept small (one int
-    per file of a long run): its size, mtime, inode and device. Not its
-    ctime, which a mere chmod or a new hard link moves."""
-    size, mtime, _ctime, ino, dev = st
-    return hash((size, mtime, ino, dev))
+    per file of a long run): its whole stat tuple, ctime included (which a
+    rewrite moves even when it restores the mtime, as ``cp -p`` or
+    ``rsync -t`` do; a mere chmod moves it too: the safe side)."""
+    return hash(st)
 
 
 class StepFiles:
@@ -215,19 +215,37 @@ class RunPoller:
         for f in read:
             compared[os.path.basename(f.path)] = read_key(dump_stat(f))
 
-    def changed_since_read(self) -> list[tuple[str, int]]:
-        """The files of compared steps (paths, with their step) that are not
-        what was read any more: rewritten, replaced, grown or truncated. A
-        file deleted since is not among them (a job may keep only its last
+    def changed_since_read(self) -> list[Problem]:
+        """The files of compared steps that are not what was read any more
+        (rewritten, replaced, grown or truncated: another size, mtime,
+        ctime, inode or device) or cannot be looked at, as problems. A file
+        deleted since is not among them (a job may keep only its last
         dumps): what was compared was what it held."""
         out = []
         prefix = self._prefix
         for name, key in self.compared.items():
-            st = file_stat(prefix + name)
-            if st is not None and read_key(st) != key:
+            path = prefix + name
+            try:
+                st = os.stat(path)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                message = (
+                    f"cannot be looked at again after it was compared ({exc.strerror}), so "
+                    "whether it is still what was compared is unknown; check the file system"
+                )
+                out.append(Problem(path, message, kind="unreadable"))
+                continue
+            if read_key((st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)) != key:
                 parts = split_dump_name(name)
-                out.append((prefix + name, int(parts[0]) if parts else -1))
-        return sorted(out)
+                step = parts[0] if parts else "?"
+                message = (
+                    f"changed after step {step} was compared: what was compared is what it "
+                    "held before; compare the runs again once they are written "
+                    "('fastdiff compare')"
+                )
+                out.append(Problem(path, message, kind="changed"))
+        return sorted(out, key=lambda p: p.path)
 
     def rescan(self, now: float) -> None:
         """Poll now, listing the folder whatever its timestamps say."""
@@ -364,11 +382,14 @@ class RunPoller:
                 continue
             step = int(digits)
             if step in self.released:
+                if name in self.compared:
+                    continue  # compared: back in a listing that missed it (the end checks it)
                 self.problems.append(
                     Problem(
                         prefix + name,
-                        f"appeared after step {step} was compared, so it was not compared; "
-                        "compare the runs again once they are written ('fastdiff compare')",
+                        f"appeared after step {step} was compared (a step is compared once "
+                        "a later one appears), so it was not compared; compare the runs "
+                        "again once they are written ('fastdiff compare')",
                         kind="changed",
                     )
                 )
@@ -520,5 +541,5 @@ class ManifestSide:
     def rescan(self, now: float) -> None:
         pass
 
-    def changed_since_read(self) -> list[tuple[str, int]]:
+    def changed_since_read(self) -> list[Problem]:
         return []  # its files are never read: their digests are what was compared
