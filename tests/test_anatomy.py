@@ -286,6 +286,14 @@ def test_plot_refuses_a_run_folder_and_a_missing_folder(tmp_path: Path) -> None:
     p = fastdiff("compare", a, b, "--plot", tmp_path / "nowhere" / "t.png")
     assert p.returncode == 2
     assert f"folder {tmp_path / 'nowhere'} does not exist" in p.stderr
+    for command in (("compare", a, b), ("bench", "--max-size", "4K")):
+        p = fastdiff(*command, "--plot", tmp_path / "t.txt")  # a PNG under another name: no
+        assert p.returncode == 2 and p.stdout == ""
+        assert p.stderr == (
+            f"fastdiff: error: --plot {tmp_path / 't.txt'}: the plot is a PNG image; give a "
+            "file name ending in .png\n"
+        )
+        assert not (tmp_path / "t.txt").exists()
 
 
 def test_plot_without_matplotlib_is_a_clear_error_before_comparing(tmp_path: Path) -> None:

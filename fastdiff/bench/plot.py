@@ -18,23 +18,6 @@ if TYPE_CHECKING:
 
     from .run import BenchResult, Measurement
 
-MISSING = (
-    "--plot needs matplotlib, the optional extra 'plot': pip install 'fastdiff-dumps[plot]' "
-    "(in a checkout of fastdiff: pip install '.[plot]')"
-)
-
-
-def require_matplotlib(path: str | os.PathLike[str]) -> None:
-    """Fail early, before a long benchmark, if the plot cannot be written."""
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise FastdiffError(MISSING) from None
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise FastdiffError(f"--plot {path}: folder {folder} does not exist")
-
-
 def write_plot(result: BenchResult, path: str | os.PathLike[str]) -> None:
     """Write the plot of ``result`` as a PNG file."""
     fig = draw(result)
@@ -80,6 +63,8 @@ def draw(result: BenchResult) -> Figure:
         from matplotlib.figure import Figure
         from matplotlib.ticker import FuncFormatter, NullLocator
     except ImportError:
+        from ..render.plot import MISSING
+
         raise FastdiffError(MISSING) from None
     from .run import format_size
 

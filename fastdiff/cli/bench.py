@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 
-from ..errors import FastdiffError
 from ..options import EXECUTORS
 from .common import (
     non_negative_int,
@@ -89,17 +88,10 @@ def run(args: Namespace) -> int:
     from ..engine.progress import StatusLine
     from .common import given_schema
 
-    if args.plot == "":
-        raise FastdiffError("--plot: empty file name; give the PNG file to write")
-    if args.plot:
-        from ..sources import refuse_run_folder
+    if args.plot is not None:  # checked before a long benchmark, as compare checks it
+        from ..render.plot import check_plot_path
 
-        runs = (args.like,) if args.like is not None else ()
-        refuse_run_folder(args.plot, f"--plot {args.plot}", runs, "write the plot elsewhere")
-    if args.plot:
-        from ..bench.plot import require_matplotlib
-
-        require_matplotlib(args.plot)
+        check_plot_path(args.plot, (args.like,) if args.like is not None else ())
     plan = plan_bench(
         max_size=args.max_size,
         jobs=args.jobs,

@@ -1,6 +1,6 @@
 """The numpy twin of the compiled kernels. Private: use ``fastdiff.kernels.scan_bytes``.
 
-It computes exactly what ``_numba_kernels`` computes, vectorised: one
+It computes exactly what ``numba_engine`` computes, vectorised: one
 bitwise comparison over the unsigned views, then every further step only on
 the indices that differ, so its cost follows the number of differences. It
 needs numpy (about 0.2 s to import) but not numba (about 0.5 s more plus

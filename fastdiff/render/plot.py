@@ -39,9 +39,14 @@ def check_plot_path(path: str, runs: Sequence[str]) -> None:
     run folder (one of ``runs``, the folder a manifest among them was hashed
     from, or any folder holding dumps: fastdiff never writes there), no such
     folder or not writable, a target that is not a regular file (a FIFO
-    would take the picture and lose it), no matplotlib."""
+    would take the picture and lose it), a name that does not end in .png
+    (the picture is a PNG, whatever the name says), no matplotlib."""
     if path == "":
         raise FastdiffError("--plot: empty file name; give the PNG file to write")
+    if not path.lower().endswith(".png"):
+        raise FastdiffError(
+            f"--plot {path}: the plot is a PNG image; give a file name ending in .png"
+        )
     from ..sources import refuse_run_folder
 
     refuse_run_folder(path, f"--plot {path}", tuple(runs), "write the plot elsewhere")
