@@ -45,9 +45,21 @@ def write_pair(folder: Path, n_bytes: int, diff_bytes: int, density: float) -> t
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--max-kib", type=int, default=256 * 1024)
-    ap.add_argument("--workdir", default=None)
+    ap.add_argument(
+        "--repeat", type=int, default=5, help="timed runs of each command (default 5): medians"
+    )
+    ap.add_argument(
+        "--max-kib",
+        type=int,
+        default=256 * 1024,
+        help="the largest differing region, in KiB (default 262144: 256 MiB); smaller is faster",
+    )
+    ap.add_argument(
+        "--workdir",
+        default=None,
+        help="where the dumps are written (default: the system's temporary folder); "
+        "about twice the largest region is needed, removed at the end",
+    )
     args = ap.parse_args()
     sizes = [s for s in (4, 64, 1024, 4096, 16384, 65536, 262144) if s <= args.max_kib]
     root = Path(tempfile.mkdtemp(prefix="fastdiff-engines-", dir=args.workdir))

@@ -115,14 +115,18 @@ TOLERANCE = "tolerance (default: exact, every bit counts)"
 CACHE = "digest cache ($XDG_CACHE_HOME/fastdiff, else ~/.cache/fastdiff)"
 
 
-def schema_options() -> tuple[Arg, ...]:
+#: What --schema's help says of its default, by who reads runs how.
+READS_MANIFESTS = "default: rl-state; a manifest is read with the schema it records"
+RECORDS_IN_MANIFEST = "default: rl-state; recorded in the manifest"
+
+
+def schema_options(default: str = READS_MANIFESTS) -> tuple[Arg, ...]:
     return (
         Arg(
             "--schema",
             metavar="NAME|FILE.toml",
-            help="a preset (rl-state, raw) or a TOML schema file (default: rl-state; a "
-            "manifest is read with the schema it records); 'fastdiff schema' prints one to "
-            "start from",
+            help=f"a preset (rl-state, raw) or a TOML schema file ({default}); "
+            "'fastdiff schema' prints one to start from",
             group=SCHEMA,
         ),
         Arg(
@@ -166,9 +170,9 @@ def performance_options(
     )
 
 
-def common_options(executors: Sequence[str]) -> tuple[Arg, ...]:
+def common_options(executors: Sequence[str], schema: str = READS_MANIFESTS) -> tuple[Arg, ...]:
     """Options shared by compare, sweep and hash."""
-    return (*schema_options(), *performance_options(executors))
+    return (*schema_options(schema), *performance_options(executors))
 
 
 def compare_options(default_cache: bool) -> tuple[Arg, ...]:

@@ -6,7 +6,13 @@ import sys
 
 from ..errors import EXIT_TROUBLE
 from ..options import EXECUTORS
-from .common import cache_options, common_options, digest_cache, options_of
+from .common import (
+    RECORDS_IN_MANIFEST,
+    cache_options,
+    common_options,
+    digest_cache,
+    options_of,
+)
 from .output import print_problems, write_stdout
 from .spec import Arg
 
@@ -22,7 +28,7 @@ DESCRIPTION = (
 ARGUMENTS = (
     Arg("run", metavar="RUN", help="run folder"),
     Arg("-o", "--output", metavar="FILE", help="manifest to write (default: stdout)"),
-    *common_options(EXECUTORS),
+    *common_options(EXECUTORS, RECORDS_IN_MANIFEST),
     *cache_options(default_cache=True),
 )
 
