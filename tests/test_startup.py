@@ -46,14 +46,20 @@ TEXT_ONLY = frozenset({"json", "re"})
 CLI_MODULES = {f"fastdiff.cli.{module.rsplit('.', 1)[1]}" for module, _ in COMMANDS.values()}
 
 
-def imported(*args: str) -> dict[str, str | None]:
-    """The modules ``python -m fastdiff ARGS`` imports, each with the module
-    that imported it first (None at the top level)."""
+#: The command users run, installed by pip as it is (pyproject.toml's script-files).
+LAUNCHER = ROOT / "fastdiff" / "cli" / "bin" / "fastdiff"
+
+
+def imported(*args: str, launcher: bool = False) -> dict[str, str | None]:
+    """The modules ``python -m fastdiff ARGS`` (or the installed command,
+    ``launcher``) imports, each with the module that imported it first (None
+    at the top level)."""
     site_packages = os.path.dirname(os.path.dirname(xxhash.__file__))
     env = {k: v for k, v in os.environ.items() if not k.startswith("FASTDIFF")}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), site_packages])
     p = subprocess.run(
-        [sys.executable, "-S", "-X", "importtime", "-m", "fastdiff", *args],
+        [sys.executable, "-S", "-X", "importtime",
+         *([str(LAUNCHER)] if launcher else ["-m", "fastdiff"]), *args],  # fmt: skip
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -138,6 +144,23 @@ def test_compare_of_identical_runs_imports_only_what_it_uses() -> None:
     assert_none_of(
         parent, set(HEAVY | TEXT_ONLY) | others | {"fastdiff.cli.full", "fastdiff.bench"}
     )
+
+
+def test_the_installed_command_imports_no_more_than_python_m() -> None:
+    """The ``fastdiff`` command is our own launcher, not pip's generated one
+    (which imports ``re``): pyproject.toml installs it, and a comparison
+    through it imports what ``python -m fastdiff`` does, ``re`` not among it."""
+    import tomllib
+
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert pyproject["tool"]["setuptools"]["script-files"] == [str(LAUNCHER.relative_to(ROOT))]
+    assert "scripts" not in pyproject["project"]  # one command, not two launchers
+    assert LAUNCHER.read_text(encoding="utf-8").startswith("#!python\n")  # pip rewrites it
+    assert os.access(LAUNCHER, os.X_OK)
+    a, b = FIXTURES / "identical" / "a", FIXTURES / "identical" / "b"
+    parent = imported("compare", str(a), str(b), launcher=True)
+    assert "fastdiff.cli.compare" in parent
+    assert_none_of(parent, set(HEAVY | TEXT_ONLY) | {"runpy", "fastdiff.cli.full"})
 
 
 def test_help_imports_no_command() -> None:
