@@ -544,3 +544,38 @@ def test_a_prefix_digests_cannot_decide_has_null_counts(tmp_path: Path) -> None:
     assert [buf[k] for k in COUNT_FIELDS] == [0] * 4
     assert re.search(r"LENGTH MISMATCH.*common prefix equal",
                      cli("compare", tmp_path / "a8.json", b8, *opts).stdout.decode())  # fmt: skip
+
+
+# --- the JSON encoder: json.dumps's own C encoder, without importing json ---------------
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**80), max_value=2**80)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),  # any code point, lone surrogates included
+    lambda inner: (
+        st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=8), inner, max_size=5)
+    ),
+    max_leaves=30,
+)
+
+
+@given(JSON_VALUES)
+@settings(max_examples=300, deadline=None)
+def test_the_report_encoder_writes_what_json_dumps_writes(value: Any) -> None:
+    from fastdiff.render import json as render_json_module
+
+    assert render_json_module._dumps is render_json_module._c_dumps  # CPython: the C encoder
+    assert render_json_module._dumps(value) == json.dumps(value, allow_nan=False)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), [float("-inf")], {"x": object()}])
+def test_the_report_encoder_refuses_what_json_dumps_refuses(bad: Any) -> None:
+    from fastdiff.render import json as render_json_module
+
+    with pytest.raises((ValueError, TypeError)) as ours:
+        render_json_module._dumps(bad)
+    with pytest.raises((ValueError, TypeError)) as theirs:
+        json.dumps(bad, allow_nan=False)
+    assert type(ours.value) is type(theirs.value)

@@ -58,8 +58,14 @@ def imported(*args: str, launcher: bool = False) -> dict[str, str | None]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("FASTDIFF")}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), site_packages])
     p = subprocess.run(
-        [sys.executable, "-S", "-X", "importtime",
-         *([str(LAUNCHER)] if launcher else ["-m", "fastdiff"]), *args],  # fmt: skip
+        [
+            sys.executable,
+            "-S",
+            "-X",
+            "importtime",
+            *([str(LAUNCHER)] if launcher else ["-m", "fastdiff"]),
+            *args,
+        ],  # fmt: skip
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -161,6 +167,15 @@ def test_the_installed_command_imports_no_more_than_python_m() -> None:
     parent = imported("compare", str(a), str(b), launcher=True)
     assert "fastdiff.cli.compare" in parent
     assert_none_of(parent, set(HEAVY | TEXT_ONLY) | {"runpy", "fastdiff.cli.full"})
+
+
+def test_a_json_report_imports_neither_json_nor_re() -> None:
+    """The JSON report is written by the C encoder json.dumps uses, without
+    the json package (its decoder and encoder import ``re``)."""
+    a, b = FIXTURES / "identical" / "a", FIXTURES / "identical" / "b"
+    parent = imported("compare", str(a), str(b), "--format", "json", launcher=True)
+    assert "fastdiff.render.json" in parent
+    assert_none_of(parent, set(HEAVY | TEXT_ONLY))
 
 
 def test_help_imports_no_command() -> None:
