@@ -579,3 +579,19 @@ def test_the_report_encoder_refuses_what_json_dumps_refuses(bad: Any) -> None:
     with pytest.raises((ValueError, TypeError)) as theirs:
         json.dumps(bad, allow_nan=False)
     assert type(ours.value) is type(theirs.value)
+
+
+def test_the_report_encoder_falls_back_to_the_json_package(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where the C encoder is missing or takes other arguments, the json package writes."""
+    from fastdiff.render import json as render_json_module
+
+    def other_signature(*args: object) -> object:
+        raise TypeError("make_encoder() takes other arguments")
+
+    monkeypatch.setattr(render_json_module, "_make_encoder", other_signature)
+    assert render_json_module._choose_dumps() is render_json_module._json_dumps
+    monkeypatch.setattr(render_json_module, "_make_encoder", None)
+    assert render_json_module._choose_dumps() is render_json_module._json_dumps
+    assert render_json_module._json_dumps({"a": [1.5, None]}) == '{"a": [1.5, null]}'

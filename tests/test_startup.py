@@ -65,7 +65,7 @@ def imported(*args: str, launcher: bool = False) -> dict[str, str | None]:
             "importtime",
             *([str(LAUNCHER)] if launcher else ["-m", "fastdiff"]),
             *args,
-        ],  # fmt: skip
+        ],
         capture_output=True,
         text=True,
         cwd=ROOT,

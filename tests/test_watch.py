@@ -687,7 +687,9 @@ def test_files_that_change_or_appear_in_a_compared_step_are_errors_never_identic
     a, b = tmp_path / "a", tmp_path / "b"
     static_run(a, 3)
     static_run(b, 3)
-    w = watch(str(a), str(b), *FAST, "--format", "jsonl")
+    # Its own idle timeout: the changes below must land before watch ends.
+    w = watch(str(a), str(b), "--poll", str(POLL), "--settle", str(SETTLE), "--idle-timeout", "6",
+              "--format", "jsonl")  # fmt: skip
     try:
         assert w.stdout is not None
         for _ in range(3):  # every step compared (and so, released)
@@ -760,6 +762,14 @@ def test_a_compared_file_a_listing_missed_once_is_not_late(tmp_path: Path) -> No
     poller._gone({names[0]}, 1.0)  # one listing without it
     poller._new({names[0]}, 2.0)  # the next with it again
     assert poller.problems == [] and poller.changed_since_read() == []
+    # Deleted for real: forgotten (memory stays bounded for a job that keeps
+    # only its last dumps); the same name written again is a file that appeared late.
+    (run / names[1]).unlink()
+    poller._gone({names[1]}, 3.0)
+    assert names[1] not in poller.compared and names[0] in poller.compared
+    (run / names[1]).write_bytes(b"\0" * 8)
+    poller._new({names[1]}, 4.0)
+    assert [p.path for p in poller.problems] == [str(run / names[1])]
 
 
 def test_a_step_written_as_watch_ends_is_an_error_not_a_silent_skip(tmp_path: Path) -> None:

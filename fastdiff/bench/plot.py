@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from .run import BenchResult, Measurement
 
+
 def write_plot(result: BenchResult, path: str | os.PathLike[str]) -> None:
     """Write the plot of ``result`` as a PNG file."""
     fig = draw(result)

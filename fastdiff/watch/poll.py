@@ -340,10 +340,15 @@ class RunPoller:
         self._next_scan = now + (time.perf_counter() - t0) / SCAN_SHARE
 
     def _gone(self, gone: set[str], now: float) -> None:
-        known = self.names
+        known, compared = self.names, self.compared
         for name in gone:
             known.discard(name)
             if self.others.pop(name, None) is not None:
+                continue
+            if name in compared and not os.path.lexists(self._prefix + name):
+                # Deleted after it was compared (a job keeping only its last
+                # dumps): forget it. (One a listing merely missed is kept.)
+                del compared[name]
                 continue
             parts = split_dump_name(name)
             if parts is None or len(parts[0]) > MAX_STEP_DIGITS:
