@@ -672,7 +672,7 @@ def test_polling_parses_each_name_once_and_stats_only_steps_not_complete(
         (str(run / "step_10_later.bin"), "changed"),
         (str(run / "step_10_later_too.bin"), "changed"),
     ]
-    assert "appeared after step 10 was compared (a step is compared once a later one" in (
+    assert "appeared after step 10 was compared, so it was not compared (a step is" in (
         poller.problems[0].message
     )
 
@@ -796,3 +796,48 @@ def test_a_step_written_as_watch_ends_is_an_error_not_a_silent_skip(tmp_path: Pa
     assert (problem.path, problem.kind) == (str(b), "changed")
     assert problem.message.startswith("run B wrote 1 new step (from step 7) as watch ended")
     assert summary.report.verdict != "identical"
+
+
+OVERLAPPING_WRITER = """
+import sys, time
+from pathlib import Path
+runs = [Path(p) for p in sys.argv[1:]]
+for run in runs:
+    run.mkdir()
+# Each step's y is written after the next step's x: the writer begins a step
+# before it finishes the one before.
+for name in ["step_0_x", "step_1_x", "step_0_y", "step_2_x", "step_1_y", "step_2_y"]:
+    for run in runs:
+        (run / f"{name}.bin").write_bytes(bytes(range(64)))
+    time.sleep(0.6)
+"""
+
+
+@pytest.mark.parametrize("lag", [None, "1"])
+def test_lag_lets_a_writer_finish_a_step_after_beginning_the_next(
+    tmp_path: Path, lag: str | None
+) -> None:
+    """Without --lag, step 0 is compared once step 1 appears, and its y,
+    written after, is an error (never silently left out); with --lag 1, a
+    step is complete once a step two later appears, and every buffer is
+    compared: identical, exit 0."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    w = watch(
+        str(a), str(b), "--poll", "0.05", "--settle", "2", "--idle-timeout", "1.5",
+        *(["--lag", lag] if lag else []), "--format", "jsonl",
+    )  # fmt: skip
+    writer_proc = subprocess.Popen([sys.executable, "-c", OVERLAPPING_WRITER, str(a), str(b)])
+    try:
+        code, out, err = finish(w)
+    finally:
+        stop(writer_proc)  # type: ignore[arg-type]
+    summary = records(out)[-1]
+    if lag is None:
+        assert code == 2, err
+        late = {e["path"] for e in summary["errors"]}
+        assert {str(a / "step_0_y.bin"), str(b / "step_0_y.bin")} <= late
+        assert "appeared after step 0 was compared" in err
+    else:
+        assert code == 0, err
+        assert summary["verdict"] == "identical" and summary["errors"] == []
+        assert len(summary["buffers"]) == 6

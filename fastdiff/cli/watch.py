@@ -7,7 +7,14 @@ import time
 
 from ..errors import EXIT_INTERRUPTED, FastdiffError
 from ..options import EXECUTORS
-from .common import common_options, compare_options, digest_cache, non_negative_float, options_of
+from .common import (
+    common_options,
+    compare_options,
+    digest_cache,
+    non_negative_float,
+    non_negative_int,
+    options_of,
+)
 from .output import print_problems, write_stdout
 from .spec import STORE_FALSE, STORE_TRUE, Arg, BadValue, Exclusive
 
@@ -71,6 +78,15 @@ ARGUMENTS = (
         metavar="SECONDS",
         help="a run's newest step is complete once nothing in its folder changed for this "
         "long (default 2); earlier steps are complete once a later step appears",
+        group=WATCHING,
+    ),
+    Arg(
+        "--lag",
+        type=non_negative_int,
+        default=0,
+        metavar="STEPS",
+        help="a step is complete once a run holds a step more than STEPS later (default 0: "
+        "any later step); for writers that begin a step before finishing the one before",
         group=WATCHING,
     ),
     Arg(
@@ -178,6 +194,7 @@ def run(args: Namespace) -> int:
             settle=args.settle,
             idle_timeout=args.idle_timeout,
             keep_going=args.keep_going,
+            lag=args.lag,
             cache=cache,
             on_step=on_step,
             on_problem=on_problem,

@@ -20,6 +20,8 @@ listed, or a file changed while it was read, the step is read again
 times, changing each time, reports the buffers that changed as errors
 ("kept changing while fastdiff read it"), never as a divergence.
 
+(With ``lag`` K, a step is complete once the run holds a step later than
+N + K: for writers that begin a step before they finish the one before.)
 A run's newest step is complete when the run has been quiet for ``settle``
 seconds; a writer that merely paused mid-step would then look as if it
 lacked buffers or wrote short files. So when a step is the newest of a run
@@ -99,6 +101,8 @@ class _Step:
 class Watch:
     """Compare two runs while they are written (``watch_runs`` is the function form).
 
+    ``lag``: a step is complete once a run holds a step more than ``lag``
+    later (default 0: any later step; see the module's docstring).
     ``run()`` polls until the first divergent step (unless ``keep_going``),
     until both runs are idle for ``idle_timeout`` seconds, until trouble (a
     folder that vanishes or cannot be read, a folder that stays empty for
@@ -121,6 +125,7 @@ class Watch:
         settle: float = DEFAULT_SETTLE,
         idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
         keep_going: bool = False,
+        lag: int = 0,
         cache: DigestCache | None = None,
         on_step: Callable[[StepReport], None] | None = None,
         on_problem: Callable[[Problem], None] | None = None,
@@ -134,10 +139,13 @@ class Watch:
             raise ValueError(f"settle must be >= 0 seconds, got {settle}")
         if not idle_timeout > 0:
             raise ValueError(f"idle_timeout must be > 0 seconds, got {idle_timeout}")
+        if isinstance(lag, bool) or not isinstance(lag, int) or lag < 0:
+            raise ValueError(f"lag must be a whole number of steps >= 0, got {lag!r}")
         self.spec_a, self.spec_b = os.fspath(run_a), os.fspath(run_b)
         self.opts = options or CompareOptions()
         self.poll, self.settle, self.idle_timeout = poll, settle, idle_timeout
         self.keep_going = keep_going
+        self.lag = lag
         self.cache = cache
         self.on_step, self.on_problem = on_step, on_problem
         self.on_note, self.on_status = on_note, on_status
@@ -206,7 +214,7 @@ class Watch:
                 side.trouble = src.listing.errors[0]
                 side.problems = []
             return side
-        return RunPoller(spec, self.settle, self.idle_timeout, now)
+        return RunPoller(spec, self.settle, self.idle_timeout, now, self.lag)
 
     def _choose_schema(self) -> Schema:
         sources = []
@@ -463,7 +471,7 @@ class Watch:
         holding a short or malformed file: its result waits for them."""
         holding = []
         for side, absent, mine in ((self.a, "only_in_b", 0), (self.b, "only_in_a", 1)):
-            if side.final or not side.is_newest(n):
+            if side.final or not side.provisional(n):
                 continue
             for b in report.buffers:
                 if b.status == absent or b.status == "malformed":
@@ -485,7 +493,7 @@ class Watch:
             step.state, step.report = "final", self._incomplete_at_end(step.n, step.report)
             step.complete_at = max(step.complete_at, now)
             return
-        if all(not side.is_newest(step.n) for side in step.holding):
+        if all(not side.provisional(step.n) for side in step.holding):
             step.state = "final"  # the run moved on: what it lacks, it lacks
             passed = [t for side in step.holding if (t := side.passed(step.n)) is not None]
             step.complete_at = max([step.complete_at, *passed])
@@ -526,7 +534,7 @@ class Watch:
             if b.status == "length_mismatch":
                 sizes = (b.n_elements_a or 0, b.n_elements_b or 0)
                 for side, mine, other, i in labels:
-                    if side.final or not side.is_newest(n) or sizes[i] >= sizes[1 - i]:
+                    if side.final or not side.provisional(n) or sizes[i] >= sizes[1 - i]:
                         continue
                     message = (
                         f"step {n} of run {mine} may be incomplete: the run stopped writing "
@@ -673,6 +681,6 @@ def watch_runs(
     **settings: object,
 ) -> WatchSummary:
     """Compare two runs while they are written; see ``Watch`` for ``settings``
-    (``poll``, ``settle``, ``idle_timeout``, ``keep_going``, ``cache``, the
-    callbacks)."""
+    (``poll``, ``settle``, ``idle_timeout``, ``keep_going``, ``lag``, ``cache``,
+    the callbacks)."""
     return Watch(run_a, run_b, options, **settings).run()  # type: ignore[arg-type]

@@ -23,9 +23,11 @@ never more often than ``SCAN_SHARE`` of the time allows: a folder of 70,000
 entries, listed in about 50 ms, is then listed at most once a second.
 
 When a step is complete (``complete_at``): step N of a run is complete once
-a later step has appeared in that run (at the poll that first saw it), or,
-for the newest step, once nothing in the run folder changed for ``settle``
-seconds (at the last change seen plus ``settle``). A step whose files
+a later step has appeared in that run (at the poll that first saw it; with
+``lag`` K, a step later than N + K, for writers that begin a step before
+they finish the one before), or, for the newest steps, once nothing in the
+run folder changed for ``settle`` seconds (at the last change seen plus
+``settle``). A step whose files
 appear or grow after a later step appeared is complete only once its own
 files have not changed for ``settle`` seconds. ``ManifestSide`` is a
 manifest on one side: every step it lists is complete from the start, and a
@@ -117,8 +119,12 @@ class RunPoller:
     final = False
     is_manifest = False
 
-    def __init__(self, spec: str, settle: float, idle_timeout: float, now: float) -> None:
+    def __init__(
+        self, spec: str, settle: float, idle_timeout: float, now: float, lag: int = 0
+    ) -> None:
         self.spec = spec
+        #: Step N is passed once the run holds a step later than N + lag.
+        self.lag = lag
         self.root = spec
         self._prefix = spec if spec.endswith(os.sep) else spec + os.sep
         self.settle = settle
@@ -177,13 +183,15 @@ class RunPoller:
         return t if now >= t else None
 
     def passed(self, step: int) -> float | None:
-        """When the run first held a step later than ``step``; None if it does not yet."""
-        i = bisect_right(self._maxima, step)
+        """When the run first held a step later than ``step`` + ``lag``; None if
+        it does not yet."""
+        i = bisect_right(self._maxima, step + self.lag)
         return self._maxima_at[i] if i < len(self._maxima) else None
 
-    def is_newest(self, step: int) -> bool:
-        """``step`` is the last step the run wrote (so far)."""
-        return self.newest == step
+    def provisional(self, step: int) -> bool:
+        """The run may still be writing ``step``: no step later than ``step`` +
+        ``lag`` yet (with no lag: ``step`` is the newest)."""
+        return self.newest is not None and step + self.lag >= self.newest
 
     def source(self, step: int) -> RunSource:
         """Step ``step`` of the run as a run source, its files stat'ed now
@@ -392,16 +400,18 @@ class RunPoller:
                 self.problems.append(
                     Problem(
                         prefix + name,
-                        f"appeared after step {step} was compared (a step is compared once "
-                        "a later one appears), so it was not compared; compare the runs "
-                        "again once they are written ('fastdiff compare')",
+                        f"appeared after step {step} was compared, so it was not compared "
+                        f"(a step is compared once a step more than {self.lag} later "
+                        "appears; raise --lag if the job writes a step after beginning the "
+                        "next); compare the runs again once they are written "
+                        "('fastdiff compare')",
                         kind="changed",
                     )
                 )
                 continue
             s = steps.get(step)
             if s is None:
-                behind = not first and newest is not None and step < newest
+                behind = not first and newest is not None and step + self.lag < newest
                 s = steps[step] = StepFiles(now, behind)
                 self.new_steps.append(step)
                 if behind:
@@ -417,8 +427,8 @@ class RunPoller:
             if top is None or step > top:
                 top = step
         if top is not None and top != newest:
-            # Every step below the new newest one is passed now.
-            for step in [k for k in self._unpassed if k < top]:
+            # Every step more than lag below the new newest one is passed now.
+            for step in [k for k in self._unpassed if k + self.lag < top]:
                 self._unpassed.discard(step)
                 s = steps.get(step)
                 if s is not None and s.passed_at is None:
@@ -431,9 +441,7 @@ class RunPoller:
         """Stat the files of the steps not complete yet, and young other entries."""
         prefix = self._prefix
         changed = False
-        targets = set(self._active)
-        if self.newest is not None and self.newest in self.steps:
-            targets.add(self.newest)
+        targets = self._active | self._unpassed  # the newest step(s), and those re-read
         for step in targets:
             s = self.steps.get(step)
             if s is None:
@@ -507,7 +515,7 @@ class ManifestSide:
     def passed(self, step: int) -> float | None:
         return self.started
 
-    def is_newest(self, step: int) -> bool:
+    def provisional(self, step: int) -> bool:
         return False  # final: nothing of it is provisional
 
     def source(self, step: int) -> RunSource:
