@@ -41,6 +41,7 @@ from .record import Record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any
 
     from .tomllines import TomlLines
@@ -570,6 +571,33 @@ def resolve_schema(
             raise SchemaError(f"--default-dtype: {_dtype_problem(default_dtype)}")
         schema = schema.with_default_dtype(default_dtype)
     return schema
+
+
+def schema_for_run(schema: Schema, names: Iterable[str], name: str) -> Schema:
+    """A start for a run's own schema: ``schema``'s groups with only the
+    members that match one of ``names`` (a group left empty is left out),
+    then a group ``new`` holding, with ``schema``'s default dtype, every
+    name in no group: their dtypes and groups are for the user to set."""
+    from fnmatch import fnmatchcase
+
+    found = sorted(set(names))
+    groups = []
+    for g in schema.groups:
+        members = tuple(
+            m
+            for m in g.members
+            if (any(fnmatchcase(n, m.pattern) for n in found) if m.is_glob else m.pattern in found)
+        )
+        if members:
+            groups.append(Group(g.key, g.title, g.hint, members))
+    rest = [n for n in found if schema.classify(n)[0] == OTHER]
+    if rest:
+        taken = {g.key for g in schema.groups}
+        key = next(k for k in ("new", *(f"new{i}" for i in range(2, len(taken) + 3)))
+                   if k not in taken)  # fmt: skip
+        title = "buffers in no group yet: set each one's dtype, and group them"
+        groups.append(Group(key, title, "", tuple(Member(n, schema.default_dtype) for n in rest)))
+    return Schema(name, tuple(groups), schema.default_dtype)
 
 
 def schema_to_toml(schema: Schema) -> str:

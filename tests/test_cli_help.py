@@ -138,7 +138,8 @@ def test_compare_names_the_unknown_option_first(args: tuple[str, ...], line: str
         ),
         (
             ("schema", "--dtype", "f32"),
-            "unknown option '--dtype' (see 'fastdiff schema --help')",
+            "unknown option '--dtype'; did you mean '--default-dtype'? "
+            "(see 'fastdiff schema --help')",
         ),
         (
             ("schema", "raw", "--degub"),
@@ -300,7 +301,8 @@ def test_every_command_and_top_level_option_has_a_one_line_help() -> None:
         (("bench", "--help"), "--format {text,json}  text: the method and a table (default);"),
         (("sweep", "--help"), "--no-progress         no progress, even when stderr is a"),
         (("schema", "--help"), "Print a schema as TOML: a preset, or a schema file read"),
-        (("schema", "--help"), "NAME|FILE.toml  a preset (rl-state, raw) or a TOML schema"),
+        (("schema", "--help"), "NAME|FILE.toml        a preset (rl-state, raw) or a TOML"),
+        (("schema", "--help"), "--from RUN            a run folder (or manifest): keep the"),
         (("--help",), "  schema   print a schema as TOML (a start for your own)"),
         (("--help",), "  --version   show fastdiff's version and exit"),
     ],

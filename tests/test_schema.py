@@ -345,3 +345,43 @@ def test_resolve_schema_names_the_argument_given() -> None:
         resolve_schema("nope")
     with pytest.raises(SchemaError, match=r"^fastdiff schema 'nope': no such preset or file"):
         resolve_schema("nope", what="fastdiff schema")
+
+
+def test_schema_from_a_run_keeps_its_members_and_lists_the_rest(tmp_path: Path) -> None:
+    """``fastdiff schema --from RUN``: the preset's members the run has (a group
+    left empty is left out), the run's other buffers in a group 'new' with the
+    default dtype; the TOML loads back and compares the run."""
+    import subprocess
+    import sys
+
+    run = tmp_path / "my-run"
+    run.mkdir()
+    for name in ("rewards", "action_prng_state", "my_buf", "weird name"):
+        for step in (0, 1):
+            (run / f"step_{step}_{name}.bin").write_bytes(bytes(8))
+
+    def fastdiff(*args: str | Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "fastdiff", *map(str, args)],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+
+    p = fastdiff("schema", "--from", run, "--default-dtype", "f32")
+    assert p.returncode == 0, p.stderr
+    path = tmp_path / "mine.toml"
+    path.write_text(p.stdout)
+    schema = load_schema(path)
+    assert schema.name == "my-run-schema" and schema.default_dtype == "f32"
+    assert [(g.key, [(m.pattern, m.dtype) for m in g.members]) for g in schema.groups] == [
+        ("C", [("action_prng_state", "u32")]),
+        ("F", [("rewards", "f32")]),
+        ("new", [("my_buf", "f32"), ("weird name", "f32")]),
+    ]
+    compared = fastdiff("compare", "--schema", path, run, run)
+    assert compared.returncode == 0, compared.stderr
+    assert "compared as raw bytes" not in compared.stdout
+
+    for bad, why in ((tmp_path / "nowhere", "run folder not found"), (tmp_path, "no step_")):
+        p = fastdiff("schema", "--from", bad)
+        assert p.returncode == 2 and p.stdout == ""
+        assert p.stderr.startswith(f"fastdiff: error: --from {bad}") and why in p.stderr
