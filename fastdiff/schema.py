@@ -573,11 +573,19 @@ def resolve_schema(
     return schema
 
 
+def literal_pattern(name: str) -> str:
+    """A member pattern that matches exactly ``name``: its glob characters
+    (``*``, ``?``, ``[``) each made a one-character class (``w[1]`` ->
+    ``w[[]1]``)."""
+    return "".join(f"[{c}]" if c in "*?[" else c for c in name)
+
+
 def schema_for_run(schema: Schema, names: Iterable[str], name: str) -> Schema:
     """A start for a run's own schema: ``schema``'s groups with only the
     members that match one of ``names`` (a group left empty is left out),
     then a group ``new`` holding, with ``schema``'s default dtype, every
-    name in no group: their dtypes and groups are for the user to set."""
+    name in no group (as a pattern that matches just that name): their
+    dtypes and groups are for the user to set."""
     from fnmatch import fnmatchcase
 
     found = sorted(set(names))
@@ -596,7 +604,8 @@ def schema_for_run(schema: Schema, names: Iterable[str], name: str) -> Schema:
         key = next(k for k in ("new", *(f"new{i}" for i in range(2, len(taken) + 3)))
                    if k not in taken)  # fmt: skip
         title = "buffers in no group yet: set each one's dtype, and group them"
-        groups.append(Group(key, title, "", tuple(Member(n, schema.default_dtype) for n in rest)))
+        members = tuple(Member(literal_pattern(n), schema.default_dtype) for n in rest)
+        groups.append(Group(key, title, "", members))
     return Schema(name, tuple(groups), schema.default_dtype)
 
 

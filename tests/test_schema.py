@@ -381,6 +381,22 @@ def test_schema_from_a_run_keeps_its_members_and_lists_the_rest(tmp_path: Path) 
     assert compared.returncode == 0, compared.stderr
     assert "compared as raw bytes" not in compared.stdout
 
+    # Names with glob characters are written as patterns matching just them.
+    odd = tmp_path / "odd"
+    odd.mkdir()
+    for name in ("w[1]", "b*", "bx", "c?"):
+        (odd / f"step_0_{name}.bin").write_bytes(bytes(8))
+    p = fastdiff("schema", "--from", odd, "--default-dtype", "f32")
+    assert p.returncode == 0, p.stderr
+    path.write_text(p.stdout)
+    schema = load_schema(path)
+    assert [m.pattern for m in schema.groups[-1].members] == ["b[*]", "bx", "c[?]", "w[[]1]"]
+    for name in ("w[1]", "b*", "bx", "c?"):
+        assert schema.classify(name) == ("new", "f32"), name
+    assert schema.classify("w1")[0] == "other" and schema.classify("by")[0] == "other"
+    p = fastdiff("schema", "--from", f"{odd}/.")
+    assert p.stdout.startswith('name = "odd-schema"\n'), p.stdout[:40]
+
     for bad, why in ((tmp_path / "nowhere", "run folder not found"), (tmp_path, "no step_")):
         p = fastdiff("schema", "--from", bad)
         assert p.returncode == 2 and p.stdout == ""

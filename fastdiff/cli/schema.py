@@ -66,5 +66,5 @@ def _for_run(schema: Schema, run: str) -> Schema:
         raise FastdiffError(
             f"--from {run}: no step_<N>_<name>.bin dumps in it; give the folder that holds them"
         )
-    name = os.path.basename(os.path.normpath(run)) or "run"
+    name = os.path.basename(os.path.abspath(run)) or "run"
     return schema_for_run(schema, (f.name for f in listing.files), f"{name}-schema")

@@ -395,16 +395,17 @@ class RunPoller:
                 continue
             step = int(digits)
             if step in self.released:
+                later = "a later step" if not self.lag else f"a step more than {self.lag} later"
                 if name in self.compared:
                     continue  # compared: back in a listing that missed it (the end checks it)
                 self.problems.append(
                     Problem(
                         prefix + name,
                         f"appeared after step {step} was compared, so it was not compared "
-                        f"(a step is compared once a step more than {self.lag} later "
-                        "appears; raise --lag if the job writes a step after beginning the "
-                        "next); compare the runs again once they are written "
-                        "('fastdiff compare')",
+                        f"(a step is compared once {later} appears, or once the run is "
+                        "quiet for --settle seconds: raise --lag if the job writes a step "
+                        "after beginning the next, --settle if it pauses within a step); "
+                        "compare the runs again once they are written ('fastdiff compare')",
                         kind="changed",
                     )
                 )
