@@ -20,22 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import fastdiff
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ("examples/anatomy/run-a", "examples/anatomy/run-b")
 SCHEMA = "examples/anatomy/schema.toml"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-
-
-def fastdiff(*args: str | Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "fastdiff", *map(str, args)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-    )
 
 
 def example_json(*opts: str) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import fastdiff
 
 from fastdiff.bench import run as bench
 from fastdiff.bench import synth, timing
@@ -43,16 +44,6 @@ RESULT_KEYS = {
     "loops", "floor_seconds", "floor_gbs", "floor_times", "floor_loops", "floor_kind",
     "floor_candidates", "ratio_to_floor",
 }  # fmt: skip
-
-
-def fastdiff(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "fastdiff", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 def bench_json(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], Any]:
@@ -575,10 +566,7 @@ def test_workdir_inside_the_like_run_is_refused_untouched(tmp_path: Path, where:
         env["TMPDIR"] = str(run / "sub")
     else:
         args += ["--workdir", str(workdir)]
-    p = subprocess.run(
-        [sys.executable, "-m", "fastdiff", *args],
-        cwd=ROOT, capture_output=True, text=True, timeout=300, env=env,
-    )  # fmt: skip
+    p = fastdiff(*args, env=env)
     assert p.returncode == 2, p.stderr
     assert p.stdout == ""
     shown = f"--workdir {workdir}" if workdir else f"TMPDIR={run / 'sub'}"

@@ -12,13 +12,12 @@ import json
 import os
 import sqlite3
 import stat
-import subprocess
-import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from helpers import fastdiff as cli
 
 from fastdiff import CompareOptions
 from fastdiff.engine.cache import DigestCache
@@ -30,18 +29,6 @@ IS_ROOT = os.geteuid() == 0
 NOBODY = 65534
 root_only = pytest.mark.skipif(not IS_ROOT, reason="giving a file to another user needs root")
 NAMES = ("step_0_x.bin", "step_1_x.bin")
-
-
-def cli(*args: str, **kw: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "fastdiff", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=120,
-        check=False,
-        **kw,
-    )  # type: ignore[call-overload]
 
 
 def two_runs(tmp_path: Path) -> tuple[Path, Path]:
@@ -367,22 +354,16 @@ def test_work_counts_only_the_files_it_read_to_hash(tmp_path: Path) -> None:
         run.mkdir()
         for step in range(3):
             (run / f"step_{step}_rewards.bin").write_bytes(bytes(range(64)))
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
 
     def work(*args: str | Path) -> dict:
-        p = subprocess.run(
-            [sys.executable, "-m", "fastdiff", *map(str, args), "--format", "json"],
-            capture_output=True, text=True, env=env, check=False,
-        )  # fmt: skip
+        p = cli(*args, "--format", "json", env=env)
         assert p.returncode == 0, p.stderr
         return json.loads(p.stdout)["work"]
 
     assert (work("compare", a, b, "--no-cache")["files_hashed"]) == 6
     manifest = tmp_path / "a.json"
-    h = subprocess.run(
-        [sys.executable, "-m", "fastdiff", "hash", str(a), "-o", str(manifest), "--no-cache"],
-        capture_output=True, text=True, env=env, check=False,
-    )  # fmt: skip
+    h = cli("hash", a, "-o", manifest, "--no-cache", env=env)
     assert h.returncode == 0, h.stderr
     w = work("compare", manifest, b, "--no-cache")
     assert (w["files_hashed"], w["bytes_hashed"]) == (3, 3 * 64)  # only run B's files

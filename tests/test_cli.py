@@ -25,6 +25,7 @@ from typing import Any
 
 import make_fixtures
 import pytest
+from helpers import fastdiff as run_fastdiff
 
 from fastdiff.schema import RL_STATE
 
@@ -57,13 +58,7 @@ class Run:
 @functools.cache
 def fastdiff(*args: str) -> Run:
     """``python -m fastdiff ARGS`` from the repo root (cached: inputs never change)."""
-    p = subprocess.run(
-        [sys.executable, "-m", "fastdiff", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    p = run_fastdiff(*args)
     return Run(p.returncode, p.stdout, p.stderr)
 
 

@@ -11,28 +11,16 @@ checked over the declarations themselves.
 from __future__ import annotations
 
 import argparse
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import fastdiff
 
 from fastdiff.cli import COMMANDS, command_module, full, hints
 from fastdiff.cli.spec import DEBUG, HELP, VERSION, Arg
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = "tests/fixtures/identical/a"
-
-
-def fastdiff(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "fastdiff", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=60,
-        check=False,
-    )
 
 
 def usage_error(args: tuple[str, ...], line: str) -> None:

@@ -18,12 +18,11 @@ import contextlib
 import io
 import random
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import NoReturn
 
 import pytest
+from helpers import fastdiff
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -361,17 +360,6 @@ def test_parse_size_reads_what_the_regular_expression_read(text: str) -> None:
 
 
 # --- the top level -------------------------------------------------------------------
-
-
-def fastdiff(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "fastdiff", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=60,
-        check=False,
-    )
 
 
 def test_help_lists_every_command_with_its_summary() -> None:

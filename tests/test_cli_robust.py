@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers import fastdiff
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -34,18 +35,6 @@ from fastdiff.bench.synth import write_rl_run
 
 REPO = Path(__file__).resolve().parents[1]
 BUG = "failed unexpectedly"
-
-
-def fastdiff(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "fastdiff", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env={**os.environ, **(env or {})},
-        timeout=120,
-        check=False,
-    )
 
 
 def python(code: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -16,8 +16,10 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from helpers import fastdiff as run_fastdiff
 
 import fastdiff.sources.reader
 from fastdiff import CompareOptions, compare_runs, render_json
@@ -33,16 +35,8 @@ def fastdiff_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "fastdiff", *args]
 
 
-def run_cli(*args: str, timeout: float = 120, **kw: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        fastdiff_cmd(*args),
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=timeout,
-        check=False,
-        **kw,
-    )  # type: ignore[call-overload]
+def run_cli(*args: str, timeout: float = 120, env: dict[str, str] | None = None) -> Any:
+    return run_fastdiff(*args, timeout=timeout, env=env)
 
 
 def pair_of_runs(tmp_path: Path, files: dict[str, bytes]) -> tuple[Path, Path]:

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import fastdiff as cli
 
 from fastdiff.engine.scheduler import compare_pairs
 from fastdiff.errors import FastdiffError
@@ -20,11 +21,6 @@ from fastdiff.stages.discover import discover, parse_dump_name
 REPO = Path(__file__).resolve().parents[1]
 LONG = 1234567890123456789  # 19 digits: more than an int64 holds
 ERROR = "fastdiff: error: "
-
-
-def cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "fastdiff", *args], capture_output=True,
-                          text=True, cwd=cwd, timeout=300, check=False)  # fmt: skip
 
 
 def run_folder(path: Path, files: dict[str, bytes]) -> Path:

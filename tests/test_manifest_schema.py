@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import fastdiff
 
 from fastdiff.bench.synth import write_rl_run
 from fastdiff.compare import compare_runs
@@ -43,15 +44,7 @@ rewards = "f32"
 
 
 def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "fastdiff", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env={**os.environ, "XDG_CACHE_HOME": os.devnull},
-        timeout=300,
-        check=False,
-    )
+    return fastdiff(*args, env={"XDG_CACHE_HOME": os.devnull})
 
 
 def as_json(p: subprocess.CompletedProcess[str]) -> dict[str, Any]:

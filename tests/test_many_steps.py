@@ -15,10 +15,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import fastdiff
 
 from fastdiff.render.json import render_json, report_dict
 from fastdiff.render.text import render_text
@@ -52,12 +52,7 @@ def long_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "fastdiff", "compare", *map(str, args), "--schema", "raw"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    return fastdiff("compare", *args, "--schema", "raw", timeout=600)
 
 
 def test_text_folds_equal_steps(long_runs: tuple[Path, Path]) -> None:

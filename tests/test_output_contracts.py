@@ -19,7 +19,6 @@ import random
 import re
 import struct
 import subprocess
-import sys
 import tempfile
 import unicodedata
 from collections.abc import Iterator
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import fastdiff, write_runs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -43,15 +43,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 def cli(*args: str | Path) -> subprocess.CompletedProcess[bytes]:
     """The CLI with a strict UTF-8 stdout: a lone surrogate written to it is a crash."""
-    env = {**os.environ, "PYTHONIOENCODING": "utf-8:strict"}
-    return subprocess.run(
-        [sys.executable, "-m", "fastdiff", *map(str, args)],
-        capture_output=True,
-        cwd=REPO,
-        timeout=120,
-        check=False,
-        env=env,
-    )
+    return fastdiff(*args, env={"PYTHONIOENCODING": "utf-8:strict"}, text=False)
 
 
 def _reject_constant(name: str) -> Any:
@@ -428,20 +420,6 @@ SETTINGS = st.tuples(
     st.sampled_from(["serial", "thread"]),  # executor
     st.sampled_from(["auto", "python", "numpy", "numba"]),  # engine
 )
-
-
-def write_runs(
-    root: Path, files: dict[Path, tuple[bytes | None, bytes | None]]
-) -> tuple[Path, Path]:
-    a, b = root / "a", root / "b"
-    a.mkdir()
-    b.mkdir()
-    for name, (da, db) in files.items():
-        if da is not None:
-            (a / name).write_bytes(da)
-        if db is not None:
-            (b / name).write_bytes(db)
-    return a, b
 
 
 def json_without_work(report: Any) -> str:

@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from helpers import write_runs
 
 from fastdiff import CompareOptions, compare_runs, render_json
 from fastdiff.kernels import Tolerance
@@ -21,20 +22,6 @@ from fastdiff.stages.verdict import exit_code
 
 def f32(*values: float) -> bytes:
     return struct.pack(f"<{len(values)}f", *values)
-
-
-def make_runs(
-    tmp_path: Path, files: dict[str, tuple[bytes | None, bytes | None]]
-) -> tuple[Path, Path]:
-    a, b = tmp_path / "a", tmp_path / "b"
-    a.mkdir()
-    b.mkdir()
-    for name, (da, db) in files.items():
-        if da is not None:
-            (a / name).write_bytes(da)
-        if db is not None:
-            (b / name).write_bytes(db)
-    return a, b
 
 
 def by_name(report: object) -> dict[tuple[int, str], object]:
@@ -95,7 +82,7 @@ def test_missing_and_non_folder_runs(tmp_path: Path) -> None:
 
 
 def test_nothing_to_compare_is_an_error(tmp_path: Path) -> None:
-    a, b = make_runs(tmp_path, {})
+    a, b = write_runs(tmp_path, {})
     report = compare_runs(a, b)
     assert report.verdict == "error"
     assert "nothing to compare" in report.errors[0].message
@@ -108,7 +95,7 @@ def test_chunk_boundaries_and_ranges(tmp_path: Path) -> None:
     for i in (0, 15, 16, 17, 499, 999):  # 64-byte chunks hold 16 f32 elements
         changed[i] += 0.5
     changed[500] = -0.0 if base[500] == 0.0 else base[500] + 100.0
-    a, b = make_runs(tmp_path, {"step_0_x.bin": (f32(*base), f32(*changed))})
+    a, b = write_runs(tmp_path, {"step_0_x.bin": (f32(*base), f32(*changed))})
     schema = resolve_schema("raw", "f32")
     results = []
     for chunk in (8, 64, 4096, 4 << 20):
@@ -124,7 +111,7 @@ def test_chunk_boundaries_and_ranges(tmp_path: Path) -> None:
 
 
 def test_length_mismatch_compares_the_common_prefix(tmp_path: Path) -> None:
-    a, b = make_runs(
+    a, b = write_runs(
         tmp_path,
         {
             "step_0_same.bin": (f32(1, 2, 3), f32(1, 2, 3, 4, 5)),
@@ -153,7 +140,7 @@ def test_length_mismatch_compares_the_common_prefix(tmp_path: Path) -> None:
 
 
 def test_tolerance_statuses(tmp_path: Path) -> None:
-    a, b = make_runs(tmp_path, {"step_0_x.bin": (f32(1.0, 2.0), f32(1.0, 2.0000002))})
+    a, b = write_runs(tmp_path, {"step_0_x.bin": (f32(1.0, 2.0), f32(1.0, 2.0000002))})
     schema = resolve_schema("raw", "f32")
     exact = compare_runs(a, b, CompareOptions(schema=schema))
     assert exact.verdict == "diverged"
@@ -180,7 +167,7 @@ def test_every_executor_gives_the_same_report(tmp_path: Path) -> None:
             db = da if (step, k) != (1, 7) else da[:-4] + f32(-1.0)
             files[f"step_{step}_buf{k}.bin"] = (da, db)
     files["step_2_only_a.bin"] = (f32(1.0), None)
-    a, b = make_runs(tmp_path, files)
+    a, b = write_runs(tmp_path, files)
     base = CompareOptions(schema=RAW.with_default_dtype("f32"), chunk_size=256)
     reports = [
         compare_runs(a, b, base.replace(executor=k, jobs=2))
@@ -244,7 +231,7 @@ def test_auto_engine_narrows_a_late_difference_to_python(tmp_path: Path) -> None
     late[-8] ^= 1
     dense = bytearray(base)
     dense[: 1 << 20] = bytes(b ^ 0xFF for b in dense[: 1 << 20])
-    a, b = make_runs(tmp_path, {"step_0_late.bin": (bytes(base), bytes(late))})
+    a, b = write_runs(tmp_path, {"step_0_late.bin": (bytes(base), bytes(late))})
     c = tmp_path / "c"
     c.mkdir()
     (c / "step_0_late.bin").write_bytes(bytes(dense))

@@ -6,22 +6,15 @@ import json
 import mmap
 import os
 import struct
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import fastdiff as cli
 
 from fastdiff.schema import Group, Member, Schema, load_schema, schema_to_toml
 from fastdiff.stages.discover import parse_dump_name
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "fastdiff", *args], capture_output=True,
-                          text=True, cwd=REPO, timeout=120, check=False,
-                          env={**os.environ, **(env or {})})  # fmt: skip
 
 
 def runs(root: Path, a: bytes, b: bytes, name: str = "step_0_x.bin") -> tuple[Path, Path]:

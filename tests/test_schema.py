@@ -351,20 +351,13 @@ def test_schema_from_a_run_keeps_its_members_and_lists_the_rest(tmp_path: Path) 
     """``fastdiff schema --from RUN``: the preset's members the run has (a group
     left empty is left out), the run's other buffers in a group 'new' with the
     default dtype; the TOML loads back and compares the run."""
-    import subprocess
-    import sys
+    from helpers import fastdiff
 
     run = tmp_path / "my-run"
     run.mkdir()
     for name in ("rewards", "action_prng_state", "my_buf", "weird name"):
         for step in (0, 1):
             (run / f"step_{step}_{name}.bin").write_bytes(bytes(8))
-
-    def fastdiff(*args: str | Path) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "fastdiff", *map(str, args)],
-            capture_output=True, text=True, check=False,
-        )  # fmt: skip
 
     p = fastdiff("schema", "--from", run, "--default-dtype", "f32")
     assert p.returncode == 0, p.stderr

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import fastdiff
 
 from fastdiff.schema import RL_STATE
 
@@ -30,16 +31,6 @@ DTYPE_ORDER = ["u8", "i8", "u16", "i16", "u32", "i32", "u64", "i64", "f16", "bf1
 MEMBERS = [(m.pattern, g.key, m.dtype) for g in RL_STATE.groups for m in g.members]
 TITLES = {g.key: g.title for g in RL_STATE.groups} | {"other": "not in the schema"}
 GROUP_ORDER = {"C": 0, "D": 1, "E": 2, "F": 3, "other": 4}
-
-
-def fastdiff(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "fastdiff", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def stats_json(*args: str) -> dict[str, Any]:

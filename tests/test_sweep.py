@@ -13,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from helpers import fastdiff as cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -41,18 +42,6 @@ def strict_json(text: str) -> object:
         raise ValueError(f"non-standard JSON constant {name}")
 
     return json.loads(text, parse_constant=no_constants)
-
-
-def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "fastdiff", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env={**os.environ, **(env or {})},
-        timeout=300,
-        check=False,
-    )
 
 
 @pytest.fixture(scope="module")
@@ -155,11 +144,8 @@ def test_runs_within_tolerance_never_form_a_class(tmp_path: Path) -> None:
         "classes of bit-identical runs:",
         *[f"  {i}: {r}" for i, r in enumerate(runs, 1)],
     ]
-    rows = subprocess.run(
-        [sys.executable, "-m", "fastdiff", "sweep", "--all", *runs, "--atol", "1", "--no-cache",
-         "--format", "text"],
-        capture_output=True, text=True, check=False,
-    ).stdout.splitlines()  # fmt: skip
+    rows = cli("sweep", "--all", *runs, "--atol", "1", "--no-cache", "--format", "text")
+    rows = rows.stdout.splitlines()
     # A pair only within tolerance is not called "identical", as compare says it.
     assert f"{runs[0]}  {runs[1]}  identical within tolerance" in rows
     assert f"{runs[1]}  {runs[2]}  identical within tolerance" in rows

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import fastdiff
 
 from fastdiff.bench.synth import RL_STATE_MEMBERS
 
@@ -138,10 +139,7 @@ def test_identical_runs_are_compared_step_by_step_and_end_after_the_idle_timeout
     assert summary["verdict"] == "identical" and summary["stopped"] == "idle"
     assert summary["steps_compared"] == 6 and summary["first_divergence_latency_s"] is None
     assert len(summary["buffers"]) == 6 * len(RL_STATE_MEMBERS)
-    compared = subprocess.run(
-        [sys.executable, "-m", "fastdiff", "compare", str(a), str(b), "--format", "json"],
-        capture_output=True, text=True, cwd=REPO, check=False,
-    )  # fmt: skip
+    compared = fastdiff("compare", a, b, "--format", "json")
     assert compared.returncode == 0, compared.stderr
     expected = strict(compared.stdout)
     assert list(summary) == ["record", *expected, *SUMMARY_EXTRAS]
@@ -299,11 +297,7 @@ def test_a_manifest_on_one_side(tmp_path: Path) -> None:
     ref, b, c = tmp_path / "ref", tmp_path / "b", tmp_path / "c"
     static_run(ref, 4)
     manifest = tmp_path / "ref.manifest.json"
-    subprocess.run(
-        [sys.executable, "-m", "fastdiff", "hash", str(ref), "-o", str(manifest),
-         "--chunk-size", "64"],
-        cwd=REPO, check=True, capture_output=True,
-    )  # fmt: skip
+    assert fastdiff("hash", ref, "-o", manifest, "--chunk-size", "64").returncode == 0
     wb = writer(b, "--steps", "4", "--pace", "0.05")
     wc = writer(c, "--steps", "4", "--pace", "0.05", "--diverge", "2:unit_lots:9")
     same = watch(str(manifest), str(b), *FAST, "--format", "jsonl")
@@ -394,10 +388,7 @@ def test_a_file_rewritten_after_it_was_read_gives_no_false_divergence(
         _sparse(run / "step_0_zz_big.bin", BIG)
     if reference == "manifest":
         manifest = tmp_path / "b.manifest.json"
-        subprocess.run(
-            [sys.executable, "-m", "fastdiff", "hash", str(b), "-o", str(manifest)],
-            cwd=REPO, check=True, capture_output=True,
-        )  # fmt: skip
+        assert fastdiff("hash", b, "-o", manifest).returncode == 0
         b = manifest
     w = watch(str(a), str(b), *FAST, "--jobs", "1", "--format", "jsonl")
     _wait_until_open(w, a / "step_0_zz_big.bin")  # rewards is hashed by then
@@ -738,10 +729,7 @@ def test_the_text_summary_has_the_notes_compare_has(tmp_path: Path) -> None:
         watch(str(a), str(b), *FAST, "--schema", str(schema), "--format", "text")
     )
     assert code == 1, err
-    compared = subprocess.run(
-        [sys.executable, "-m", "fastdiff", "compare", str(a), str(b), "--schema", str(schema)],
-        capture_output=True, text=True, cwd=REPO, timeout=60,
-    )  # fmt: skip
+    compared = fastdiff("compare", a, b, "--schema", schema)
     notes = [line for line in compared.stdout.splitlines() if line.startswith("note: ")]
     assert notes and "compared as raw bytes" in notes[0]
     assert [line for line in out.splitlines() if line.startswith("note: ")] == notes
