@@ -16,15 +16,14 @@ from .engine.scheduler import Scheduler, gc_paused
 from .errors import FastdiffError
 from .results import Problem
 from .schema import RL_STATE
+from .sources.folder import discover
 from .sources.manifest import manifest_dict
-from .stages.discover import discover
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .engine.cache import DigestCache
     from .options import CompareOptions
-    from .stages.discover import RunListing
-    from .stages.hash import FileDigest
+    from .sources.buffers import BufferDigest, BufferRef, RunListing
 
 
 def write_manifest(
@@ -58,26 +57,26 @@ def write_manifest(
 
 def _hash_run(
     root: str, options: CompareOptions, cache: DigestCache | None
-) -> tuple[RunListing, dict[str, FileDigest], list[Problem]]:
+) -> tuple[RunListing, dict[BufferRef, BufferDigest], list[Problem]]:
     """The run's listing, its files' digests, and the problems met."""
     listing = discover(root)
     problems = list(listing.errors)
     if not listing.files and not problems:
         from .sources import RunSource, dump_subfolder, no_dumps_problem
 
-        src = RunSource(root, listing, {}, None)
+        src = RunSource(root, listing)
         problems.append(no_dumps_problem(src, None, dump_subfolder(root)))
-    digests: dict[str, FileDigest] = {}
+    digests: dict[BufferRef, BufferDigest] = {}
 
-    def hashed(items: list[FileDigest | Problem]) -> None:
-        for item in items:
+    def hashed(items: list[BufferDigest | Problem]) -> None:
+        for f, item in zip(listing.buffers, items, strict=True):
             if isinstance(item, Problem):
                 problems.append(item)
             else:
-                digests[item.path] = item
+                digests[f] = item
 
     sched = Scheduler(options, cache)
-    sched.request_digests(listing.files, options.chunk_size, hashed)
+    sched.request_digests(listing.buffers, options.chunk_size, hashed)
     sched.run()
     return listing, digests, problems
 

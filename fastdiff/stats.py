@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from .results import Problem, Skipped
     from .schema import Schema
-    from .stages.discover import DumpFile, RunListing
+    from .sources.buffers import BufferRef, RunListing
 
     Source = Literal["folder", "manifest"]
 else:
@@ -191,7 +191,7 @@ class RunStats(Record):
 # --- computing ---------------------------------------------------------------
 
 
-def _tally(files: Iterable[tuple[DumpFile, str]]) -> Tally:
+def _tally(files: Iterable[tuple[BufferRef, str]]) -> Tally:
     """Tally of (file, dtype) pairs."""
     n = elements = size = bad = 0
     dtypes: set[str] = set()
@@ -226,9 +226,9 @@ def run_stats(
     def sort_key(key: str, name: str = "") -> tuple[int, str]:
         return order[key], name
 
-    by_step: dict[int, list[tuple[DumpFile, str, str]]] = {}
-    by_group: dict[str, list[tuple[DumpFile, str, str]]] = {}
-    by_name: dict[str, list[tuple[DumpFile, str, str]]] = {}
+    by_step: dict[int, list[tuple[BufferRef, str, str]]] = {}
+    by_group: dict[str, list[tuple[BufferRef, str, str]]] = {}
+    by_name: dict[str, list[tuple[BufferRef, str, str]]] = {}
     for item in classified:
         f, group, _ = item
         by_step.setdefault(f.step, []).append(item)

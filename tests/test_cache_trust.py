@@ -21,7 +21,7 @@ from helpers import fastdiff as cli
 
 from fastdiff import CompareOptions
 from fastdiff.engine.cache import DigestCache
-from fastdiff.stages.discover import discover
+from fastdiff.sources.folder import discover
 from fastdiff.sweep import sweep
 
 REPO = Path(__file__).resolve().parents[1]
@@ -81,7 +81,7 @@ def forged_cache(tmp_path: Path, cache: Path) -> tuple[Path, Path]:
     sweep says identical."""
     a, b = two_runs(tmp_path)
     assert swept(a, b, cache) == (1, "diverged", 0, [])
-    db_path = cache / "digests.sqlite3"
+    db_path = cache / "digests-v2.sqlite3"
     have = rows(db_path)
     assert len(have) == 4
     forge(db_path, {ino(b / n): have[ino(a / n)] for n in NAMES})
@@ -109,7 +109,7 @@ def _chown(where: str) -> Callable[[Path], None]:
 
 
 def _symlink_db(cache: Path) -> None:
-    db = cache / "digests.sqlite3"
+    db = cache / "digests-v2.sqlite3"
     elsewhere = cache.parent / "elsewhere.sqlite3"
     os.replace(db, elsewhere)
     db.symlink_to(elsewhere)
@@ -120,15 +120,15 @@ def _parent_writable(cache: Path) -> None:
 
 
 UNSAFE = {
-    "database writable by others": (_chmod(0o666, "digests.sqlite3"), "writable by group"),
-    "database writable by group": (_chmod(0o620, "digests.sqlite3"), "writable by group"),
+    "database writable by others": (_chmod(0o666, "digests-v2.sqlite3"), "writable by group"),
+    "database writable by group": (_chmod(0o620, "digests-v2.sqlite3"), "writable by group"),
     "folder writable by others": (_chmod(0o777, ""), "writable by group"),
     "folder writable by group": (_chmod(0o770, ""), "writable by group"),
     "folder above writable by others": (_parent_writable, "a folder above the cache"),
     "database is a symbolic link": (_symlink_db, "symbolic link"),
-    "database of another user": (_chown("digests.sqlite3"), f"owned by uid {NOBODY}"),
-    "-wal of another user": (_chown("digests.sqlite3-wal"), f"owned by uid {NOBODY}"),
-    "-shm of another user": (_chown("digests.sqlite3-shm"), f"owned by uid {NOBODY}"),
+    "database of another user": (_chown("digests-v2.sqlite3"), f"owned by uid {NOBODY}"),
+    "-wal of another user": (_chown("digests-v2.sqlite3-wal"), f"owned by uid {NOBODY}"),
+    "-shm of another user": (_chown("digests-v2.sqlite3-shm"), f"owned by uid {NOBODY}"),
     "folder of another user": (_chown(""), f"owned by uid {NOBODY}"),
 }
 
@@ -149,7 +149,7 @@ def test_a_cache_someone_else_could_write_is_not_used(tmp_path: Path, how: str) 
     assert (code, verdict, hits) == (1, "diverged", 0)
     assert len(warnings) == 1 and "not used" in warnings[0] and why in warnings[0], warnings
     # Refused, not repaired or renamed: someone else's files are left alone.
-    assert (cache / "digests.sqlite3").exists()
+    assert (cache / "digests-v2.sqlite3").exists()
     assert not list(cache.glob("*.bad-*"))
 
 
@@ -194,7 +194,7 @@ def test_a_new_cache_is_private_whatever_the_umask(tmp_path: Path) -> None:
     assert r.returncode == 1 and not r.stderr, r.stderr
     mode = {p.name: stat.S_IMODE(p.stat().st_mode) for p in (cache.parent, cache)}
     assert mode == {"new": 0o755, "cc": 0o700}
-    assert stat.S_IMODE((cache / "digests.sqlite3").stat().st_mode) == 0o600
+    assert stat.S_IMODE((cache / "digests-v2.sqlite3").stat().st_mode) == 0o600
     # The next run, under the same umask, trusts what the first one made.
     r = cli("sweep", "--baseline", str(a), str(b), "--cache-dir", str(cache), "--cache-min-age",
             "0", "--schema", "raw", umask=0)  # fmt: skip
@@ -209,7 +209,7 @@ def test_the_wal_and_shm_files_are_private_too(tmp_path: Path) -> None:
         c = DigestCache(tmp_path / "cc", min_age_s=0)
         sweep([(str(a), str(b))], CompareOptions(), cache=c)
         c.flush()
-        side = [tmp_path / "cc" / f"digests.sqlite3{s}" for s in ("-wal", "-shm")]
+        side = [tmp_path / "cc" / f"digests-v2.sqlite3{s}" for s in ("-wal", "-shm")]
         modes = [stat.S_IMODE(p.stat().st_mode) for p in side]  # while it is open
         c.close()
     finally:
@@ -245,7 +245,7 @@ def test_cache_verify_catches_forged_content(tmp_path: Path) -> None:
     code, verdict, hits, warnings = swept(a, b, cache, "--cache-verify", "1.0")
     assert (code, verdict, hits) == (1, "diverged", 0)
     assert len(warnings) == 1 and "does not match" in warnings[0], warnings
-    assert list(cache.glob("digests.sqlite3.bad-*"))  # set aside, not used again
+    assert list(cache.glob("digests-v2.sqlite3.bad-*"))  # set aside, not used again
     assert swept(a, b, cache) == (1, "diverged", 0, [])
     assert swept(a, b, cache) == (1, "diverged", 4, [])
 
@@ -256,7 +256,7 @@ def test_cache_verify_rehashes_at_least_one_hit(tmp_path: Path) -> None:
     cache = tmp_path / "cc"
     a, b = two_runs(tmp_path)
     assert swept(a, b, cache)[:3] == (1, "diverged", 0)
-    db_path = cache / "digests.sqlite3"
+    db_path = cache / "digests-v2.sqlite3"
     forge(db_path, dict.fromkeys(rows(db_path), bytes(16)))
     assert swept(a, b, cache) == (0, "identical", 4, [])
     code, verdict, hits, warnings = swept(a, b, cache, "--cache-verify", "0.001")
@@ -284,7 +284,9 @@ def test_cache_verify_leaves_out_a_file_it_cannot_rehash(tmp_path: Path) -> None
     c = DigestCache(tmp_path / "cc", min_age_s=0, verify=1.0)
     hits = c.get_many(files, CompareOptions().chunk_size)
     c.close()
-    assert sorted(hits) == sorted(f.path for f in files if f.path != str(a / NAMES[0]))
+    assert sorted(f.path for f in hits) == sorted(
+        f.path for f in files if f.path != str(a / NAMES[0])
+    )
     assert c.hits == 3 and c.verified == 3 and c.warnings == []
 
 

@@ -74,7 +74,7 @@ def writer_during_read(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, ob
 
     monkeypatch.setattr(fastdiff.sources.reader, "read_exact", read_exact)
     monkeypatch.setattr("fastdiff.stages.hash.read_exact", read_exact)
-    monkeypatch.setattr("fastdiff.stages.scan.read_exact", read_exact)
+    monkeypatch.setattr("fastdiff.sources.access.read_exact", read_exact)
     yield plan
 
 
@@ -510,7 +510,7 @@ def test_a_stale_or_damaged_cache_entry_is_never_used(tmp_path: Path) -> None:
     c.close()
     assert reports[0].verdict == "diverged" and summary.cache_hits == 3
     # A damaged entry (a digest blob of the wrong length) is ignored, not trusted.
-    db = sqlite3.connect(cache_dir / "digests.sqlite3")
+    db = sqlite3.connect(cache_dir / "digests-v2.sqlite3")
     db.execute("UPDATE digests SET chunks = x'00'")
     db.commit()
     db.close()

@@ -29,14 +29,10 @@ from hypothesis import strategies as st
 
 import fastdiff.sources.reader as reader
 import fastdiff.stages.hash as hashing
+from fastdiff.sources.buffers import BufferDigest, BufferRef
+from fastdiff.sources.folder import discover
 from fastdiff.sources.reader import FileChanged, open_fd, views
-from fastdiff.stages.discover import DumpFile, discover
-from fastdiff.stages.hash import (
-    FileDigest,
-    chunk_digests,
-    hash_batch,
-    hash_file,
-)
+from fastdiff.stages.hash import chunk_digests, hash_batch, hash_buffer
 
 REPO = Path(__file__).resolve().parents[1]
 PAGE = reader.PAGE
@@ -61,7 +57,7 @@ def unmappable(after: int = 0) -> Iterator[list[int]]:
     real = reader.map_window
     calls: list[int] = []
 
-    def map_window(fd: int, f: DumpFile, offset: int, length: int) -> object:
+    def map_window(fd: int, f: BufferRef, offset: int, length: int) -> object:
         calls.append(offset)
         if len(calls) > after:
             raise OSError(errno.ENODEV, "No such device")
@@ -80,7 +76,7 @@ def naive(data: bytes, chunk_size: int) -> list[bytes]:
     ]
 
 
-def one_dump(folder: Path, data: bytes) -> DumpFile:
+def one_dump(folder: Path, data: bytes) -> BufferRef:
     folder.mkdir(exist_ok=True)
     (folder / "step_0_x.bin").write_bytes(data)
     (f,) = discover(folder).files
@@ -108,10 +104,10 @@ def test_mapped_and_read_paths_give_the_naive_digests(
         f = one_dump(Path(tmp), data)
         expect = naive(data, chunk_size)
         with small_windows():
-            mapped = hash_file(f, chunk_size)
-            read = hash_file(f, chunk_size, use_mmap=False)
+            mapped = hash_buffer(f, chunk_size)
+            read = hash_buffer(f, chunk_size, use_mmap=False)
             with unmappable(after=1):  # first window mapped, the rest read
-                mixed = hash_file(f, chunk_size)
+                mixed = hash_buffer(f, chunk_size)
         assert list(mapped.chunks) == list(read.chunks) == list(mixed.chunks) == expect
         assert mapped == read == mixed
         assert mapped.digest == xxhash.xxh3_128_digest(
@@ -152,18 +148,18 @@ def test_big_files_are_mapped_small_ones_read(
     calls: list[int] = []
     real = reader.map_window
 
-    def map_window(fd: int, f: DumpFile, offset: int, length: int) -> object:
+    def map_window(fd: int, f: BufferRef, offset: int, length: int) -> object:
         calls.append(length)
         return real(fd, f, offset, length)
 
     monkeypatch.setattr(reader, "map_window", map_window)
     small = one_dump(tmp_path / "small", os.urandom(hashing.MAP_MIN - 8))
-    hash_file(small)
+    hash_buffer(small)
     assert calls == []
     big = one_dump(tmp_path / "big", os.urandom(reader.WINDOW + hashing.MAP_MIN))
-    d = hash_file(big)
+    d = hash_buffer(big)
     assert calls == [reader.WINDOW, hashing.MAP_MIN]
-    assert d == hash_file(big, use_mmap=False)
+    assert d == hash_buffer(big, use_mmap=False)
     assert calls == [reader.WINDOW, hashing.MAP_MIN]  # use_mmap=False: no map at all
 
 
@@ -182,7 +178,7 @@ def test_a_small_file_costs_open_one_read_one_fstat_close(
             return _real(*args)  # type: ignore[operator]
 
         monkeypatch.setattr(os, name, counting)
-    hash_file(f)
+    hash_buffer(f)
     monkeypatch.undo()
     assert calls == ["open", "preadv", "fstat", "close"]
 
@@ -198,7 +194,7 @@ def test_callers_can_forbid_maps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     files = [one_dump(tmp_path / str(n), os.urandom(n)) for n in sizes]
     for f in files:
         (got,) = hash_batch([f], 1 << 20, use_mmap=False)
-        assert isinstance(got, FileDigest)
+        assert isinstance(got, BufferDigest)
         assert list(got.chunks) == naive(Path(f.path).read_bytes(), 1 << 20)
 
 
@@ -206,7 +202,7 @@ def test_a_file_that_cannot_be_mapped_is_read(tmp_path: Path) -> None:
     data = os.urandom(3 * WINDOW + 100)
     f = one_dump(tmp_path, data)
     with small_windows(), unmappable() as calls:
-        d = hash_file(f, PAGE)
+        d = hash_buffer(f, PAGE)
     assert calls == [0]  # tried once, then read
     assert list(d.chunks) == naive(data, PAGE)
 
@@ -214,11 +210,11 @@ def test_a_file_that_cannot_be_mapped_is_read(tmp_path: Path) -> None:
 def test_file_digest_is_a_value() -> None:
     import pickle
 
-    d = FileDigest("p", 3, 8, (b"x" * 16,))
-    assert d == FileDigest("p", 3, 8, (b"x" * 16,)) and hash(d) == hash(
-        FileDigest("p", 3, 8, (b"x" * 16,))
+    d = BufferDigest("p", 3, 8, (b"x" * 16,))
+    assert d == BufferDigest("p", 3, 8, (b"x" * 16,)) and hash(d) == hash(
+        BufferDigest("p", 3, 8, (b"x" * 16,))
     )
-    assert d != FileDigest("p", 3, 8, (b"y" * 16,))
+    assert d != BufferDigest("p", 3, 8, (b"y" * 16,))
     assert pickle.loads(pickle.dumps(d)) == d
     assert not hasattr(d, "__dict__")
     assert "chunk_size=8" in repr(d)
@@ -265,7 +261,7 @@ import sys
 sys.path.insert(0, {str(REPO / "tests")!r})
 import test_hashing as t
 from fastdiff.sources import reader
-from fastdiff.stages.discover import discover
+from fastdiff.sources.folder import discover
 from fastdiff.stages.hash import hash_batch
 (f,) = discover({str(path.parent)!r}).files
 _, change = t.CHANGES[{change!r}]
@@ -307,11 +303,11 @@ def test_a_file_swapped_for_another_kind_after_discovery(tmp_path: Path) -> None
         os.unlink(f.path)
         os.mkfifo(f.path)
         with small_windows(), pytest.raises(FileChanged, match="no longer a regular file"):
-            hash_file(f, PAGE)
+            hash_buffer(f, PAGE)
         os.unlink(f.path)
         os.mkdir(f.path)
         with small_windows(), pytest.raises(FileChanged, match="no longer a regular file"):
-            hash_file(f, PAGE)
+            hash_buffer(f, PAGE)
 
 
 def test_a_file_truncated_while_a_window_is_hashed_kills_the_process_never_a_verdict(

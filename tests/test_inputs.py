@@ -14,9 +14,10 @@ from helpers import fastdiff as cli
 
 from fastdiff.engine.scheduler import compare_pairs
 from fastdiff.errors import FastdiffError
+from fastdiff.sources import folder as discover_module
+from fastdiff.sources.folder import discover
 from fastdiff.sources.manifest import ManifestError, load_manifest
-from fastdiff.stages import discover as discover_module
-from fastdiff.stages.discover import discover, parse_dump_name
+from fastdiff.sources.names import parse_dump_name
 
 REPO = Path(__file__).resolve().parents[1]
 LONG = 1234567890123456789  # 19 digits: more than an int64 holds
@@ -106,7 +107,7 @@ def test_a_manifest_keeps_long_steps(tmp_path: Path) -> None:
     b = run_folder(tmp_path / "b", {"step_0_x.bin": bytes(8), f"step_{LONG}_x.bin": b"\1" * 8})
     m = tmp_path / "a.manifest.json"
     assert cli("hash", str(a), "-o", str(m), "--no-cache").returncode == 0
-    assert [f["step"] for f in json.loads(m.read_text())["files"]] == [0, LONG]
+    assert [f["step"] for f in json.loads(m.read_text())["buffers"]] == [0, LONG]
     r = cli("compare", str(m), str(b), "--schema", "raw", "--format", "json")
     assert r.returncode == 1, r.stderr
     assert json.loads(r.stdout)["first_divergent_step"] == LONG
@@ -198,7 +199,7 @@ def test_a_manifest_that_lists_no_dumps_is_an_error(tmp_path: Path) -> None:
     m = tmp_path / "m.json"
     assert cli("hash", "examples/run-a", "-o", str(m), "--no-cache").returncode == 0
     doc = json.loads(m.read_text())
-    doc["files"] = []
+    doc["buffers"] = []
     m.write_text(json.dumps(doc))
     r = cli("compare", str(m), "examples/run-a")
     assert r.returncode == 2

@@ -24,8 +24,8 @@ from fastdiff.bench.synth import write_rl_run
 from fastdiff.compare import compare_runs
 from fastdiff.schema import RL_STATE, Schema, load_schema, resolve_schema
 from fastdiff.sources import RunSource
+from fastdiff.sources.buffers import RunListing
 from fastdiff.sources.schemas import choose_schema
-from fastdiff.stages.discover import RunListing
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -85,7 +85,7 @@ def my_vs_rl(my_path: Path) -> dict[str, tuple[str, str]]:
 
 def test_the_manifest_records_the_schema_and_each_files_dtype(setup: dict[str, Path]) -> None:
     doc = json.loads(setup["a_my"].read_text())
-    assert doc["fastdiff_manifest"] == 1
+    assert doc["fastdiff_manifest"] == 2
     assert doc["schema"] == {
         "name": "my",
         "default_dtype": "u16",
@@ -98,7 +98,7 @@ def test_the_manifest_records_the_schema_and_each_files_dtype(setup: dict[str, P
             }
         ],
     }
-    dtypes = {f["buffer"]: f["dtype"] for f in doc["files"]}
+    dtypes = {f["buffer"]: f["dtype"] for f in doc["buffers"]}
     assert (dtypes["rewards"], dtypes["unit_lots"], dtypes["isv_full"]) == ("f32", "i16", "u16")
 
 
@@ -275,8 +275,8 @@ def test_a_manifest_without_a_schema_is_read_with_a_note(
         ),
         (lambda d: d.update(schema=["my"]), "key 'schema' must be dict, got list"),
         (
-            lambda d: d["files"][0].update(dtype="u8"),
-            "files[0]: dtype 'u8' is not the 'u16' its schema 'my' gives buffer "
+            lambda d: d["buffers"][0].update(dtype="u8"),
+            "buffers[0]: dtype 'u8' is not the 'u16' its schema 'my' gives buffer "
             "'action_prng_state' (damaged?)",
         ),
     ],
@@ -296,12 +296,12 @@ def test_a_damaged_schema_is_one_line_and_exit_2(
 
 def _source(spec: str, schema: Schema | None, dtypes: dict[str, str]) -> RunSource:
     listing = RunListing(spec, (), (), ())
-    return RunSource(spec, listing, {}, 64, schema, dtypes)
+    return RunSource(spec, listing, 64, schema, dtypes, kind="manifest")
 
 
 def test_choose_schema_branches() -> None:
     """The cases the CLI tests above do not reach."""
-    folder = RunSource("run", RunListing("run", (), (), ()), {}, None)
+    folder = RunSource("run", RunListing("run", (), (), ()))
     assert choose_schema((folder, folder), None) == (RL_STATE, ())
     raw_u16 = resolve_schema("raw", "u16")
     assert choose_schema((folder,), raw_u16) == (raw_u16, ())
@@ -334,3 +334,23 @@ def test_choose_schema_branches() -> None:
         "warning: b: the schema given ('rl-state') is used, not the one recorded in it "
         "('raw'); the dtype differs for 1 buffer: x (recorded f32, read as u8)"
     )
+
+
+def test_a_manifest_of_format_1_still_loads_and_compares() -> None:
+    """tests/compat/diverge_F_a.manifest.json was written by the fastdiff that wrote format 1
+    (whole raw files, key "files"): it is read as before, against the folder
+    it was hashed from and against its diverging twin."""
+    m = Path(__file__).parent / "compat" / "diverge_F_a.manifest.json"
+    assert json.loads(m.read_text())["fastdiff_manifest"] == 1
+    fixtures = Path(__file__).parent / "fixtures" / "diverge_F"
+    same = cli("compare", m, fixtures / "a", "--format", "json")
+    assert same.returncode == 0, same.stderr
+    assert json.loads(same.stdout)["verdict"] == "identical"
+    differs = cli("compare", m, fixtures / "b", "--format", "json")
+    folders = cli("compare", fixtures / "a", fixtures / "b", "--format", "json")
+    assert differs.returncode == folders.returncode == 1, differs.stderr
+    got, want = json.loads(differs.stdout), json.loads(folders.stdout)
+    assert got["first_divergent_step"] == want["first_divergent_step"]
+    assert got["first_divergent_groups"] == want["first_divergent_groups"]
+    statuses = {(b["step"], b["name"]): b["status"] for b in got["buffers"]}
+    assert statuses == {(b["step"], b["name"]): b["status"] for b in want["buffers"]}

@@ -15,8 +15,9 @@ from helpers import write_runs
 from fastdiff import CompareOptions, compare_runs, render_json
 from fastdiff.kernels import Tolerance
 from fastdiff.schema import RAW, resolve_schema
-from fastdiff.stages.discover import discover, parse_dump_name
-from fastdiff.stages.hash import hash_file
+from fastdiff.sources.folder import discover
+from fastdiff.sources.names import parse_dump_name
+from fastdiff.stages.hash import hash_buffer
 from fastdiff.stages.verdict import exit_code
 
 
@@ -182,7 +183,7 @@ def test_every_executor_gives_the_same_report(tmp_path: Path) -> None:
     assert [b.name for b in r.buffers if b.status != "equal"] == ["buf7", "only_a"]
 
 
-def test_hash_file_is_independent_of_read_and_chunk_alignment(tmp_path: Path) -> None:
+def test_hash_buffer_is_independent_of_read_and_chunk_alignment(tmp_path: Path) -> None:
     data = os.urandom((3 << 20) + 24)
     p = tmp_path / "step_0_x.bin"
     p.write_bytes(data)
@@ -190,7 +191,7 @@ def test_hash_file_is_independent_of_read_and_chunk_alignment(tmp_path: Path) ->
     import xxhash
 
     for chunk in (8, 4096, 1 << 20, 3 << 20, 4 << 20):
-        d = hash_file(f, chunk)
+        d = hash_buffer(f, chunk)
         expect = [xxhash.xxh3_128_digest(data[i : i + chunk]) for i in range(0, len(data), chunk)]
         assert list(d.chunks) == expect
 

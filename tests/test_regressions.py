@@ -12,7 +12,7 @@ import pytest
 from helpers import fastdiff as cli
 
 from fastdiff.schema import Group, Member, Schema, load_schema, schema_to_toml
-from fastdiff.stages.discover import parse_dump_name
+from fastdiff.sources.names import parse_dump_name
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -86,13 +86,13 @@ def test_a_huge_step_number_in_a_manifest_is_a_clear_error(tmp_path: Path) -> No
     m = tmp_path / "m.json"
     assert cli("hash", str(a), "-o", str(m), "--no-cache").returncode == 0
     doc = json.loads(m.read_text())
-    doc["files"][0]["name"] = "step_" + "1" * 5000 + "_x.bin"
+    doc["buffers"][0]["step"] = int("1" * 700)
     m.write_text(json.dumps(doc))
     r = cli("compare", str(m), str(a))
     assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert "is not a dump name" in r.stderr
-    doc["files"][0]["name"] = "step_0_x.bin"
-    doc["files"][0]["size"] = 1 << 70
+    assert "step number too long" in r.stderr
+    doc["buffers"][0]["step"] = 0
+    doc["buffers"][0]["size"] = 1 << 70
     m.write_text(json.dumps(doc))
     r = cli("compare", str(m), str(a))
     assert r.returncode == 2 and "out of range" in r.stderr and "Traceback" not in r.stderr
@@ -173,7 +173,7 @@ def test_hash_output_through_a_symlink_writes_the_target(tmp_path: Path) -> None
     link.symlink_to(target)
     assert cli("hash", str(a), "-o", str(link), "--no-cache").returncode == 0
     assert link.is_symlink()
-    assert json.loads(target.read_text())["fastdiff_manifest"] == 1
+    assert json.loads(target.read_text())["fastdiff_manifest"] == 2
 
 
 def test_a_pairs_file_may_name_folders_that_are_not_utf8(tmp_path: Path) -> None:

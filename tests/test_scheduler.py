@@ -20,9 +20,10 @@ from fastdiff.hashrun import write_manifest
 from fastdiff.options import CompareOptions
 from fastdiff.results import PROBLEM_KINDS, Report
 from fastdiff.schema import RL_STATE, resolve_schema
-from fastdiff.sources import open_run
-from fastdiff.stages import discover as discover_module
-from fastdiff.stages.discover import discover, split_dump_name
+from fastdiff.sources import names as discover_module
+from fastdiff.sources import open_run, reopen
+from fastdiff.sources.folder import discover
+from fastdiff.sources.names import split_dump_name
 
 RAW = resolve_schema("raw", "f32")
 
@@ -289,7 +290,7 @@ def test_one_step_of_two_runs_is_a_small_plan(tmp_path: Path) -> None:
             ("identical", None),
             ("diverged", 1),
         ]
-    again = open_run(b, steps={1}).reopen()
+    again = reopen(open_run(b, steps={1}))
     assert again.steps == {1} and {f.step for f in again.listing.files} == {1}
 
 

@@ -355,13 +355,13 @@ def test_pair_list_builders(tmp_path: Path) -> None:
 
 def _counting(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     calls: Counter[str] = Counter()
-    real = fastdiff.stages.hash.hash_file
+    real = fastdiff.stages.hash.hash_buffer
 
     def counting(f, chunk_size=fastdiff.stages.hash.DEFAULT_CHUNK_SIZE):  # type: ignore[no-untyped-def]
         calls[f.path] += 1
         return real(f, chunk_size)
 
-    monkeypatch.setattr(fastdiff.stages.hash, "hash_file", counting)
+    monkeypatch.setattr(fastdiff.stages.hash, "hash_buffer", counting)
     return calls
 
 
@@ -413,7 +413,7 @@ def test_corrupt_or_foreign_cache_is_set_aside(
 ) -> None:
     cache_dir = tmp_path / "cache"
     cache_dir.mkdir()
-    db = cache_dir / "digests.sqlite3"
+    db = cache_dir / "digests-v2.sqlite3"
     db.write_bytes(b"this is not a database" * 100)
     pairs = [(str(runs["base"]), str(runs["same1"]))]
     c = DigestCache(cache_dir, min_age_s=0)
@@ -421,7 +421,7 @@ def test_corrupt_or_foreign_cache_is_set_aside(
     c.close()
     assert reports[0].verdict == "identical"
     assert "set aside" in capsys.readouterr().err or c.warnings
-    assert any(p.name.startswith("digests.sqlite3.bad-") for p in cache_dir.iterdir())
+    assert any(p.name.startswith("digests-v2.sqlite3.bad-") for p in cache_dir.iterdir())
     # A SQLite file of some other program is not trusted either.
     db.unlink()
     other = sqlite3.connect(db)
@@ -466,8 +466,8 @@ def test_manifests_in_place_of_runs(runs: dict[str, Path], tmp_path: Path) -> No
     assert cli("hash", str(runs["base"]), "-o", str(ma), "--no-cache").returncode == 0
     assert cli("hash", str(runs["divD"]), "-o", str(mb), "--no-cache").returncode == 0
     doc = strict_json(ma.read_text())
-    assert doc["fastdiff_manifest"] == 1 and len(doc["files"]) == 136
-    entry = next(f for f in doc["files"] if f["name"] == "step_0_rewards.bin")
+    assert doc["fastdiff_manifest"] == 2 and len(doc["buffers"]) == 136
+    entry = next(f for f in doc["buffers"] if f["file"] == "step_0_rewards.bin")
     assert (entry["buffer"], entry["step"], entry["dtype"], entry["size"]) == (
         "rewards",
         0,
@@ -500,8 +500,8 @@ def test_bad_manifests(runs: dict[str, Path], tmp_path: Path) -> None:
     r = cli("compare", str(m), str(runs["base"]))
     assert r.returncode == 2
     assert r.stderr.splitlines()[0].startswith(f"fastdiff: error: {m}: manifest format version 99")
-    doc["fastdiff_manifest"] = 1
-    doc["files"][0]["chunks"] = ["00" * 16]
+    doc["fastdiff_manifest"] = 2
+    doc["buffers"][0]["chunks"] = ["00" * 16]
     m.write_text(json.dumps(doc))
     r = cli("compare", str(m), str(runs["base"]))
     assert r.returncode == 2 and "file digest does not match" in r.stderr
@@ -578,13 +578,13 @@ def test_a_file_is_hashed_once_per_chunk_size_it_is_needed_at(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     calls: Counter[tuple[str, int]] = Counter()
-    real = fastdiff.stages.hash.hash_file
+    real = fastdiff.stages.hash.hash_buffer
 
     def counting(f, chunk_size=fastdiff.stages.hash.DEFAULT_CHUNK_SIZE):  # type: ignore[no-untyped-def]
         calls[(f.path, chunk_size)] += 1
         return real(f, chunk_size)
 
-    monkeypatch.setattr(fastdiff.stages.hash, "hash_file", counting)
+    monkeypatch.setattr(fastdiff.stages.hash, "hash_buffer", counting)
     m256, m64 = chunk_manifests
     same1, same2 = str(runs["same1"]), str(runs["same2"])
     pairs = [(str(m256), same1), (same1, str(m64)), (same1, same2), (str(m64), same1)]

@@ -739,7 +739,7 @@ def test_a_compared_file_a_listing_missed_once_is_not_late(tmp_path: Path) -> No
     """A network file system may leave a name out of one listing of a busy
     folder: when it is back, unchanged, it is not a file that appeared late."""
     import fastdiff.watch.poll as poll
-    from fastdiff.stages.discover import list_entries
+    from fastdiff.sources.folder import list_entries
 
     run = tmp_path / "run"
     static_run(run, 2)

@@ -1,7 +1,8 @@
 """A per-user cache of chunk digests, so repeated sweeps rehash only what changed.
 
-An entry is keyed by the file's identity as ``stat`` sees it (device, inode,
-size, mtime_ns, ctime_ns) and the chunk size; a write moves the file's
+An entry is keyed by the buffer: its file's identity as ``stat`` sees it
+(device, inode, size, mtime_ns, ctime_ns), the buffer's offset, length and
+codec in that file, and the chunk size; a write moves the file's
 ctime, so a stale entry is not found, let alone used. One kind of write
 need not move the times at once: stores through a shared memory map into
 pages that are already dirty. So only files unchanged for a while (one
@@ -32,7 +33,8 @@ import sys
 import time
 
 from ..render.escape import display_path
-from ..stages.hash import FileDigest, hash_batch
+from ..sources.buffers import BufferDigest
+from ..stages.hash import hash_batch
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -40,15 +42,19 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
     from pathlib import Path
 
-    from ..stages.discover import DumpFile
+    from ..sources.buffers import BufferRef
 
 # sqlite3, pathlib, math and random are imported when a cache is opened:
 # importing this module costs a command that never opens one nothing.
 
 #: Digests of files changed more recently than this are not cached.
 DEFAULT_MIN_AGE_S = 60.0
-#: Bumped whenever the table layout or the digest definition changes.
-CACHE_VERSION = 1
+#: Bumped whenever the table layout or the digest definition changes
+#: (2: entries are buffers, a file's byte range, not whole files).
+CACHE_VERSION = 2
+#: The file of this version's cache: versions of fastdiff that share a cache
+#: folder (two environments) keep their own files, never each other's.
+CACHE_FILE = f"digests-v{CACHE_VERSION}.sqlite3"
 _APP_ID = 0x66646966  # "fdif": marks the file as fastdiff's
 _DIGEST = 16
 
@@ -114,8 +120,10 @@ def _check_trusted(folder: str | os.PathLike[str], names: Iterable[str]) -> None
             raise _Untrusted(why)
 
 
-def _key(f: DumpFile, chunk_size: int) -> tuple[int, int, int, int, int, int]:
-    return (f.dev, f.ino, f.size, f.mtime_ns, f.ctime_ns, chunk_size)
+def _key(f: BufferRef, chunk_size: int) -> tuple[object, ...]:
+    """An entry's key: the buffer's file, where it lies in it, and the chunk size."""
+    codec = "" if f.codec is None else repr(f.codec.key)
+    return (*f.file_key, f.offset, f.size, codec, chunk_size)
 
 
 class DigestCache:
@@ -147,7 +155,7 @@ class DigestCache:
         self.folder = Path(folder) if folder is not None else default_cache_dir()
         self.min_age_ns = int(min_age_s * 1e9)
         self.verify = verify
-        self.path = self.folder / "digests.sqlite3"
+        self.path = self.folder / CACHE_FILE
         self.warnings: list[str] = []
         self.hits = 0
         self.verified = 0
@@ -232,7 +240,12 @@ class DigestCache:
             version = db.execute("PRAGMA user_version").fetchone()[0]
             tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
             db.execute("COMMIT")
-            if tables and (app_id != _APP_ID or version != CACHE_VERSION):
+            if tables and app_id == _APP_ID and version != CACHE_VERSION:
+                raise sqlite3.DatabaseError(
+                    f"a digest cache of format {version}, from another fastdiff version; "
+                    f"this one uses format {CACHE_VERSION}"
+                )
+            if tables and app_id != _APP_ID:
                 raise sqlite3.DatabaseError(
                     f"not a fastdiff digest cache of version {CACHE_VERSION}"
                 )
@@ -246,8 +259,10 @@ class DigestCache:
                 db.execute(
                     "CREATE TABLE IF NOT EXISTS digests ("
                     " dev INTEGER, ino INTEGER, size INTEGER, mtime_ns INTEGER,"
-                    " ctime_ns INTEGER, chunk_size INTEGER, chunks BLOB NOT NULL,"
-                    " PRIMARY KEY (dev, ino, size, mtime_ns, ctime_ns, chunk_size))"
+                    " ctime_ns INTEGER, offset INTEGER, length INTEGER, codec TEXT,"
+                    " chunk_size INTEGER, chunks BLOB NOT NULL,"
+                    " PRIMARY KEY (dev, ino, size, mtime_ns, ctime_ns, offset, length, codec,"
+                    " chunk_size))"
                 )
                 db.execute("COMMIT")
             db.execute("PRAGMA quick_check").fetchone()
@@ -256,24 +271,29 @@ class DigestCache:
             raise
         return db
 
-    def get_many(self, files: Sequence[DumpFile], chunk_size: int) -> dict[str, FileDigest]:
-        """Cached digests of ``files`` by path, in a few queries (one per 500 files)."""
+    def get_many(
+        self, files: Sequence[BufferRef], chunk_size: int
+    ) -> dict[BufferRef, BufferDigest]:
+        """Cached digests of ``files`` (buffers), in a few queries (one per 500 files)."""
         import sqlite3
 
-        out: dict[str, FileDigest] = {}
+        out: dict[BufferRef, BufferDigest] = {}
         if self._db is None:
             return out
-        wanted = {_key(f, chunk_size): f for f in files}
-        by_dev: dict[int, list[int]] = {}
+        wanted: dict[tuple[object, ...], list[BufferRef]] = {}
+        by_dev: dict[int, dict[int, None]] = {}  # the inodes of each device, once each
         for f in files:
-            by_dev.setdefault(f.dev, []).append(f.ino)
+            wanted.setdefault(_key(f, chunk_size), []).append(f)
+            by_dev.setdefault(f.dev, {})[f.ino] = None
         rows = []
         try:
-            for dev, inos in by_dev.items():
+            for dev, unique in by_dev.items():
+                inos = list(unique)
                 for k in range(0, len(inos), 500):
                     part = inos[k : k + 500]
                     rows += self._db.execute(
-                        "SELECT dev, ino, size, mtime_ns, ctime_ns, chunk_size, chunks FROM digests"
+                        "SELECT dev, ino, size, mtime_ns, ctime_ns, offset, length, codec,"
+                        " chunk_size, chunks FROM digests"
                         f" WHERE dev=? AND ino IN ({','.join('?' * len(part))}) AND chunk_size=?",
                         (dev, *part, chunk_size),
                     ).fetchall()
@@ -281,22 +301,24 @@ class DigestCache:
             self._broken(exc)
             return {}
         for *key, blob in rows:
-            f = wanted.get(tuple(key))  # type: ignore[arg-type]
-            if f is None:
+            refs = wanted.get(tuple(key))
+            if refs is None:
                 continue  # the same inode with another size or time: stale, never used
-            n_chunks = (f.size + chunk_size - 1) // chunk_size
+            size = refs[0].size
+            n_chunks = (size + chunk_size - 1) // chunk_size
             if not isinstance(blob, bytes) or len(blob) != n_chunks * _DIGEST:
                 continue  # damaged entry: ignored; the fresh hash replaces it
             chunks = tuple(blob[i : i + _DIGEST] for i in range(0, len(blob), _DIGEST))
-            out[f.path] = FileDigest(f.path, f.size, chunk_size, chunks)
+            for f in refs:
+                out[f] = BufferDigest(f.path, size, chunk_size, chunks)
         if out and self.verify > 0:
-            out = self._verified(out, {f.path: f for f in files}, chunk_size)
+            out = self._verified(out, chunk_size)
         self.hits += len(out)
         return out
 
     def _verified(
-        self, hits: dict[str, FileDigest], files: dict[str, DumpFile], chunk_size: int
-    ) -> dict[str, FileDigest]:
+        self, hits: dict[BufferRef, BufferDigest], chunk_size: int
+    ) -> dict[BufferRef, BufferDigest]:
         """The ``hits``, after re-hashing a random share of them (at least one).
 
         One digest that does not match its file means the cache cannot be
@@ -309,7 +331,8 @@ class DigestCache:
 
         n = len(hits)
         k = min(n, max(1, ceil(self.verify * n)))
-        sample = [files[p] for p in SystemRandom().sample(sorted(hits), k)]
+        keys = sorted(hits, key=lambda f: (f.path, f.offset, f.name))
+        sample = SystemRandom().sample(keys, k)
         if len(sample) == 1:
             fresh = hash_batch(sample, chunk_size)
         else:
@@ -320,9 +343,9 @@ class DigestCache:
                 done = pool.map(hash_batch, [[f] for f in sample], [chunk_size] * k)
                 fresh = [r for batch in done for r in batch]
         for f, got in zip(sample, fresh, strict=True):
-            if not isinstance(got, FileDigest):
-                del hits[f.path]
-            elif got.chunks != hits[f.path].chunks:
+            if not isinstance(got, BufferDigest):
+                del hits[f]
+            elif got.chunks != hits[f].chunks:
                 self._broken_content(f.path, k, n)
                 return {}
             else:
@@ -336,7 +359,7 @@ class DigestCache:
             "set aside (renamed *.bad-*), none of it is used, and every file is hashed afresh"
         )
 
-    def put_many(self, entries: Iterable[tuple[DumpFile, FileDigest]]) -> None:
+    def put_many(self, entries: Iterable[tuple[BufferRef, BufferDigest]]) -> None:
         """Queue entries; they are written in one transaction by ``flush`` (or ``close``)."""
         if self._db is None:
             return
@@ -360,7 +383,9 @@ class DigestCache:
             return
         try:
             self._db.execute("BEGIN")
-            self._db.executemany("INSERT OR REPLACE INTO digests VALUES (?,?,?,?,?,?,?)", rows)
+            self._db.executemany(
+                "INSERT OR REPLACE INTO digests VALUES (?,?,?,?,?,?,?,?,?,?)", rows
+            )
             self._db.execute("COMMIT")
         except sqlite3.Error as exc:
             self._broken(exc)

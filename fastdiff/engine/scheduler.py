@@ -16,7 +16,8 @@ plan whose scans are done gets its verdict (stage 6), and its
 timeout passes); ``stop()`` ends early: nothing more is started or reported.
 Callbacks are called from ``drain`` only, never from ``submit``, one at a
 time, in the order the plans complete. A digest is kept only while a
-pending plan needs it, and keyed by the very ``DumpFile`` a listing holds:
+pending plan needs it, and keyed by the very ``BufferRef`` a listing holds
+(or the buffer whose bytes it shares: its ``span``):
 a plan submitted again, from sources listed afresh (``Plan.reopened``),
 reads its files again.
 
@@ -35,14 +36,20 @@ import gc
 import os
 import time
 
-from ..dtypes import get_dtype
 from ..options import CompareOptions, tolerance_dict
-from ..results import COUNT_FIELDS, BufferResult, Problem, Report, Skipped, Work
-from ..sources import RunSource, dump_subfolder, holds_no_dumps, no_dumps_problem, open_run
+from ..results import BufferResult, Problem, Report, Skipped, Work
+from ..sources import (
+    RunSource,
+    dump_subfolder,
+    holds_no_dumps,
+    no_dumps_problem,
+    open_run,
+    reopen,
+)
 from ..sources.schemas import choose_schema
-from ..stages.hash import FileDigest, differing_ranges, hash_batch
-from ..stages.pair import Pair, pair_runs
-from ..stages.size import size_stage
+from ..stages.digest import by_digest
+from ..stages.hash import hash_batch
+from ..stages.prepare import prepare
 from ..stages.verdict import build_report
 from .pool import batches, default_jobs, open_runner, resolve_executor_kind
 
@@ -52,16 +59,17 @@ if TYPE_CHECKING:
     from concurrent.futures import Executor
 
     from ..schema import Schema
-    from ..stages.discover import DumpFile
+    from ..sources.buffers import BufferDigest, BufferRef
+    from ..stages.pair import Pair
     from ..stages.scan import ScanJob, ScanOutcome
     from .cache import DigestCache
     from .pool import Finished, Runner
     from .progress import Progress
 
     #: A digest is of a file (as listed) at a chunk size.
-    _Key = tuple[DumpFile, int]
+    _Key = tuple[BufferRef, int]
     OnDone = Callable[["Plan", Report], None]
-    OnDigests = Callable[[list[FileDigest | Problem]], None]
+    OnDigests = Callable[[list[BufferDigest | Problem]], None]
 
 NOTHING_TO_COMPARE = (
     "nothing to compare: neither run holds step_<N>_<name>.bin files; "
@@ -76,67 +84,6 @@ def _skipped(plan: Plan) -> list[Skipped]:
 
 
 # --- per-pair decisions ------------------------------------------------------
-
-
-#: Every count of a buffer whose compared elements all agree.
-_ZEROS = dict.fromkeys(COUNT_FIELDS, 0)
-_DIGESTS_ONLY = "compared by digests only (a manifest holds no data)"
-
-
-def by_digest(p: Pair, da: FileDigest, db: FileDigest, data: bool) -> BufferResult | ScanJob:
-    """Decide a pair from its chunk digests; a ScanJob when only a scan can tell.
-
-    ``data``: both files can be read. Without data (a manifest on one side)
-    a differing pair is reported with its first differing chunk instead.
-    """
-    assert p.a is not None and p.b is not None
-    itemsize = get_dtype(p.dtype).itemsize
-    n_a, n_b = p.a.size // itemsize, p.b.size // itemsize
-    if da.chunk_size != db.chunk_size:
-        return p.result(
-            "error",
-            n_elements_a=n_a,
-            n_elements_b=n_b,
-            message=f"digests of different chunk sizes ({da.chunk_size} and {db.chunk_size}) "
-            "cannot be compared; hash both with the same --chunk-size",
-        )
-    if da.size == db.size and da.chunks == db.chunks:  # the usual case: equal
-        if data:
-            return p.result("equal", n_elements_a=n_a, n_elements_b=n_b, **_ZEROS)
-        return p.result(
-            "equal", n_elements_a=n_a, n_elements_b=n_b, message=_DIGESTS_ONLY, **_ZEROS
-        )
-    ranges, mismatched = differing_ranges(da, db)
-    if ranges and data:
-        from ..stages.scan import ScanJob
-
-        return ScanJob(p, ranges, mismatched)
-    status = "length_mismatch" if n_a != n_b else "diverged" if mismatched else "equal"
-    fields: dict[str, object] = {"n_elements_a": n_a, "n_elements_b": n_b}
-    if not ranges:
-        # Digests decided the whole common prefix equal: every count is 0,
-        # wherever the shorter file ends relative to the chunks.
-        fields.update(_ZEROS)
-    if mismatched:
-        start = next(s for s, _ in ranges)
-        k = start // da.chunk_size
-        while da.chunks[k] == db.chunks[k]:
-            k += 1
-        lo = k * da.chunk_size
-        fields["first_divergent_chunk"] = (lo, min(lo + da.chunk_size, min(da.size, db.size)))
-    if not data:
-        fields["message"] = _DIGESTS_ONLY
-    return p.result(status, **fields)  # type: ignore[arg-type]
-
-
-def pair_chunk_size(src_a: RunSource, src_b: RunSource, opts: CompareOptions) -> int:
-    """The chunk size a pair's local files are hashed at: a manifest's (run A's
-    when both are manifests), else the options'. The same for the pair in a
-    sweep as for it alone."""
-    for src in (src_a, src_b):
-        if src.chunk_size is not None:
-            return src.chunk_size
-    return opts.chunk_size
 
 
 # --- plans -----------------------------------------------------------------------
@@ -192,7 +139,7 @@ class Plan:
         """The same plan over its runs listed afresh (same step filters): to
         compare again files that changed while they were read."""
         return Plan(
-            self.src_a.reopen(), self.src_b.reopen(), self.schema, self.on_done, self.tag,
+            reopen(self.src_a), reopen(self.src_b), self.schema, self.on_done, self.tag,
             self.errors, self.paired, self.notes,
         )  # fmt: skip
 
@@ -205,7 +152,7 @@ class _Need:
     def __init__(self) -> None:
         #: The digests (or the problems hashing met) it has, by file. (A
         #: file's chunk size is the same wherever a need holds it.)
-        self.found: dict[DumpFile, FileDigest | Problem] = {}
+        self.found: dict[BufferRef, BufferDigest | Problem] = {}
         #: How many keys it still waits for.
         self.waiting = 0
 
@@ -222,19 +169,12 @@ class _Job(_Need):
         super().__init__()
         self.plan = plan
         src_a, src_b = plan.src_a, plan.src_b
-        # A manifest's files have digests at its own chunk size; local files
-        # are hashed at the pair's.
-        pair_cs = pair_chunk_size(src_a, src_b, opts)
-        self.cs_a = src_a.chunk_size or pair_cs
-        self.cs_b = src_b.chunk_size or pair_cs
+        ready = prepare(src_a, src_b, plan.schema, opts, plan.paired)
+        self.cs_a, self.cs_b = ready.cs_a, ready.cs_b
         self.errors: list[Problem] = [*src_a.listing.errors, *src_b.listing.errors, *plan.errors]
-        # An unreadable run's buffers are unknown, not absent: nothing is
-        # paired against it (else every buffer of the other would diverge).
-        both = plan.paired and src_a.listing.readable and src_b.listing.readable
-        paired = pair_runs(src_a.listing, src_b.listing, plan.schema) if both else ()
-        decided, problems, self.to_hash = size_stage(paired)
-        self.results: list[BufferResult] = decided
-        self.errors += problems
+        self.results: list[BufferResult] = ready.decided
+        self.errors += ready.problems
+        self.to_hash: list[Pair] = ready.to_hash
         self.scans_left = 0
         self.files_hashed = self.bytes_hashed = 0
         self.pairs_scanned = self.bytes_scanned = 0
@@ -246,14 +186,14 @@ class _Digests(_Need):
 
     __slots__ = ("chunk_size", "files", "on_done")
 
-    def __init__(self, files: list[DumpFile], chunk_size: int, on_done: OnDigests) -> None:
+    def __init__(self, files: list[BufferRef], chunk_size: int, on_done: OnDigests) -> None:
         super().__init__()
         self.files = files
         self.chunk_size = chunk_size
         self.on_done = on_done
 
 
-def _size(f: DumpFile) -> int:
+def _size(f: BufferRef) -> int:
     return f.size
 
 
@@ -334,26 +274,22 @@ class Scheduler:
         if self._stopped:
             raise RuntimeError("this scheduler was stopped; make a new one")
         job = _Job(plan, self.opts)
-        sides = []
-        for src, cs in ((plan.src_a, job.cs_a), (plan.src_b, job.cs_b)):
-            if src.digests:  # a manifest knows its files' digests
-                sides.append((src, cs, src.digests.get))
-            else:
-                sides.append((src, cs, None))
-        (src_a, cs_a, known_a), (src_b, cs_b, known_b) = sides
+        spec_a, spec_b, cs_a, cs_b = plan.src_a.spec, plan.src_b.spec, job.cs_a, job.cs_b
         need, found = self._need, job.found
         for p in job.to_hash:
             fa, fb = p.a, p.b
-            d = known_a(fa.path) if known_a else None  # type: ignore[union-attr]
-            if d is None:
-                need(job, fa, src_a.spec, cs_a)  # type: ignore[arg-type]
+            assert fa is not None and fb is not None
+            # A digest known in advance (a manifest's) is taken as it is.
+            d = fa.digest
+            if d is None or (fa.has_data and d.chunk_size != cs_a):
+                need(job, fa, spec_a, cs_a)
             else:
-                found[fa] = d  # type: ignore[index]
-            d = known_b(fb.path) if known_b else None  # type: ignore[union-attr]
-            if d is None:
-                need(job, fb, src_b.spec, cs_b)  # type: ignore[arg-type]
+                found[fa.span or fa] = d  # type: ignore[index]
+            d = fb.digest
+            if d is None or (fb.has_data and d.chunk_size != cs_b):
+                need(job, fb, spec_b, cs_b)
             else:
-                found[fb] = d  # type: ignore[index]
+                found[fb.span or fb] = d  # type: ignore[index]
         self._opened(job)
         self._open_plans += 1
         if self._progress_on:
@@ -361,7 +297,7 @@ class Scheduler:
             self.progress.total_pairs += 1
 
     def request_digests(
-        self, files: Iterable[DumpFile], chunk_size: int, on_done: OnDigests
+        self, files: Iterable[BufferRef], chunk_size: int, on_done: OnDigests
     ) -> None:
         """Hash ``files`` at ``chunk_size`` (the cache first), and call
         ``on_done`` with a digest or a Problem for each, in their order."""
@@ -448,9 +384,10 @@ class Scheduler:
 
     # --- digests
 
-    def _need(self, need: _Need, f: DumpFile, spec: str, cs: int) -> None:
-        """``need`` waits for the digest of ``f`` (of run ``spec``) at ``cs``."""
-        key = (f, cs)
+    def _need(self, need: _Need, f: BufferRef, spec: str, cs: int) -> None:
+        """``need`` waits for the digest of ``f`` (of run ``spec``) at ``cs``
+        (that of the buffer it shares its bytes with, if any)."""
+        key = (f.span or f, cs)
         waiters = self._waiters.get(key)
         if waiters is None:
             self._waiters[key] = [need]
@@ -468,7 +405,7 @@ class Scheduler:
         if self._runner is not None:
             self._flush()
 
-    def _deliver(self, key: _Key, item: FileDigest | Problem) -> None:
+    def _deliver(self, key: _Key, item: BufferDigest | Problem) -> None:
         f = key[0]
         for need in self._waiters.pop(key, ()):
             need.found[f] = item
@@ -483,17 +420,17 @@ class Scheduler:
         if not new:
             return
         if self.cache is not None:
-            by_cs: dict[int, list[DumpFile]] = {}
+            by_cs: dict[int, list[BufferRef]] = {}
             for (f, cs), _ in new:
                 by_cs.setdefault(cs, []).append(f)
-            hits: dict[tuple[str, int], FileDigest] = {}
+            hits: dict[tuple[BufferRef, int], BufferDigest] = {}
             for cs, files in by_cs.items():
-                for path, d in self.cache.get_many(files, cs).items():
-                    hits[(path, cs)] = d
+                for f, d in self.cache.get_many(files, cs).items():
+                    hits[(f, cs)] = d
             if hits:
                 rest = []
                 for key, group in new:
-                    d = hits.get((key[0].path, key[1]))
+                    d = hits.get(key)
                     if d is None:
                         rest.append((key, group))
                     else:
@@ -512,7 +449,7 @@ class Scheduler:
         todo, self._to_hash = self._to_hash, []
         if not todo:
             return
-        by_run: dict[tuple[_Need, str, int], list[DumpFile]] = {}
+        by_run: dict[tuple[_Need, str, int], list[BufferRef]] = {}
         for (f, cs), (need, spec) in todo:
             by_run.setdefault((need, spec, cs), []).append(f)
             if isinstance(need, _Job):  # the plan that first asked is the one that hashed it
@@ -554,7 +491,7 @@ class Scheduler:
             self._scanned(payload[0], payload[1], result, exc)
 
     def _hashed(
-        self, group: list[DumpFile], cs: int, result: list[FileDigest | Problem] | None,
+        self, group: list[BufferRef], cs: int, result: list[BufferDigest | Problem] | None,
         exc: BaseException | None,
     ) -> None:  # fmt: skip
         if exc is not None or result is None:
@@ -575,20 +512,19 @@ class Scheduler:
 
     def _decide(self, job: _Job) -> None:
         """All digests are in: decide by digest, and scan what still differs."""
-        plan = job.plan
-        data = not (plan.src_a.is_manifest or plan.src_b.is_manifest)
         found = job.found
         results, errors = job.results, job.errors
         scan_jobs: list[ScanJob] = []
         for p in job.to_hash:
             assert p.a is not None and p.b is not None
-            da, db = found[p.a], found[p.b]
+            da, db = found[p.a.span or p.a], found[p.b.span or p.b]  # type: ignore[index]
             if isinstance(da, Problem) or isinstance(db, Problem):
                 bad = [d for d in (da, db) if isinstance(d, Problem)]
                 errors += bad
-                results.append(p.result("error", message=bad[0].message))
+                status = "malformed" if bad[0].kind == "malformed" else "error"
+                results.append(p.result(status, message=bad[0].message))
                 continue
-            decided = by_digest(p, da, db, data)
+            decided = by_digest(p, da, db, p.a.has_data and p.b.has_data)
             if not isinstance(decided, BufferResult):
                 scan_jobs.append(decided)
                 continue

@@ -1,10 +1,13 @@
-"""Where the bytes come from: run folders, manifests, and read-only file access.
+"""Where the bytes come from: run formats, and read-only access to them.
 
 A ``RunSource`` is one side of a comparison as the scheduler sees it: a
-listing of dumps (a folder's, or a manifest's), and the digests known in
-advance (a manifest's). ``open_run`` makes one from what a user names; it
-never raises for bad input: a run that cannot be used is a source whose
-listing holds the error.
+listing of buffers (``buffers.BufferRef``: a whole raw dump, a tensor of a
+container file, a manifest's entry) and the chunk size of the digests it
+knows in advance (a manifest's). ``open_run`` makes one from what a user
+names, by the table ``FORMATS``: a folder is a run folder (``folder``); a
+regular file is sniffed by its first bytes. It never raises for bad input:
+a run that cannot be used is a source whose listing holds the error.
+Nothing below ``sources/`` knows which format a buffer came from.
 """
 
 from __future__ import annotations
@@ -12,114 +15,61 @@ from __future__ import annotations
 import os
 
 from ..results import Problem
-from ..stages.discover import RunListing, discover, split_dump_name, step_filter
+from .buffers import RunListing
+from .names import DUMPS, is_dump_name, split_name
+from .run import RunSource, refused
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ..schema import Schema
-    from ..stages.discover import StepFilter
-    from ..stages.hash import FileDigest
+    from .buffers import StepFilter
+
+__all__ = ["FORMATS", "RunSource", "open_run", "refused", "reopen", "sniff"]
+
+#: The run formats: name -> (module under ``fastdiff.sources``, what it is).
+#: A format's module has ``open_source(spec, steps) -> RunSource``; it is
+#: imported only when a run of that format is opened.
+FORMATS: dict[str, tuple[str, str]] = {
+    "folder": ("folder", f"a run folder of {DUMPS}"),
+    "manifest": ("manifest", "a digest manifest written by 'fastdiff hash'"),
+}
 
 
-class RunSource:
-    """A run as the scheduler sees it: a listing, and digests known in advance.
-
-    ``chunk_size`` is set for manifests (local files are hashed alike to be
-    compared with them); ``schema`` is the schema a manifest records (None:
-    a folder, or an older manifest); ``dtypes`` a manifest's dtype per
-    buffer name; ``steps`` the step filter the listing was made with.
-    """
-
-    __slots__ = ("chunk_size", "digests", "dtypes", "listing", "schema", "spec", "steps")
-
-    spec: str
-    listing: RunListing
-    digests: dict[str, FileDigest]  # by DumpFile.path
-    chunk_size: int | None
-    schema: Schema | None
-    dtypes: dict[str, str]
-    steps: StepFilter | None
-
-    def __init__(
-        self,
-        spec: str,
-        listing: RunListing,
-        digests: dict[str, FileDigest],
-        chunk_size: int | None,
-        schema: Schema | None = None,
-        dtypes: dict[str, str] | None = None,
-        steps: StepFilter | None = None,
-    ) -> None:
-        self.spec = spec
-        self.listing = listing
-        self.digests = digests
-        self.chunk_size = chunk_size
-        self.schema = schema
-        self.dtypes = {} if dtypes is None else dtypes
-        self.steps = steps
-
-    def __repr__(self) -> str:
-        kind = "manifest" if self.is_manifest else "folder"
-        return f"RunSource({self.spec!r}, {kind}, {self.listing!r})"
-
-    @property
-    def is_manifest(self) -> bool:
-        return self.chunk_size is not None
-
-    def select(self, steps: StepFilter) -> RunSource:
-        """This source restricted to ``steps``, without reading anything again
-        (a manifest's digests are shared, not copied)."""
-        return RunSource(
-            self.spec, self.listing.select(steps), self.digests, self.chunk_size,
-            self.schema, self.dtypes, steps,
-        )  # fmt: skip
-
-    def reopen(self) -> RunSource:
-        """This run listed afresh, with the same step filter: a file rewritten
-        since is then read again, never taken from what was read before."""
-        return open_run(self.spec, self.steps)
-
-
-def _refused(spec: str, message: str, kind: str) -> RunSource:
-    problem = Problem(spec, message, kind=kind)
-    return RunSource(spec, RunListing(spec, (), (), (problem,), readable=False), {}, None)
+def sniff(path: str) -> str:
+    """The format of a regular file, from its first bytes (``FORMATS``); a
+    file no format claims is read as a manifest, whose loader says why it
+    is not one."""
+    return "manifest"
 
 
 def open_run(spec: str | os.PathLike[str], steps: StepFilter | None = None) -> RunSource:
-    """A run folder, or a manifest file; errors become listing errors, never exceptions.
+    """A run, in any format of ``FORMATS``; errors become listing errors, never
+    exceptions.
 
-    A regular file is read as a manifest (``load_manifest`` sniffs its first
-    bytes and caps what it reads); a dump file given as a run is refused by
-    its name, without opening it. ``steps``: list only those steps (a set, a
-    range or a predicate; ``discover``).
+    A path that is not a regular file is a run folder; a regular file is
+    sniffed (``sniff``), reading at most a few bytes; a dump file given as
+    a run is refused by its name, without opening it. ``steps``: list only
+    those steps (a set, a range or a predicate).
     """
     s = os.fspath(spec)
     if not os.path.isfile(s):
-        return RunSource(s, discover(s, steps), {}, None, steps=steps)
-    # A regular file given as a run is read as a manifest.
-    from .manifest import ManifestError, NotAManifest, load_manifest
+        fmt = "folder"
+    else:
+        parts = split_name(os.path.basename(s))
+        if parts is not None and parts[1] is not None:
+            folder = os.path.dirname(s) or os.curdir
+            return refused(s, f"this is a dump file; pass its folder {folder} instead", "error")
+        fmt = sniff(s)
+    from importlib import import_module
 
-    base = os.path.basename(s)
-    if split_dump_name(base) is not None:
-        folder = os.path.dirname(s) or os.curdir
-        return _refused(s, f"this is a dump file; pass its folder {folder} instead", "error")
-    try:
-        m = load_manifest(s)
-    except ManifestError as exc:
-        msg = str(exc).removeprefix(f"{s}: ")
-        if isinstance(exc, NotAManifest) and base.lower().endswith(".bin"):
-            msg = (
-                f"not a run folder, nor a fastdiff manifest ({msg}); a .bin file is data: "
-                "pass the run folder that holds the step_<N>_<name>.bin dumps"
-            )
-        elif isinstance(exc, NotAManifest):
-            msg = (
-                f"not a run folder, nor a fastdiff manifest ({msg}); give the folder that "
-                "holds the step_<N>_<name>.bin dumps, or a file written by 'fastdiff hash'"
-            )
-        return _refused(s, msg, exc.kind)
-    src = RunSource(s, m.listing, m.digests, m.chunk_size, m.schema, m.dtypes)
-    return src if step_filter(steps) is None else src.select(steps)  # type: ignore[arg-type]
+    module = import_module(f".{FORMATS[fmt][0]}", __name__)
+    return module.open_source(s, steps)  # type: ignore[no-any-return]
+
+
+def reopen(src: RunSource) -> RunSource:
+    """``src``'s run listed afresh, with the same step filter: a file
+    rewritten since is then read again, never taken from what was read
+    before."""
+    return open_run(src.spec, src.steps)
 
 
 # --- a run with no dumps ------------------------------------------------------------
@@ -150,7 +100,7 @@ def dump_subfolder(root: str) -> str | None:
                 for i, entry in enumerate(it):
                     if i == _PEEK_ENTRIES:
                         break
-                    if split_dump_name(entry.name) is not None:
+                    if is_dump_name(entry.name):
                         return path
         except OSError:
             continue
@@ -176,9 +126,7 @@ def no_dumps_problem(src: RunSource, side: str | None, subfolder: str | None = N
         what = f"did you mean {subfolder}?"
     else:
         what = "give the folder that holds them"
-    return Problem(
-        shown, f"{run} holds no step_<N>_<name>.bin dumps{others}; {what}", kind="no_dumps"
-    )
+    return Problem(shown, f"{run} holds no {DUMPS}{others}; {what}", kind="no_dumps")
 
 
 # --- fastdiff never writes into a run folder -----------------------------------
@@ -187,14 +135,14 @@ def no_dumps_problem(src: RunSource, side: str | None, subfolder: str | None = N
 def _holds_dump_names(folder: str) -> bool:
     try:
         with os.scandir(folder) as it:
-            return any(split_dump_name(entry.name) is not None for entry in it)
+            return any(is_dump_name(entry.name) for entry in it)
     except OSError:
         return False
 
 
 def run_folder_around(path: str | os.PathLike[str]) -> str | None:
     """The folder that ``path`` is or lies below (links resolved) which holds
-    step_<N>_<name>.bin dumps, if any: a run folder, whether or not it is a
+    dumps, if any: a run folder, whether or not it is a
     run of this command. Only names are read, never a file."""
     real = os.path.realpath(path)
     folder = real if os.path.isdir(real) else os.path.dirname(real)
@@ -213,13 +161,13 @@ def refuse_run_folder(path: str, what: str, runs: tuple[str, ...] = (), fix: str
     (folders), the folder a manifest among them was hashed from, or any
     folder that holds dumps. ``fix``: what to do instead."""
     from ..errors import FastdiffError
-    from ..stages.discover import is_inside
+    from .folder import is_inside
 
     folders = []
     for run in runs:
         if os.path.isdir(run):
             folders.append(run)
-        elif os.path.isfile(run) and split_dump_name(os.path.basename(run)) is None:
+        elif os.path.isfile(run) and not is_dump_name(os.path.basename(run)):
             try:
                 from .manifest import load_manifest
 

@@ -30,14 +30,21 @@ from ..errors import FastdiffError, SchemaError
 from ..options import check_chunk_size
 from ..results import Skipped
 from ..schema import Schema, parse_schema
-from ..stages.discover import DumpFile, RunListing, parse_dump_name
-from ..stages.hash import FileDigest
+from .buffers import BufferDigest, BufferRef, RunListing, step_filter
+from .names import DUMP_PATTERN, DUMPS, MAX_STEP_DIGITS, split_name
+from .run import RunSource, refused
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-MANIFEST_VERSION = 1
+    from .buffers import StepFilter
+
+#: The format written. Version 2 lists buffers (a file's byte range, with
+#: the dtype and shape its header gives); version 1 listed whole raw files,
+#: and is still read.
+MANIFEST_VERSION = 2
+READ_VERSIONS = (1, 2)
 _HEX = "0123456789abcdef"
 
 
@@ -60,7 +67,8 @@ class NotAManifest(ManifestError):
 
 
 class Manifest:
-    """A manifest as read: the run it describes, as a listing and its digests."""
+    """A manifest as read: the run it describes, as a listing whose buffers
+    carry their digests (``BufferRef.digest``) and no data."""
 
     __slots__ = ("chunk_size", "digests", "dtypes", "listing", "path", "run", "schema")
 
@@ -68,7 +76,6 @@ class Manifest:
     run: str
     chunk_size: int
     listing: RunListing
-    digests: dict[str, FileDigest]  # by DumpFile.path
     #: The schema it was hashed under; None for a manifest of an older
     #: fastdiff, which did not record it.
     schema: Schema | None
@@ -81,7 +88,6 @@ class Manifest:
         run: str,
         chunk_size: int,
         listing: RunListing,
-        digests: dict[str, FileDigest],
         schema: Schema | None = None,
         dtypes: dict[str, str] | None = None,
     ) -> None:
@@ -89,7 +95,6 @@ class Manifest:
         self.run = run
         self.chunk_size = chunk_size
         self.listing = listing
-        self.digests = digests
         self.schema = schema
         self.dtypes = {} if dtypes is None else dtypes
 
@@ -110,27 +115,35 @@ def schema_dict(schema: Schema) -> dict[str, Any]:
     return {"name": schema.name, "default_dtype": schema.default_dtype, "group": groups}
 
 
+def _file_name(f: BufferRef, root: str) -> str:
+    """How a manifest names the file of a buffer: its path below the run."""
+    prefix = root.rstrip(os.sep) + os.sep
+    return f.path[len(prefix) :] if f.path.startswith(prefix) else os.path.basename(f.path)
+
+
 def manifest_dict(
-    listing: RunListing, digests: dict[str, FileDigest], chunk_size: int, schema: Schema
+    listing: RunListing, digests: dict[BufferRef, BufferDigest], chunk_size: int, schema: Schema
 ) -> dict[str, Any]:
+    """The manifest of a run's listing: each buffer with its digests (by buffer)."""
     from datetime import UTC, datetime
 
-    files = []
-    for f in listing.files:
-        d = digests[f.path]
-        files.append(
-            {
-                "name": os.path.basename(f.path),
-                "step": f.step,
-                "buffer": f.name,
-                "size": f.size,
-                "dtype": schema.classify(f.name)[1],
-                "digest": d.digest.hex(),
-                "chunks": [c.hex() for c in d.chunks],
-            }
-        )
     from ..render.escape import path_record, put_text
 
+    buffers = []
+    for f in listing.buffers:
+        d = digests[f]
+        entry: dict[str, Any] = {}
+        put_text(entry, "file", _file_name(f, listing.root))
+        entry["step"] = f.step
+        put_text(entry, "buffer", f.name)
+        entry["offset"] = f.offset
+        entry["size"] = f.size
+        entry["dtype"] = f.dtype or schema.classify(f.name)[1]
+        entry["header"] = f.dtype is not None  # the dtype is the file's own, not the schema's
+        entry["shape"] = None if f.shape is None else list(f.shape)
+        entry["digest"] = d.digest.hex()
+        entry["chunks"] = [c.hex() for c in d.chunks]
+        buffers.append(entry)
     head: dict[str, Any] = {"fastdiff_manifest": MANIFEST_VERSION}
     put_text(head, "run", os.path.abspath(listing.root))  # valid UTF-8, as every JSON we write
     return {
@@ -138,7 +151,7 @@ def manifest_dict(
         "created_utc": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "chunk_size": chunk_size,
         "schema": schema_dict(schema),
-        "files": files,
+        "buffers": buffers,
         "skipped": [path_record(s.path, "reason", s.reason) for s in listing.skipped],
     }
 
@@ -156,15 +169,39 @@ def _expect(path: str, obj: dict[str, Any], key: str, kind: type, where: str = "
     return value
 
 
+def _entry_name(path: str, entry: dict[str, Any], version: int, where: str) -> tuple[str, str, int]:
+    """(file name, buffer name, step) of an entry, checked. Version 1 names a
+    raw dump; version 2 a file below the run (a dump, or a container: a
+    checkpoint's tensors) with the buffer and step as keys of their own."""
+    key = "name" if version == 1 else "file"
+    name = _expect(path, entry, key, str, where)
+    if not name or "\0" in name or os.path.isabs(name) or ".." in name.split("/"):
+        raise _fail(path, f"{where}{name!r} is not a file name below the run")
+    if version == 1:
+        parts = split_name(name)
+        if parts is None or parts[1] is None or parts[2] != "raw" or "/" in name:
+            raise _fail(path, f"{where}{name!r} is not a dump name {DUMP_PATTERN}")
+        if len(parts[0]) > MAX_STEP_DIGITS:
+            raise _fail(path, f"{where}{name!r} has a step number too long to read")
+        return name, parts[1], int(parts[0])
+    buffer = _expect(path, entry, "buffer", str, where)
+    step = _expect(path, entry, "step", int, where)
+    if not buffer or step < 0:
+        raise _fail(path, f"{where}buffer name is empty or step negative")
+    if step.bit_length() > 3.33 * MAX_STEP_DIGITS:
+        raise _fail(path, f"{where}step number too long to read (over {MAX_STEP_DIGITS} digits)")
+    return name, buffer, step
+
+
 def parse_manifest(doc: object, path: str) -> Manifest:
     if not isinstance(doc, dict) or "fastdiff_manifest" not in doc:
         raise NotAManifest(f"{path}: JSON without a 'fastdiff_manifest' version key")
     version = doc["fastdiff_manifest"]
-    if type(version) is not int or version != MANIFEST_VERSION:
+    if type(version) is not int or version not in READ_VERSIONS:
         raise ManifestError(
             f"{path}: manifest format version {version!r} is not supported by this fastdiff "
-            f"(it reads version {MANIFEST_VERSION}); re-create it with this version's "
-            "'fastdiff hash', or upgrade fastdiff"
+            f"(it reads versions {', '.join(map(str, READ_VERSIONS))}); re-create it with "
+            "this version's 'fastdiff hash', or upgrade fastdiff"
         )
     chunk_size = _expect(path, doc, "chunk_size", int)
     try:
@@ -173,25 +210,22 @@ def parse_manifest(doc: object, path: str) -> Manifest:
         raise _fail(path, str(exc)) from None
     run = _expect(path, doc, "run", str)
     schema = _parse_schema(path, doc)
-    raw_files = _expect(path, doc, "files", list)
-    files: list[DumpFile] = []
-    digests: dict[str, FileDigest] = {}
+    list_key = "files" if version == 1 else "buffers"
+    raw_entries = _expect(path, doc, list_key, list)
+    buffers: list[BufferRef] = []
     dtypes: dict[str, str] = {}
     seen: set[tuple[int, str]] = set()
-    for i, entry in enumerate(raw_files):
-        where = f"files[{i}]: "
+    for i, entry in enumerate(raw_entries):
+        where = f"{list_key}[{i}]: "
         if not isinstance(entry, dict):
             raise _fail(path, f"{where}must be an object")
-        name = _expect(path, entry, "name", str, where)
+        name, buffer, step = _entry_name(path, entry, version, where)
         size = _expect(path, entry, "size", int, where)
         chunks = _expect(path, entry, "chunks", list, where)
         digest = _expect(path, entry, "digest", str, where)
-        parsed = parse_dump_name(name)
-        if parsed is None or "/" in name or "\0" in name:
-            raise _fail(path, f"{where}{name!r} is not a dump name step_<N>_<name>.bin")
-        if parsed in seen:
-            raise _fail(path, f"{where}{name!r} is listed twice")
-        seen.add(parsed)
+        if (step, buffer) in seen:
+            raise _fail(path, f"{where}buffer {buffer!r} of step {step} is listed twice")
+        seen.add((step, buffer))
         if not 0 <= size < 1 << 62:
             raise _fail(path, f"{where}size {size} is out of range")
         if len(chunks) != (size + chunk_size - 1) // chunk_size:
@@ -201,25 +235,35 @@ def parse_manifest(doc: object, path: str) -> Manifest:
             )  # fmt: skip
         if not all(map(_is_hex32, chunks)):
             raise _fail(path, f"{where}chunk digests must be 32 lowercase hex digits")
-        d = FileDigest(
-            entry_path(path, name), size, chunk_size, tuple(bytes.fromhex(c) for c in chunks)
-        )
+        shown = entry_path(path, name)
+        d = BufferDigest(shown, size, chunk_size, tuple(bytes.fromhex(c) for c in chunks))
         if not _is_hex32(digest) or d.digest.hex() != digest:
             raise _fail(path, f"{where}file digest does not match its chunk digests (damaged?)")
-        step, buffer = parsed
         dtype = entry.get("dtype")
-        if schema is not None:
+        header = version == 2 and entry.get("header") is True
+        offset, shape = 0, None
+        if version == 2:
+            offset = _expect(path, entry, "offset", int, where)
+            if not 0 <= offset < 1 << 62:
+                raise _fail(path, f"{where}offset {offset} is out of range")
+            shape = _shape(path, entry.get("shape"), where)
+        if header:
+            if not isinstance(dtype, str) or dtype not in DTYPES:
+                raise _fail(path, f"{where}unknown dtype {dtype!r}")
+        elif schema is not None:
             want = schema.classify(buffer)[1]
             if dtype != want:
                 raise _fail(
                     path, f"{where}dtype {dtype!r} is not the {want!r} its schema "
                     f"{schema.name!r} gives buffer {buffer!r} (damaged?)"
                 )  # fmt: skip
-        if isinstance(dtype, str) and dtype in DTYPES:
+        if not header and isinstance(dtype, str) and dtype in DTYPES:
             dtypes.setdefault(buffer, dtype)
-        f = DumpFile(entry_path(path, name), step, buffer, size, 0, 0, 0, 0)
-        files.append(f)
-        digests[f.path] = d
+        ref = BufferRef(
+            shown, step, buffer, size, 0, 0, 0, 0, offset, offset + size,
+            dtype if header else None, shape, None, d, False,
+        )  # fmt: skip
+        buffers.append(ref)
     raw_skipped = doc.get("skipped", [])
     if not isinstance(raw_skipped, list):
         raise _fail(path, f"key 'skipped' must be list, got {type(raw_skipped).__name__}")
@@ -228,8 +272,19 @@ def parse_manifest(doc: object, path: str) -> Manifest:
         for s in raw_skipped
         if isinstance(s, dict) and isinstance(s.get("path"), str)
     ]
-    listing = RunListing(path, tuple(files), tuple(skipped), ())
-    return Manifest(path, run, chunk_size, listing, digests, schema, dtypes)
+    listing = RunListing(path, tuple(buffers), tuple(skipped), ())
+    return Manifest(path, run, chunk_size, listing, schema, dtypes)
+
+
+def _shape(path: str, raw: object, where: str) -> tuple[int, ...] | None:
+    if raw is None:
+        return None
+    ok = isinstance(raw, list) and len(raw) <= 64
+    if ok:
+        ok = all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 1 << 62 for d in raw)
+    if not ok:
+        raise _fail(path, f"{where}shape must be a list of at most 64 dimensions, each >= 0")
+    return tuple(raw)  # type: ignore[arg-type]
 
 
 def _parse_schema(path: str, doc: dict[str, Any]) -> Schema | None:
@@ -309,3 +364,28 @@ def load_manifest(path: str | os.PathLike[str]) -> Manifest:
     except (ValueError, RecursionError) as exc:
         raise NotAManifest(f"{p}: not JSON ({exc})") from None
     return parse_manifest(doc, p)
+
+
+def open_source(spec: str, steps: StepFilter | None = None) -> RunSource:
+    """A manifest file as a run source (``sources.FORMATS``): digests only.
+    A file that is no manifest, or a damaged one, is a source whose
+    listing holds the error."""
+
+    base = os.path.basename(spec)
+    try:
+        m = load_manifest(spec)
+    except ManifestError as exc:
+        msg = str(exc).removeprefix(f"{spec}: ")
+        if isinstance(exc, NotAManifest) and base.lower().endswith(".bin"):
+            msg = (
+                f"not a run folder, nor a fastdiff manifest ({msg}); a .bin file is data: "
+                f"pass the run folder that holds the {DUMP_PATTERN} dumps"
+            )
+        elif isinstance(exc, NotAManifest):
+            msg = (
+                f"not a run folder, nor a fastdiff manifest ({msg}); give the folder that "
+                f"holds the {DUMPS}, or a file written by 'fastdiff hash'"
+            )
+        return refused(spec, msg, exc.kind)
+    src = RunSource(spec, m.listing, m.chunk_size, m.schema, m.dtypes, kind="manifest")
+    return src if step_filter(steps) is None else src.select(steps)  # type: ignore[arg-type]

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from types import TracebackType
 
-    from ..stages.discover import DumpFile
+    from .buffers import BufferRef
 
 #: Bytes per read call. 1 MiB keeps the buffer in cache for the hash that
 #: follows and is a multiple of every element size.
@@ -132,7 +132,7 @@ CHANGED = (
 )
 
 
-def check_unchanged(fd: int, f: DumpFile) -> None:
+def check_unchanged(fd: int, f: BufferRef) -> None:
     """Raise FileChanged unless the open file is still what discovery saw.
 
     One ``fstat``: the same device and inode (so still the regular file
@@ -142,7 +142,7 @@ def check_unchanged(fd: int, f: DumpFile) -> None:
     """
     st = os.fstat(fd)
     if (
-        st.st_size != f.size
+        st.st_size != f.file_size
         or st.st_mtime_ns != f.mtime_ns
         or st.st_ctime_ns != f.ctime_ns
         or st.st_ino != f.ino
@@ -172,7 +172,7 @@ class open_dump:  # used as a function: ``with open_dump(f) as fd``
 
     __slots__ = ("f", "fd")
 
-    def __init__(self, f: DumpFile) -> None:
+    def __init__(self, f: BufferRef) -> None:
         self.f = f
         self.fd = -1
 
@@ -220,7 +220,7 @@ def read_at(fd: int, offset: int, n: int, path: str) -> bytes:
     return data
 
 
-def map_window(fd: int, f: DumpFile, offset: int, length: int) -> mmap.mmap:
+def map_window(fd: int, f: BufferRef, offset: int, length: int) -> mmap.mmap:
     """A read-only map of ``length`` bytes of an open dump from ``offset`` (a
     multiple of the page size), made only after ``check_unchanged``: the
     window lies within the file as it is now. Raises OSError if the file
@@ -245,7 +245,7 @@ def _unmap(maps: list[mmap.mmap]) -> None:
 
 
 def _windows(
-    files: tuple[tuple[int, DumpFile], ...],
+    files: tuple[tuple[int, BufferRef], ...],
     start: int,
     end: int,
     use_mmap: bool,
@@ -286,10 +286,11 @@ def _windows(
 
 
 def views(
-    fd: int, f: DumpFile, start: int, end: int, use_mmap: bool = True
+    fd: int, f: BufferRef, start: int, end: int, use_mmap: bool = True
 ) -> Iterator[memoryview]:
-    """Consecutive views of bytes ``start:end`` of an open dump, in order; once
-    the last is consumed, the file is checked (``check_unchanged``).
+    """Consecutive views of bytes ``start:end`` of an open buffer (counted
+    from the buffer's start), in order; once the last is consumed, the file
+    is checked (``check_unchanged``).
 
     Each view is valid only until the next is asked for: a consumer must not
     keep one (or a slice of one) beyond that, and should ``release()`` it
@@ -297,15 +298,17 @@ def views(
     windows of at most ``WINDOW`` bytes are mapped one at a time, each after
     a check of the file, and unmapped before the next; should mapping fail,
     the rest is read, as it all is without ``use_mmap``, into this thread's
-    buffer 0.
+    buffer 0. Only for a buffer that is a plain byte range of its file
+    (``access.buffer_views`` reads any buffer).
     """
-    for (view,) in _windows(((fd, f),), start, end, use_mmap, (0,)):
+    base = f.offset
+    for (view,) in _windows(((fd, f),), base + start, base + end, use_mmap, (0,)):
         yield view
 
 
 def describe_os_error(exc: OSError) -> str:
     """One line for an OSError while reading a dump, with what to do."""
-    if isinstance(exc, FileChanged):
+    if isinstance(exc, FileChanged) or getattr(exc, "kind", None) == "malformed":
         return str(exc)
     if isinstance(exc, PermissionError):
         return "permission denied; fastdiff needs read access to the file"

@@ -1,19 +1,20 @@
-"""Stage 4: xxh3-128 digests of fixed-size chunks of each file.
+"""Stage 4: xxh3-128 digests of fixed-size chunks of each buffer.
 
-Equal sizes and equal chunk digests decide that a pair is equal; only the
-chunks whose digests differ are handed on to the kernel, so a single late
-difference in a huge buffer costs one chunk's scan. A file's digest is the
-xxh3-128 of its size and its chunk digests, so two files with equal file
-digests hashed with the same chunk size are (barring a 128-bit collision)
-identical.
+Equal sizes and equal chunk digests decide that a pair is equal
+(``digest``); only the chunks whose digests differ are handed on to the
+kernel, so a single late difference in a huge buffer costs one chunk's
+scan. Chunks are counted from the start of each buffer, wherever it lies
+in its file. A buffer's digest (``sources.buffers.BufferDigest``) is the
+xxh3-128 of its size and its chunk digests.
 
-A small file is read whole in one ``preadv`` into this thread's aligned
-buffer; a file of ``reader.MAP_MIN`` bytes or more is hashed straight from
-the page cache through memory-mapped windows, without a copy (or read in
-1 MiB pieces where it cannot be mapped, or when the caller asks for reads:
-``use_mmap=False``). Either way the file is checked after it is read: one
-that changed is an error, never a digest. Each thread hashes whole files:
-xxhash releases the GIL, so threads hash in parallel.
+A small buffer is read whole in one ``preadv`` into this thread's aligned
+buffer; one of ``reader.MAP_MIN`` bytes or more is hashed straight from the
+page cache through memory-mapped windows, without a copy (or read in 1 MiB
+pieces where it cannot be mapped, or when the caller asks for reads:
+``use_mmap=False``); a compressed or strided one is decoded piece by piece
+(``sources.access``). Either way the file is checked after it is read: one
+that changed is an error, never a digest. Each thread hashes whole
+buffers: xxhash releases the GIL, so threads hash in parallel.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from xxhash import xxh3_128, xxh3_128_digest
 from ..errors import problem_kind
 from ..options import DEFAULT_CHUNK_SIZE
 from ..results import Problem
+from ..sources.access import buffer_views
+from ..sources.buffers import BufferDigest
 from ..sources.reader import (
     MAP_MIN,
     READ_SIZE,
@@ -33,50 +36,13 @@ from ..sources.reader import (
     describe_os_error,
     open_fd,
     read_exact,
-    views,
 )
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
-    from .discover import DumpFile
-
-
-class FileDigest:
-    """The chunk digests of one file (an immutable value)."""
-
-    __slots__ = ("chunk_size", "chunks", "path", "size")
-
-    def __init__(self, path: str, size: int, chunk_size: int, chunks: tuple[bytes, ...]) -> None:
-        self.path = path
-        self.size = size
-        self.chunk_size = chunk_size
-        self.chunks = chunks
-
-    @property
-    def digest(self) -> bytes:
-        return xxh3_128_digest(self.size.to_bytes(8, "little") + b"".join(self.chunks))
-
-    def _fields(self) -> tuple[str, int, int, tuple[bytes, ...]]:
-        return (self.path, self.size, self.chunk_size, self.chunks)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not FileDigest:
-            return NotImplemented
-        return self._fields() == other._fields()  # type: ignore[attr-defined]
-
-    def __hash__(self) -> int:
-        return hash(self._fields())
-
-    def __repr__(self) -> str:
-        return (
-            f"FileDigest(path={self.path!r}, size={self.size}, "
-            f"chunk_size={self.chunk_size}, chunks=<{len(self.chunks)} digests>)"
-        )
-
-    def __reduce__(self) -> tuple[type[FileDigest], tuple[str, int, int, tuple[bytes, ...]]]:
-        return (FileDigest, self._fields())
+    from ..sources.buffers import BufferRef
 
 
 def chunk_digests(pieces: Iterable[memoryview], chunk_size: int) -> tuple[bytes, ...]:
@@ -111,10 +77,10 @@ def chunk_digests(pieces: Iterable[memoryview], chunk_size: int) -> tuple[bytes,
     return tuple(chunks)
 
 
-def hash_file(
-    f: DumpFile, chunk_size: int = DEFAULT_CHUNK_SIZE, use_mmap: bool = True
-) -> FileDigest:
-    """Chunk digests of one file; raises OSError (FileChanged) on a torn read.
+def hash_buffer(
+    f: BufferRef, chunk_size: int = DEFAULT_CHUNK_SIZE, use_mmap: bool = True
+) -> BufferDigest:
+    """Chunk digests of one buffer; raises OSError (FileChanged) on a torn read.
 
     ``use_mmap=False``: read the file, never map it (for files that a
     writer may truncate while they are read: see ``reader``).
@@ -122,12 +88,12 @@ def hash_file(
     size = f.size
     fd = open_fd(f.path)
     try:
-        if (use_mmap and size >= MAP_MIN) or size > READ_SIZE:
-            chunks = chunk_digests(views(fd, f, 0, size, use_mmap), chunk_size)
+        if f.codec is not None or (use_mmap and size >= MAP_MIN) or size > READ_SIZE:
+            chunks = chunk_digests(buffer_views(fd, f, 0, size, use_mmap), chunk_size)
         elif size:
-            # One read, then one fstat: the file is what discovery saw, and
+            # One read, then one fstat: the file is what the listing saw, and
             # did not change while it was read.
-            view = read_exact(fd, buffer(0)[:size], 0, f.path)
+            view = read_exact(fd, buffer(0)[:size], f.offset, f.path)
             if size <= chunk_size:
                 chunks = (xxh3_128_digest(view),)
             else:
@@ -142,52 +108,24 @@ def hash_file(
         raise
     finally:
         os.close(fd)
-    return FileDigest(f.path, size, chunk_size, chunks)
+    return BufferDigest(f.path, size, chunk_size, chunks)
 
 
 def hash_batch(
-    files: Sequence[DumpFile], chunk_size: int, use_mmap: bool = True
-) -> list[FileDigest | Problem]:
-    """Hash several files (one pool task); a file that fails becomes a Problem."""
-    out: list[FileDigest | Problem] = []
+    files: Sequence[BufferRef], chunk_size: int, use_mmap: bool = True
+) -> list[BufferDigest | Problem]:
+    """Hash several buffers (one pool task); a buffer that fails becomes a Problem."""
+    out: list[BufferDigest | Problem] = []
     for f in files:
         try:
             # Called with two arguments unless reads are asked for: tests wrap it.
-            d = hash_file(f, chunk_size) if use_mmap else hash_file(f, chunk_size, use_mmap=False)
+            d = (
+                hash_buffer(f, chunk_size)
+                if use_mmap
+                else hash_buffer(f, chunk_size, use_mmap=False)
+            )
         except OSError as exc:
             out.append(Problem(f.path, describe_os_error(exc), kind=problem_kind(exc)))
         else:
             out.append(d)
     return out
-
-
-def add_range(ranges: list[list[int]], start: int, end: int) -> None:
-    """Append the byte range [start, end) to ``ranges`` (ascending), merged
-    with the last one when they touch."""
-    if ranges and ranges[-1][1] == start:
-        ranges[-1][1] = end
-    else:
-        ranges.append([start, end])
-
-
-def differing_ranges(a: FileDigest, b: FileDigest) -> tuple[tuple[tuple[int, int], ...], bool]:
-    """Byte ranges of the common prefix to scan, merged, and whether any
-    chunk's digests disagreed.
-
-    A chunk that is whole in both files is compared by digest; the chunk
-    where the shorter file ends is always scanned (its digests cover
-    different lengths), which alone does not mean anything differs.
-    """
-    common = min(a.size, b.size)
-    cs = a.chunk_size
-    ranges: list[list[int]] = []
-    mismatched = False
-    for k in range((common + cs - 1) // cs):
-        start, end = k * cs, min((k + 1) * cs, common)
-        whole = end - start == cs or a.size == b.size
-        if whole:
-            if a.chunks[k] == b.chunks[k]:
-                continue
-            mismatched = True
-        add_range(ranges, start, end)
-    return tuple((s, e) for s, e in ranges), mismatched

@@ -1,20 +1,24 @@
-"""Stage 2: match the dumps of two runs by (step, buffer name).
+"""Stage 2: match the buffers of two runs by (step, buffer name).
 
-Each pair carries the group and dtype the schema gives its buffer. Pairs are
+Each pair carries the group the schema gives its buffer, and its dtype and
+layout: those a file's own header gives (an ``.npy``, a safetensors
+tensor), else the schema's. Two headers that disagree on dtype or shape
+make the pair differ (``Pair.differs``) without reading it. Pairs are
 ordered by step, then by the group's place in the pipeline, then by name,
-so every report lists buffers in the same order however the folders were
+so every report lists buffers in the same order however the runs were
 listed.
 """
 
 from __future__ import annotations
 
 from ..results import BufferResult
+from ..schema import Layout
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..results import Status
-    from ..schema import Layout, Schema
-    from .discover import DumpFile, RunListing
+    from ..schema import Schema
+    from ..sources.buffers import BufferRef, RunListing
 
 
 class Pair:
@@ -23,18 +27,21 @@ class Pair:
     ``problem``: why this buffer cannot be compared (an entry of that name is
     in a run but could not be read); an error, not a buffer missing from one
     run. ``broken_a``/``broken_b``: the paths of such unreadable entries.
+    ``differs``: how the two files' headers disagree (dtype or shape): the
+    buffers differ, whatever their bytes.
     """
 
     __slots__ = (
-        "a", "b", "broken_a", "broken_b", "dtype", "group", "layout", "name", "problem", "step",
+        "a", "b", "broken_a", "broken_b", "differs", "dtype", "group", "layout", "name",
+        "problem", "step",
     )  # fmt: skip
 
     step: int
     name: str
     group: str
     dtype: str
-    a: DumpFile | None
-    b: DumpFile | None
+    a: BufferRef | None
+    b: BufferRef | None
     problem: str | None
     broken_a: str | None
     broken_b: str | None
@@ -47,12 +54,13 @@ class Pair:
         name: str,
         group: str,
         dtype: str,
-        a: DumpFile | None,
-        b: DumpFile | None,
+        a: BufferRef | None,
+        b: BufferRef | None,
         problem: str | None = None,
         broken_a: str | None = None,
         broken_b: str | None = None,
         layout: Layout | None = None,
+        differs: str | None = None,
     ) -> None:
         self.step = step
         self.name = name
@@ -64,6 +72,7 @@ class Pair:
         self.broken_a = broken_a
         self.broken_b = broken_b
         self.layout = layout
+        self.differs = differs
 
     def __repr__(self) -> str:
         return f"Pair(step={self.step}, name={self.name!r}, a={self.a!r}, b={self.b!r})"
@@ -72,7 +81,7 @@ class Pair:
         # Sent to worker processes (in a scan job): slots classes pickle by their fields.
         return Pair, (
             self.step, self.name, self.group, self.dtype, self.a, self.b, self.problem,
-            self.broken_a, self.broken_b, self.layout,
+            self.broken_a, self.broken_b, self.layout, self.differs,
         )  # fmt: skip
 
     def result(self, status: Status, **fields: object) -> BufferResult:
@@ -89,9 +98,13 @@ class Pair:
         )
 
 
+def _shape_text(shape: tuple[int, ...] | None) -> str:
+    return "" if shape is None else f" {tuple(shape)}"
+
+
 def pair_runs(run_a: RunListing, run_b: RunListing, schema: Schema) -> tuple[Pair, ...]:
     """Every (step, name) of either run, paired, in report order. One pass over
-    each run's files; the schema classifies each buffer name once."""
+    each run's buffers; the schema classifies each buffer name once."""
     order = schema.order
     classified: dict[str, tuple[str, str, int, Layout | None]] = {}
 
@@ -102,33 +115,73 @@ def pair_runs(run_a: RunListing, run_b: RunListing, schema: Schema) -> tuple[Pai
 
     rows: list[tuple[int, int, str, Pair]] = []
     append = rows.append
-    if run_a.broken or run_b.broken:
+
+    def make(
+        step: int, name: str, c: tuple[str, str, int, Layout | None], fa: BufferRef | None,
+        fb: BufferRef | None, problem: str | None = None, broken_a: str | None = None,
+        broken_b: str | None = None,
+    ) -> Pair:  # fmt: skip
+        dtype, layout, differs = c[1], c[3], None
+        ha = fa.dtype if fa is not None else None
+        hb = fb.dtype if fb is not None else None
+        if ha is not None or hb is not None:
+            # The files' own headers win over the schema.
+            head = fa if ha is not None else fb
+            assert head is not None
+            dtype = head.dtype  # type: ignore[assignment]
+            if head.shape is not None:
+                fields = layout.fields if layout is not None else ()
+                layout = Layout(tuple(head.shape), fields)
+            both = fa is not None and fb is not None and ha is not None and hb is not None
+            if both and (ha != hb or fa.shape != fb.shape):  # type: ignore[union-attr]
+                differs = (
+                    f"the files' headers differ: {ha}{_shape_text(fa.shape)} in A, "  # type: ignore[union-attr]
+                    f"{hb}{_shape_text(fb.shape)} in B; nothing more was compared"  # type: ignore[union-attr]
+                )
+        return Pair(step, name, c[0], dtype, fa, fb, problem, broken_a, broken_b, layout, differs)
+
+    if run_a.broken or run_b.broken or run_a.lost or run_b.lost:
         # Entries in a run that could not be read: their pairs are errors,
-        # present in that run, not absent from it.
+        # present in that run, not absent from it; so are the other run's
+        # buffers at a step whose container could not be read.
         files_a, files_b = run_a.by_key(), run_b.by_key()
         broken_a, broken_b = dict(run_a.broken), dict(run_b.broken)
+        lost_a, lost_b = dict(run_a.lost), dict(run_b.lost)
         for key in files_a.keys() | files_b.keys() | broken_a.keys() | broken_b.keys():
             step, name = key
             c = classified.get(name) or classify(name)
             pa, pb = broken_a.get(key), broken_b.get(key)
+            if pa is None and key not in files_a:
+                pa = lost_a.get(step)
+            if pb is None and key not in files_b:
+                pb = lost_b.get(step)
             problem = pa or pb
-            pair = Pair(
-                step, name, c[0], c[1], files_a.get(key), files_b.get(key),
+            pair = make(
+                step, name, c, files_a.get(key), files_b.get(key),
                 problem.message if problem else None, pa.path if pa else None,
-                pb.path if pb else None, c[3],
+                pb.path if pb else None,
             )  # fmt: skip
             append((step, c[2], name, pair))
-    else:
-        take_b = run_b.by_key().pop
-        for fa in run_a.files:
-            step, name = key = fa.step, fa.name
+        rows.sort()
+        return tuple(row[3] for row in rows)
+    take_b = run_b.by_key().pop
+    for fa in run_a.buffers:
+        step, name = key = fa.step, fa.name
+        c = classified.get(name) or classify(name)
+        fb = take_b(key, None)
+        if fa.dtype is None and (fb is None or fb.dtype is None):
+            pair = Pair(step, name, c[0], c[1], fa, fb, layout=c[3])  # the usual case
+        else:
+            pair = make(step, name, c, fa, fb)
+        append((step, c[2], name, pair))
+    for fb in run_b.buffers:
+        if take_b((fb.step, fb.name), None) is not None:  # in run B only
+            step, name = fb.step, fb.name
             c = classified.get(name) or classify(name)
-            pair = Pair(step, name, c[0], c[1], fa, take_b(key, None), layout=c[3])
+            if fb.dtype is None:
+                pair = Pair(step, name, c[0], c[1], None, fb, layout=c[3])
+            else:
+                pair = make(step, name, c, None, fb)
             append((step, c[2], name, pair))
-        for fb in run_b.files:
-            if take_b((fb.step, fb.name), None) is not None:  # in run B only
-                step, name = fb.step, fb.name
-                c = classified.get(name) or classify(name)
-                append((step, c[2], name, Pair(step, name, c[0], c[1], None, fb, layout=c[3])))
     rows.sort()  # (step, name) is unique, so no two rows tie before the Pair
     return tuple(row[3] for row in rows)

@@ -28,17 +28,9 @@ from ..kernels.facts import Context, ScanStats, first_index, result_facts, row_s
 from ..kernels.types import DEFAULT_ROUNDING_ULP
 from ..record import Record
 from ..results import BufferResult, Problem
-from ..sources.reader import (
-    CHANGED,
-    READ_SIZE,
-    FileChanged,
-    buffer,
-    describe_os_error,
-    open_dump,
-    read_at,
-    read_exact,
-)
-from .hash import add_range
+from ..sources.access import open_buffer
+from ..sources.reader import CHANGED, READ_SIZE, FileChanged, buffer, describe_os_error
+from .digest import ScanJob, add_range
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -46,6 +38,7 @@ if TYPE_CHECKING:
 
     from ..kernels.types import Engine, Tolerance
     from ..results import Number
+    from ..sources.access import BufferReader
     from .pair import Pair
 
 #: Narrowing granularity: differing regions are cut into blocks this big.
@@ -63,27 +56,6 @@ PYTHON_MAX_BYTES = 64 << 10
 #: differing numpy still wins at 64 MiB (0.96 s against 1.26 s) and loses at
 #: 256 MiB (3.3 s against 1.56 s); with 1% differing it wins throughout.
 NUMPY_MAX_BYTES = 64 << 20
-
-
-class ScanJob(Record):
-    """One pair and the byte ranges of its common prefix to scan.
-
-    ``must_differ``: some chunk's digests disagreed, so the scan must find a
-    difference.
-    """
-
-    __slots__ = ("must_differ", "pair", "ranges")
-
-    def __init__(
-        self, pair: Pair, ranges: tuple[tuple[int, int], ...], must_differ: bool = True
-    ) -> None:
-        self.pair = pair
-        self.ranges = ranges
-        self.must_differ = must_differ
-
-    @property
-    def n_bytes(self) -> int:
-        return sum(e - s for s, e in self.ranges)
 
 
 class ScanOutcome(Record):
@@ -145,17 +117,15 @@ def choose_engine(requested: str, total_bytes: int) -> Engine:
 
 
 def narrow(
-    fa: int, fb: int, job: ScanJob, buf_a: memoryview, buf_b: memoryview
+    fa: BufferReader, fb: BufferReader, job: ScanJob, buf_a: memoryview, buf_b: memoryview
 ) -> tuple[tuple[int, int], ...]:
     """The BLOCK-sized pieces of the job's ranges whose bytes differ, merged."""
-    p = job.pair
-    assert p.a is not None and p.b is not None
     out: list[list[int]] = []
     for start, end in job.ranges:
         for off in range(start, end, READ_SIZE):
             n = min(READ_SIZE, end - off)
-            va = read_exact(fa, buf_a[:n], off, p.a.path)
-            vb = read_exact(fb, buf_b[:n], off, p.b.path)
+            va = fa.read_into(buf_a[:n], off)
+            vb = fb.read_into(buf_b[:n], off)
             for i in range(0, n, BLOCK):
                 j = min(i + BLOCK, n)
                 if bytes(va[i:j]) != bytes(vb[i:j]):
@@ -205,7 +175,7 @@ def scan_job(job: ScanJob, tol: Tolerance, requested: str = "auto") -> ScanOutco
     rows = row_size(shape)
     buf_a, buf_b = buffer(1), buffer(2)
     try:
-        with open_dump(p.a) as fa, open_dump(p.b) as fb:
+        with open_buffer(p.a) as fa, open_buffer(p.b) as fb:
             ranges = job.ranges
             if requested == "auto" and job.n_bytes <= NARROW_MAX_BYTES:
                 ranges = narrow(fa, fb, job, buf_a, buf_b)
@@ -213,8 +183,8 @@ def scan_job(job: ScanJob, tol: Tolerance, requested: str = "auto") -> ScanOutco
             for start, end in ranges:
                 for off in range(start, end, READ_SIZE):
                     n = min(READ_SIZE, end - off)
-                    va = read_exact(fa, buf_a[:n], off, p.a.path)
-                    vb = read_exact(fb, buf_b[:n], off, p.b.path)
+                    va = fa.read_into(buf_a[:n], off)
+                    vb = fb.read_into(buf_b[:n], off)
                     if not spans and not rows:
                         piece = scan_bytes(va, vb, dt, tol, engine)
                         stats = stats.merged(piece.shifted(off // w))
@@ -234,11 +204,11 @@ def scan_job(job: ScanJob, tol: Tolerance, requested: str = "auto") -> ScanOutco
                     # moved under us between hashing and scanning.
                     raise FileChanged(CHANGED, p.a.path)
                 return ScanOutcome(p.step, p.name, stats=stats, engine=engine)
-            raw_a = read_at(fa, first * w, w, p.a.path)
-            raw_b = read_at(fb, first * w, w, p.b.path)
+            raw_a = fa.read_at(first * w, w)
+            raw_b = fb.read_at(first * w, w)
     except OSError as exc:
         path = getattr(exc, "filename", None) or p.a.path
-        kind = "changed" if isinstance(exc, FileChanged) else "unreadable"
+        kind = getattr(exc, "kind", None) or "unreadable"
         problem = Problem(path, describe_os_error(exc), kind)
         return ScanOutcome(p.step, p.name, problem=problem)
     return ScanOutcome(
@@ -266,7 +236,8 @@ def outcome_result(p: Pair, out: ScanOutcome) -> BufferResult:
     dt = get_dtype(p.dtype)
     n_a, n_b = p.a.size // dt.itemsize, p.b.size // dt.itemsize
     if out.problem is not None:
-        return p.result("error", n_elements_a=n_a, n_elements_b=n_b, message=out.problem.message)
+        status = "malformed" if out.problem.kind == "malformed" else "error"
+        return p.result(status, n_elements_a=n_a, n_elements_b=n_b, message=out.problem.message)
     s = out.stats
     assert s is not None
     if n_a != n_b:

@@ -36,6 +36,9 @@ def size_stage(
         if p.problem is not None:  # reported by discovery already
             decided.append(p.result("error", message=p.problem))
             continue
+        if p.differs is not None:  # the headers disagree: they differ, whatever the bytes
+            decided.append(p.result("diverged", message=p.differs))
+            continue
         itemsize = itemsizes.get(p.dtype)
         if itemsize is None:
             itemsize = itemsizes[p.dtype] = get_dtype(p.dtype).itemsize

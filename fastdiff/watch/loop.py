@@ -49,8 +49,9 @@ from ..options import CompareOptions, tolerance_dict
 from ..render.fmt import plural
 from ..results import DIVERGENT, TROUBLE, BufferResult, Problem, Skipped, Work
 from ..sources import RunSource, dump_subfolder, open_run
+from ..sources.buffers import RunListing
+from ..sources.folder import list_entries
 from ..sources.schemas import choose_schema
-from ..stages.discover import RunListing, list_entries
 from ..stages.verdict import build_report
 from .poll import ManifestSide, RunPoller, dump_stat, file_stat
 from .results import StepReport, WatchSummary
@@ -222,7 +223,7 @@ class Watch:
             if isinstance(side, ManifestSide):
                 sources.append(side.src)
             else:
-                sources.append(RunSource(side.spec, RunListing(side.spec, (), (), ()), {}, None))
+                sources.append(RunSource(side.spec, RunListing(side.spec, (), (), ())))
         schema, said = choose_schema(sources, self.opts.schema)
         for note in dict.fromkeys(said):
             self._note(note)

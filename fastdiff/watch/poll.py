@@ -43,11 +43,13 @@ from stat import S_ISDIR
 
 from ..results import Problem
 from ..sources import RunSource
-from ..stages.discover import MAX_STEP_DIGITS, RunListing, list_entries, split_dump_name
+from ..sources.buffers import RunListing
+from ..sources.folder import list_entries
+from ..sources.names import MAX_STEP_DIGITS, dump_name, split_dump_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ..stages.discover import DumpFile
+    from ..sources.buffers import BufferRef
 
     #: What identifies a file's content as ``stat`` sees it: size, mtime,
     #: ctime, inode, device.
@@ -71,9 +73,9 @@ def file_stat(path: str) -> FileStat | None:
     return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
 
 
-def dump_stat(f: DumpFile) -> FileStat:
+def dump_stat(f: BufferRef) -> FileStat:
     """The same tuple for a file as discovery listed it."""
-    return (f.size, f.mtime_ns, f.ctime_ns, f.ino, f.dev)
+    return (f.file_size, f.mtime_ns, f.ctime_ns, f.ino, f.dev)
 
 
 def read_key(st: FileStat) -> int:
@@ -202,17 +204,17 @@ class RunPoller:
         else:
             s.listed = frozenset(s.files)
             listing = list_entries(self.root, sorted(s.listed))
-        return RunSource(self.spec, listing, {}, None)
+        return RunSource(self.spec, listing)
 
     def counterpart_exists(self, step: int, name: str, like: str) -> bool:
         """Whether the run now has buffer ``name`` of step ``step`` (named as
         ``like``, the other run's file, or plainly)."""
-        for candidate in (os.path.basename(like), f"step_{step}_{name}.bin"):
+        for candidate in (os.path.basename(like), dump_name(step, name)):
             if os.path.lexists(self._prefix + candidate):
                 return True
         return False
 
-    def release(self, step: int, read: tuple[DumpFile, ...] = ()) -> None:
+    def release(self, step: int, read: tuple[BufferRef, ...] = ()) -> None:
         """Step ``step`` is compared and reported: forget its files (not their
         names); ``read``: its files as they were read, remembered by a key."""
         self.steps.pop(step, None)
@@ -486,7 +488,7 @@ class ManifestSide:
         self.root = src.listing.root
         self.started = now
         self.trouble: Problem | None = None
-        by_step: dict[int, list[DumpFile]] = {}
+        by_step: dict[int, list[BufferRef]] = {}
         for f in src.listing.files:
             by_step.setdefault(f.step, []).append(f)
         self._by_step = by_step
@@ -530,13 +532,13 @@ class ManifestSide:
             tuple(self._broken.get(step, ())),
         )
         return RunSource(
-            src.spec, listing, src.digests, src.chunk_size, src.schema, src.dtypes
+            src.spec, listing, src.chunk_size, src.schema, src.dtypes, kind=src.kind
         )  # fmt: skip
 
     def counterpart_exists(self, step: int, name: str, like: str) -> bool:
         return False  # a manifest does not change
 
-    def release(self, step: int, read: tuple[DumpFile, ...] = ()) -> None:
+    def release(self, step: int, read: tuple[BufferRef, ...] = ()) -> None:
         self._by_step.pop(step, None)
         self._broken.pop(step, None)
 

@@ -1,0 +1,303 @@
+"""Reading a buffer's bytes, whatever how they are stored in its file.
+
+A buffer that is a plain byte range of its file is read with ``reader``'s
+``preadv`` and memory maps at the buffer's offset. The others:
+
+- ``Deflate``: a compressed zip member (``np.savez_compressed``). Its bytes
+  are streamed through ``zlib`` in pieces of ``READ_SIZE``: memory stays
+  bounded whatever the size. A read before the stream's position starts the
+  stream again (the scan stage reads forward, so that is rare). The stream
+  must yield exactly the buffer's size, and its CRC-32 is checked whenever
+  the whole buffer is read (hashing): anything else is ``BadData``.
+- ``Strided``: a tensor view of a storage (``torch.save`` of a transposed or
+  sliced tensor): its elements are gathered in logical order from a
+  read-only map of the storage, through numpy (imported only here).
+
+Both fill this thread's buffer 0 and the callers' buffers; nothing is
+written anywhere. ``open_buffer`` (a ``BufferReader``: reads at offsets
+counted from the buffer's start) and ``buffer_views`` (consecutive views)
+read any buffer.
+"""
+
+from __future__ import annotations
+
+import mmap
+import zlib
+
+from .buffers import Deflate, Strided
+from .reader import (
+    CANCEL,
+    PAGE,
+    READ_SIZE,
+    Cancelled,
+    FileChanged,
+    buffer,
+    check_unchanged,
+    open_dump,
+    read_at,
+    read_exact,
+    views,
+)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from types import TracebackType
+
+    from .buffers import BufferRef
+
+
+class BadData(OSError):
+    """A buffer whose stored bytes cannot be what its header says (a damaged
+    or hostile compressed stream): the buffer is malformed."""
+
+    kind = "malformed"  # its Problem's kind (errors.problem_kind)
+
+    def __init__(self, message: str, path: str) -> None:
+        super().__init__(message)
+        self.filename = path
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class _Inflater:
+    """A deflate stream read forward, restarted when asked to go back."""
+
+    __slots__ = ("_crc", "_in", "_pending", "_z", "codec", "f", "fd", "pos")
+
+    def __init__(self, fd: int, f: BufferRef) -> None:
+        assert isinstance(f.codec, Deflate)
+        self.fd = fd
+        self.f = f
+        self.codec = f.codec
+        self._restart()
+
+    def _restart(self) -> None:
+        self._z = zlib.decompressobj(-15)
+        self._in = 0  # compressed bytes fed so far
+        self.pos = 0  # decompressed bytes handed out so far
+        self._crc = 0
+        self._pending = b""  # compressed bytes fed but not consumed
+        skip = self.codec.skip  # output before the buffer's bytes (an .npy header)
+        while skip:
+            skip -= len(self._next(min(READ_SIZE, skip)))
+
+    def _bad(self, what: str) -> BadData:
+        return BadData(
+            f"compressed member {what}; the file is damaged (re-create it) and nothing was "
+            "compared for this buffer",
+            self.f.path,
+        )
+
+    def _read_stored(self) -> bytes:
+        """The next piece of the compressed stream (at most ``READ_SIZE`` bytes)."""
+        n = min(READ_SIZE, self.codec.stored - self._in)
+        data = bytes(read_exact(self.fd, buffer(3)[:n], self.f.offset + self._in, self.f.path))
+        self._in += n
+        return data
+
+    def _next(self, most: int) -> bytes:
+        """Up to ``most`` (> 0) more decompressed bytes; never empty."""
+        z, stored = self._z, self.codec.stored
+        while True:
+            if CANCEL._set:
+                raise Cancelled("interrupted")
+            if self._pending:
+                data, self._pending = self._pending, b""
+            elif self._in < stored:
+                data = self._read_stored()
+            elif z.eof:
+                raise self._bad(f"ends after {self.pos:,} of {self.f.size:,} bytes")
+            else:
+                data = b""
+            try:
+                out = z.decompress(data, most)
+            except zlib.error as exc:
+                raise self._bad(f"is not a valid deflate stream ({exc})") from None
+            self._pending = z.unconsumed_tail
+            if out:
+                self._crc = zlib.crc32(out, self._crc)
+                return out
+            if not data and not self._pending:
+                if z.eof:
+                    raise self._bad(f"ends after {self.pos:,} of {self.f.size:,} bytes")
+                raise self._bad("is truncated")
+
+    def skip_to(self, offset: int) -> None:
+        if offset < self.pos:
+            self._restart()
+        while self.pos < offset:
+            self.pos += len(self._next(min(READ_SIZE, offset - self.pos)))
+
+    def read_into(self, into: memoryview, offset: int) -> memoryview:
+        self.skip_to(offset)
+        got, want = 0, len(into)
+        if offset + want > self.f.size:
+            raise ValueError(f"read past the end of {self.f.path}: {offset + want} bytes")
+        while got < want:
+            out = self._next(want - got)
+            into[got : got + len(out)] = out
+            got += len(out)
+            self.pos += len(out)
+        return into
+
+    def finish(self) -> None:
+        """At the end of the buffer: the stream must end here, with the
+        stored CRC-32."""
+        if self.pos != self.f.size:
+            return
+        z = self._z
+        tail = self._pending
+        try:
+            extra = z.decompress(tail, 1) if tail else b""
+            while not extra and not z.eof and self._in < self.codec.stored:
+                extra = z.decompress(z.unconsumed_tail + self._read_stored(), 1)
+        except zlib.error as exc:
+            raise self._bad(f"is not a valid deflate stream ({exc})") from None
+        if extra:
+            raise self._bad(f"holds more than the {self.f.size:,} bytes its header declares")
+        if not z.eof:
+            raise self._bad("is truncated")
+        crc = self.codec.crc
+        if crc is not None and self._crc != crc:
+            raise self._bad(f"fails its CRC-32 check ({self._crc:08x}, stored {crc:08x})")
+
+
+class _Gather:
+    """The elements of a strided view, gathered in logical order."""
+
+    __slots__ = ("_cells", "_map", "codec", "f")
+
+    def __init__(self, fd: int, f: BufferRef) -> None:
+        import numpy as np
+
+        assert isinstance(f.codec, Strided)
+        self.f = f
+        self.codec = c = f.codec
+        base = f.offset - f.offset % PAGE
+        length = f.offset - base + c.extent
+        if CANCEL._set:
+            raise Cancelled("interrupted")
+        try:
+            self._map = mmap.mmap(fd, length, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ,
+                                  offset=base)  # fmt: skip
+        except ValueError:
+            raise FileChanged("ended early; the file changed while it was read", f.path) from None
+        n_cells = c.extent // c.itemsize
+        self._cells = np.frombuffer(
+            self._map, dtype=np.dtype((np.void, c.itemsize)), count=n_cells,
+            offset=f.offset - base,
+        )  # fmt: skip
+
+    def read_into(self, into: memoryview, offset: int) -> memoryview:
+        import numpy as np
+
+        c = self.codec
+        w = c.itemsize
+        if offset % w or len(into) % w:
+            raise ValueError(f"strided reads must be whole elements: {offset}, {len(into)}")
+        first = offset // w
+        index = np.arange(first, first + len(into) // w, dtype=np.int64)
+        cells = np.zeros(len(index), dtype=np.int64)
+        for dim, stride in zip(reversed(c.shape), reversed(c.strides), strict=True):
+            index, rem = np.divmod(index, dim)
+            cells += rem * stride
+        np.frombuffer(into, dtype=self._cells.dtype)[:] = self._cells[cells]
+        return into
+
+    def finish(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self._cells = None
+        try:  # noqa: SIM105 - a consumer may still hold a view
+            self._map.close()
+        except BufferError:
+            pass
+
+
+def decoder(fd: int, f: BufferRef) -> _Inflater | _Gather:
+    """The decoder of a buffer with a codec."""
+    if isinstance(f.codec, Deflate):
+        return _Inflater(fd, f)
+    if isinstance(f.codec, Strided):
+        return _Gather(fd, f)
+    raise TypeError(f"no decoder for {f.codec!r}")
+
+
+def decoded_views(fd: int, f: BufferRef, start: int, end: int) -> Iterator[memoryview]:
+    """Views of the decoded bytes ``start:end`` of a buffer with a codec, in
+    pieces of ``READ_SIZE`` in this thread's buffer 0 (each valid until the
+    next); a whole buffer read is checked to its end (``finish``)."""
+    dec = decoder(fd, f)
+    try:
+        into = buffer(0)
+        pos = start
+        while pos < end:
+            n = min(READ_SIZE, end - pos)
+            yield dec.read_into(into[:n], pos)
+            pos += n
+        if start == 0 and end == f.size:
+            dec.finish()
+    finally:
+        if isinstance(dec, _Gather):
+            dec.close()
+    check_unchanged(fd, f)
+
+
+class BufferReader:
+    """Reads a buffer of an open file at offsets counted from the buffer's
+    start (``read_into``, ``read_at``); for a plain byte range a ``preadv``
+    at the buffer's offset, else its codec's decoder (above)."""
+
+    __slots__ = ("_decoder", "f", "fd")
+
+    def __init__(self, fd: int, f: BufferRef) -> None:
+        self.fd = fd
+        self.f = f
+        self._decoder = None if f.codec is None else decoder(fd, f)
+
+    def read_into(self, into: memoryview, offset: int) -> memoryview:
+        """Fill ``into`` with the buffer's bytes from ``offset``."""
+        if self._decoder is not None:
+            return self._decoder.read_into(into, offset)
+        return read_exact(self.fd, into, self.f.offset + offset, self.f.path)
+
+    def read_at(self, offset: int, n: int) -> bytes:
+        """A few bytes (one element) of the buffer at ``offset``."""
+        if self._decoder is not None:
+            return bytes(self._decoder.read_into(memoryview(bytearray(n)), offset))
+        return read_at(self.fd, self.f.offset + offset, n, self.f.path)
+
+
+class open_buffer:  # used as a function: ``with open_buffer(f) as reader``
+    """A ``BufferReader`` of a buffer's file, opened read-only and checked
+    when opened and after use (``open_dump``)."""
+
+    __slots__ = ("dump",)
+
+    def __init__(self, f: BufferRef) -> None:
+        self.dump = open_dump(f)
+
+    def __enter__(self) -> BufferReader:
+        return BufferReader(self.dump.__enter__(), self.dump.f)
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.dump.__exit__(exc_type, exc, tb)
+
+
+def buffer_views(
+    fd: int, f: BufferRef, start: int, end: int, use_mmap: bool = True
+) -> Iterator[memoryview]:
+    """Consecutive views of bytes ``start:end`` of any open buffer, counted
+    from its start (``reader.views`` for a plain byte range, else decoded
+    piece by piece); each valid until the next is asked for."""
+    if f.codec is None:
+        return views(fd, f, start, end, use_mmap)
+    return decoded_views(fd, f, start, end)

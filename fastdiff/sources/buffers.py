@@ -1,0 +1,326 @@
+"""What a run is made of: buffer references, the listing of a run, digests.
+
+A ``BufferRef`` says where one buffer's bytes are: the file that holds them
+(its identity as ``stat`` saw it when the run was listed), the byte offset
+and length of the buffer in that file, and what the file's own header says
+of it (dtype and shape), if it has one. A raw ``.bin`` dump is a buffer
+that is the whole file; a tensor of a safetensors file is a range of it;
+a member of a compressed ``.npz`` is a stream (``Codec``). Every stage
+takes buffer references, never paths: digests and cache entries are keyed
+by buffer, and chunks are counted from the start of each buffer (the same
+tensor may sit at different offsets in two runs).
+
+Nothing here reads a file.
+"""
+
+from __future__ import annotations
+
+from xxhash import xxh3_128_digest
+
+from .names import MAX_STEP_DIGITS, split_name
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Container
+
+    from ..results import Problem, Skipped
+
+    #: Which steps to list: a set or range of step numbers, or a predicate.
+    StepFilter = Container[int] | Callable[[int], bool]
+
+
+class Codec:
+    """How a buffer's bytes are got from its file when they are not a plain
+    byte range: the base of ``Deflate`` (a compressed stream) and
+    ``Strided`` (a view with strides). ``key``: what identifies the
+    encoding in a digest's key (with the file, offset and length)."""
+
+    __slots__ = ()
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        raise NotImplementedError
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other.key == self.key  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}{self.key[1:]}"
+
+
+class Deflate(Codec):
+    """A raw deflate stream of ``stored`` bytes at the buffer's offset (a
+    compressed zip member) whose output, after its first ``skip`` bytes (an
+    ``.npy`` header), is the buffer's bytes; ``crc``: the CRC-32 of the
+    whole output (None: not known)."""
+
+    __slots__ = ("crc", "skip", "stored")
+
+    def __init__(self, stored: int, crc: int | None = None, skip: int = 0) -> None:
+        self.stored = stored
+        self.crc = crc
+        self.skip = skip
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        return ("deflate", self.stored, self.crc, self.skip)
+
+
+class Strided(Codec):
+    """A tensor view of a storage: elements of ``itemsize`` bytes at the
+    buffer's offset plus ``sum(i_k * strides[k])`` elements, in logical
+    (row-major) order of ``shape``. ``extent``: the bytes of the storage
+    the view may touch, from the offset."""
+
+    __slots__ = ("extent", "itemsize", "shape", "strides")
+
+    def __init__(
+        self, itemsize: int, shape: tuple[int, ...], strides: tuple[int, ...], extent: int
+    ) -> None:
+        self.itemsize = itemsize
+        self.shape = shape
+        self.strides = strides
+        self.extent = extent
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        return ("strided", self.itemsize, self.shape, self.strides, self.extent)
+
+
+class BufferRef:
+    """One buffer of a run, as the listing saw it (an immutable value).
+
+    ``path``: the file holding the bytes (for a manifest, how the manifest
+    names the entry); ``step``, ``name``: who the buffer is; ``offset`` and
+    ``size``: where its bytes lie in the file and how many there are (the
+    buffer's own bytes, decompressed or gathered where a ``codec`` says
+    how); ``file_size``, ``dev``, ``ino``, ``mtime_ns``, ``ctime_ns``: the
+    file as ``stat`` saw it (a reader checks it is still that file);
+    ``dtype`` and ``shape``: what the file's header says (None: the schema
+    decides); ``digest``: the chunk digests known in advance (a manifest's,
+    a recorder's digest log), if any; ``has_data``: whether the bytes can be
+    read (False for a manifest's entries: only digests); ``span``: an
+    object other buffers share when they are the very same bytes (views of
+    one storage), so they are hashed once; None: the buffer itself.
+
+    Equality is identity: the scheduler keys digests by the very buffer a
+    listing holds, so a run listed afresh is read afresh.
+    """
+
+    __slots__ = (
+        "codec", "ctime_ns", "dev", "digest", "dtype", "file_size", "has_data", "ino",
+        "mtime_ns", "name", "offset", "path", "shape", "size", "span", "step",
+    )  # fmt: skip
+
+    path: str
+    step: int
+    name: str
+    size: int
+    dev: int
+    ino: int
+    mtime_ns: int
+    ctime_ns: int
+    offset: int
+    file_size: int
+    dtype: str | None
+    shape: tuple[int, ...] | None
+    codec: Codec | None
+    digest: BufferDigest | None
+    has_data: bool
+    span: object
+
+    def __init__(
+        self, path: str, step: int, name: str, size: int, dev: int, ino: int,
+        mtime_ns: int, ctime_ns: int, offset: int = 0, file_size: int | None = None,
+        dtype: str | None = None, shape: tuple[int, ...] | None = None,
+        codec: Codec | None = None, digest: BufferDigest | None = None,
+        has_data: bool = True, span: object = None,
+    ) -> None:  # fmt: skip
+        self.path = path
+        self.step = step
+        self.name = name
+        self.size = size
+        self.dev = dev
+        self.ino = ino
+        self.mtime_ns = mtime_ns
+        self.ctime_ns = ctime_ns
+        self.offset = offset
+        self.file_size = size if file_size is None else file_size
+        self.dtype = dtype
+        self.shape = shape
+        self.codec = codec
+        self.digest = digest
+        self.has_data = has_data
+        self.span = span
+
+    def __repr__(self) -> str:
+        where = f", offset={self.offset}" if self.offset or self.file_size != self.size else ""
+        return (
+            f"BufferRef({self.path!r}, step={self.step}, name={self.name!r}, "
+            f"size={self.size}{where})"
+        )
+
+    def __reduce__(self) -> tuple[type[BufferRef], tuple[object, ...]]:
+        # Sent to worker processes: slots classes pickle by their fields.
+        return BufferRef, (
+            self.path, self.step, self.name, self.size, self.dev, self.ino, self.mtime_ns,
+            self.ctime_ns, self.offset, self.file_size, self.dtype, self.shape, self.codec,
+            self.digest, self.has_data, None,
+        )  # fmt: skip
+
+    @property
+    def whole_file(self) -> bool:
+        """The buffer is its file's every byte (a raw dump)."""
+        return self.codec is None and self.offset == 0 and self.size == self.file_size
+
+    @property
+    def file_key(self) -> tuple[int, int, int, int, int]:
+        """The file's identity: (device, inode, size, mtime_ns, ctime_ns)."""
+        return (self.dev, self.ino, self.file_size, self.mtime_ns, self.ctime_ns)
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        """The buffer's identity: its file's, with the offset, the length and
+        the codec (what a digest cache keys an entry by)."""
+        codec = None if self.codec is None else self.codec.key
+        return (*self.file_key, self.offset, self.size, codec)
+
+    def with_digest(self, digest: BufferDigest | None) -> BufferRef:
+        """This buffer with ``digest`` known in advance."""
+        return BufferRef(
+            self.path, self.step, self.name, self.size, self.dev, self.ino, self.mtime_ns,
+            self.ctime_ns, self.offset, self.file_size, self.dtype, self.shape, self.codec,
+            digest, self.has_data, self.span,
+        )  # fmt: skip
+
+
+class BufferDigest:
+    """The chunk digests of one buffer (an immutable value): the xxh3-128 of
+    each ``chunk_size`` bytes from the buffer's start (the last may be
+    shorter). ``digest``: the xxh3-128 of its size and its chunk digests, so
+    two buffers with equal digests at one chunk size are (barring a 128-bit
+    collision) identical."""
+
+    __slots__ = ("chunk_size", "chunks", "path", "size")
+
+    def __init__(self, path: str, size: int, chunk_size: int, chunks: tuple[bytes, ...]) -> None:
+        self.path = path
+        self.size = size
+        self.chunk_size = chunk_size
+        self.chunks = chunks
+
+    @property
+    def digest(self) -> bytes:
+        return xxh3_128_digest(self.size.to_bytes(8, "little") + b"".join(self.chunks))
+
+    def _fields(self) -> tuple[str, int, int, tuple[bytes, ...]]:
+        return (self.path, self.size, self.chunk_size, self.chunks)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not BufferDigest:
+            return NotImplemented
+        return self._fields() == other._fields()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return (
+            f"BufferDigest(path={self.path!r}, size={self.size}, "
+            f"chunk_size={self.chunk_size}, chunks=<{len(self.chunks)} digests>)"
+        )
+
+    def __reduce__(self) -> tuple[type[BufferDigest], tuple[str, int, int, tuple[bytes, ...]]]:
+        return (BufferDigest, self._fields())
+
+
+def step_filter(steps: StepFilter | None) -> Callable[[int], bool] | None:
+    """A predicate for ``steps`` (a set, a range or a predicate); None for all steps."""
+    if steps is None or callable(steps):
+        return steps
+    return steps.__contains__
+
+
+class RunListing:
+    """What listing a run found (a folder's, a container's, a manifest's).
+
+    ``buffers``: every buffer found; ``readable`` is False when the run
+    itself could not be read (missing, not a folder): its buffers are
+    unknown, not absent, so nothing is paired against it. ``broken``:
+    buffers named in the run that could not be compared (a FIFO, a broken
+    link, a container whose header is refused, ...), by (step, name), with
+    the problem: present, not absent. ``lost``: steps whose buffers are
+    unknown (their container file could not be read), with the problem: a
+    buffer the other run holds at such a step is an error, not a
+    divergence. ``files`` is ``buffers`` (the older name).
+    """
+
+    __slots__ = ("broken", "buffers", "errors", "lost", "readable", "root", "skipped")
+
+    root: str
+    buffers: tuple[BufferRef, ...]
+    skipped: tuple[Skipped, ...]
+    errors: tuple[Problem, ...]
+    readable: bool
+    broken: tuple[tuple[tuple[int, str], Problem], ...]
+    lost: tuple[tuple[int, Problem], ...]
+
+    def __init__(
+        self,
+        root: str,
+        buffers: tuple[BufferRef, ...],
+        skipped: tuple[Skipped, ...],
+        errors: tuple[Problem, ...],
+        readable: bool = True,
+        broken: tuple[tuple[tuple[int, str], Problem], ...] = (),
+        lost: tuple[tuple[int, Problem], ...] = (),
+    ) -> None:
+        self.root = root
+        self.buffers = buffers
+        self.skipped = skipped
+        self.errors = errors
+        self.readable = readable
+        self.broken = broken
+        self.lost = lost
+
+    @property
+    def files(self) -> tuple[BufferRef, ...]:
+        return self.buffers
+
+    def __repr__(self) -> str:
+        return (
+            f"RunListing({self.root!r}, {len(self.buffers)} buffers, {len(self.skipped)} "
+            f"skipped, {len(self.errors)} errors)"
+        )
+
+    def by_key(self) -> dict[tuple[int, str], BufferRef]:
+        return {(f.step, f.name): f for f in self.buffers}
+
+    def select(self, steps: StepFilter) -> RunListing:
+        """This listing restricted to ``steps``, as listing the run with
+        ``steps`` would list it: the buffers and broken entries of those
+        steps, the errors about them and about the run itself; nothing
+        skipped."""
+        import os
+
+        want = step_filter(steps)
+        assert want is not None
+
+        def kept(problem: Problem) -> bool:
+            parts = split_name(os.path.basename(problem.path))
+            if parts is None:
+                return problem.path == self.root or not self.readable  # about the run itself
+            return len(parts[0]) <= MAX_STEP_DIGITS and want(int(parts[0]))
+
+        return RunListing(
+            self.root,
+            tuple(f for f in self.buffers if want(f.step)),
+            (),
+            tuple(e for e in self.errors if kept(e)),
+            self.readable,
+            tuple(item for item in self.broken if want(item[0][0])),
+            tuple(item for item in self.lost if want(item[0])),
+        )

@@ -1,0 +1,253 @@
+"""A run folder: list it and account for every entry in it.
+
+A regular file named like a dump (``names``: ``step_<N>_<name>.bin``, N >= 0,
+any number of ASCII digits up to ``MAX_STEP_DIGITS``) is buffer ``name`` at
+step N; a symbolic link is followed. Every other entry is reported as
+skipped, with the reason; entries named like dumps that cannot be compared
+(a folder, FIFO, socket or device, a broken link or link loop, a name that
+is not UTF-8, a step number too long to read) are errors. A raw dump is not
+opened here (so a FIFO cannot block): one ``stat`` per entry (two for a
+symbolic link: the link, then what it points to), and folders are never
+written to.
+
+``discover(run, steps=...)`` lists only the dumps of the steps chosen (a
+set, a range, or a predicate on the step number): entries of other steps,
+and entries not named like dumps, are then neither listed, skipped nor
+stat'ed, so listing one step of a long run costs one pass over the names.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from ..render.escape import is_utf8
+from ..results import Problem, Skipped
+from .buffers import BufferRef, RunListing, step_filter
+from .names import DUMP_PATTERN, MAX_STEP_DIGITS, split_name
+from .reader import open_fd
+from .run import RunSource
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from .buffers import StepFilter
+
+
+def _kind(mode: int) -> str:
+    for test, word in (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
+        if test(mode):
+            return word
+    return "not a regular file"
+
+
+def is_inside(path: str | os.PathLike[str], folder: str | os.PathLike[str]) -> bool:
+    """True when ``path`` is ``folder`` or lies below it (links resolved)."""
+    real, top = os.path.realpath(path), os.path.realpath(folder)
+    return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
+
+
+def _unreadable(root: str, problem: Problem) -> RunListing:
+    return RunListing(root, (), (), (problem,), readable=False)
+
+
+def discover(run: str | os.PathLike[str], steps: StepFilter | None = None) -> RunListing:
+    """List a run folder; with ``steps``, only the dumps of those steps."""
+    root = os.fspath(run)
+    shown = root  # paths stay as the OS gave them; renderers escape them
+    if "\0" in root:
+        problem = Problem(shown, "a path cannot contain a NUL character", kind="name")
+        return _unreadable(root, problem)
+    try:
+        st = os.stat(root)
+    except FileNotFoundError:
+        return _unreadable(
+            root, Problem(shown, "run folder not found; check the path", kind="missing")
+        )
+    except OSError as exc:
+        return _unreadable(
+            root, Problem(shown, f"cannot access run folder: {exc.strerror}", kind="unreadable")
+        )
+    if not stat.S_ISDIR(st.st_mode):
+        return _unreadable(
+            root,
+            Problem(
+                shown, "not a folder; give the run folder that holds the dumps", kind="unreadable"
+            ),
+        )
+    try:
+        with os.scandir(root) as it:
+            names = sorted([entry.name for entry in it])
+    except OSError as exc:
+        return _unreadable(
+            root,
+            Problem(
+                shown,
+                f"cannot list run folder: {exc.strerror}; check permissions",
+                kind="unreadable",
+            ),
+        )
+    return list_entries(root, names, steps)
+
+
+def list_entries(root: str, names: Iterable[str], steps: StepFilter | None = None) -> RunListing:
+    """The listing of the entries ``names`` of run folder ``root``, as
+    ``discover`` lists a whole folder (it calls this with every name,
+    sorted): for a caller that knows the names already (``watch``, listing
+    one step of a folder it polls). A name that no longer exists is an
+    error of kind ``changed``."""
+    want = step_filter(steps)
+    files: list[BufferRef] = []
+    skipped: list[Skipped] = []
+    errors: list[Problem] = []
+    broken: dict[tuple[int, str], Problem] = {}
+    lost: dict[int, Problem] = {}  # steps whose container could not be read
+    seen: dict[tuple[int, str], str] = {}
+    S_ISLNK, S_ISREG, lstat = stat.S_ISLNK, stat.S_ISREG, os.lstat
+    prefix = root if root.endswith(os.sep) else root + os.sep  # os.path.join(root, name)
+
+    def fail(
+        shown_path: str, parsed: tuple[int, str | None] | None, message: str, kind: str
+    ) -> None:
+        problem = Problem(shown_path, message, kind=kind)
+        errors.append(problem)
+        if parsed is not None:
+            if parsed[1] is None:  # a container: every buffer of its step is unknown
+                lost.setdefault(parsed[0], problem)
+            else:
+                broken.setdefault(parsed, problem)  # type: ignore[arg-type]
+
+    for entry_name in names:
+        path = prefix + entry_name
+        parts = split_name(entry_name)
+        parsed: tuple[int, str | None] | None = None
+        if parts is not None:
+            digits, name, fmt = parts
+            if len(digits) > MAX_STEP_DIGITS:  # an error, not a skip
+                if want is None:
+                    message = (
+                        f"step number has {len(digits):,} digits, more than fastdiff reads "
+                        f"({MAX_STEP_DIGITS}); rename the file"
+                    )
+                    fail(path, None, message, "name")
+                continue
+            parsed = (int(digits), name)
+            if want is not None and not want(parsed[0]):
+                continue
+        elif want is not None:
+            continue  # not a dump: only a listing of every step accounts for it
+        try:
+            st = lstat(path)  # one stat per entry: a link's target is stat'ed too
+            if S_ISLNK(st.st_mode):
+                try:
+                    st = os.stat(path)
+                except OSError as exc:
+                    what = "symbolic link loop" if exc.errno == 40 else "broken symbolic link"
+                    if parsed is None:
+                        skipped.append(Skipped(path, f"{what}, not a dump"))
+                    else:
+                        fail(path, parsed, f"{what}; fix or remove the link", "unreadable")
+                    continue
+        except OSError as exc:
+            message = f"vanished or unreadable while listing: {exc.strerror}"
+            kind = "changed" if isinstance(exc, FileNotFoundError) else "unreadable"
+            fail(path, parsed, message, kind)
+            continue
+        if not S_ISREG(st.st_mode):
+            kind = _kind(st.st_mode)
+            if parsed is None:
+                skipped.append(Skipped(path, f"{kind}; fastdiff compares regular files only"))
+            else:
+                message = f"named like a dump but is {kind}; only regular files are read"
+                fail(path, parsed, message, "unreadable")
+            continue
+        if parsed is None:
+            skipped.append(Skipped(path, f"not a dump: name is not {DUMP_PATTERN}"))
+            continue
+        if not entry_name.isascii() and not is_utf8(entry_name):
+            fail(path, parsed, "file name is not valid UTF-8; rename it to compare it", "name")
+            continue
+        if parsed in seen:
+            errors.append(
+                Problem(
+                    path,
+                    f"same step and buffer as {seen[parsed]} (step numbers with leading "
+                    "zeros?); keep one of them",
+                    kind="name",
+                )
+            )
+            continue
+        step, name = parsed
+        if fmt == "raw":  # the usual case: nothing is opened
+            seen[parsed] = path  # type: ignore[index]
+            ref = BufferRef(
+                path, step, name, st.st_size, st.st_dev, st.st_ino, st.st_mtime_ns,  # type: ignore[arg-type]
+                st.st_ctime_ns,
+            )  # fmt: skip
+            files.append(ref)
+            continue
+        try:
+            refs = headed_buffers(path, step, name, fmt)
+        except OSError as exc:
+            kind = "changed" if isinstance(exc, FileNotFoundError) else "unreadable"
+            fail(path, parsed, f"cannot read: {exc.strerror or exc}", kind)
+            continue
+        except ValueError as exc:  # the format's own error: its header is refused
+            fail(path, parsed, f"{exc}; nothing of it was compared", "malformed")
+            continue
+        for ref in refs:
+            key = (ref.step, ref.name)
+            if key in seen:
+                message = f"buffer {ref.name!r} of step {step} is also in {seen[key]}; keep one"
+                errors.append(Problem(path, message, kind="name"))
+                continue
+            seen[key] = path
+            files.append(ref)
+    broken = {k: m for k, m in broken.items() if k not in seen}
+    return RunListing(
+        root, tuple(files), tuple(skipped), tuple(errors), True, tuple(sorted(broken.items())),
+        tuple(sorted(lost.items(), key=lambda item: item[0])),
+    )  # fmt: skip
+
+
+#: The module and function that list the buffers of a file of each format
+#: other than raw: ``(path, step, fd, stat) -> [BufferRef]``, raising a
+#: ValueError of the format's when its header is refused.
+_READERS = {
+    "npy": ("npy", "file_buffers"),
+    "safetensors": ("safetensors", "file_buffers"),
+    "npz": ("npz", "archive_buffers"),
+    "torch": ("torchzip", "archive_buffers"),
+}
+
+
+def headed_buffers(path: str, step: int, name: str | None, fmt: str) -> list[BufferRef]:
+    """The buffers of a dump whose file says what it holds (an ``.npy``: the
+    one buffer ``name``; a container: its tensors), read from its header;
+    raises OSError, or the format's ValueError."""
+    from importlib import import_module
+
+    module, function = _READERS[fmt]
+    read = getattr(import_module(f".{module}", __package__), function)
+    fd = open_fd(path)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError("no longer a regular file (it changed while it was listed)")
+        if fmt == "npy":
+            return read(path, step, name, fd, st)  # type: ignore[no-any-return]
+        return read(path, step, fd, st)  # type: ignore[no-any-return]
+    finally:
+        os.close(fd)
+
+
+def open_source(spec: str, steps: StepFilter | None = None) -> RunSource:
+    """A run folder as a run source (``sources.FORMATS``)."""
+    return RunSource(spec, discover(spec, steps), steps=steps)

@@ -1,0 +1,105 @@
+"""The dump-name rule: which file names are dumps, of which step and buffer.
+
+A run folder holds, per step N (ASCII digits, any number up to
+``MAX_STEP_DIGITS``):
+
+- ``step_<N>_<name>.bin``: buffer ``name``, raw little-endian elements
+  (their type comes from the schema);
+- ``step_<N>_<name>.npy``: buffer ``name``, a numpy array file (its header
+  gives dtype and shape);
+- ``step_<N>.<ext>`` with ``ext`` one of ``CONTAINER_SUFFIXES``: a container
+  file (safetensors, a ``torch.save`` archive, an ``.npz``) whose tensors
+  are step N's buffers.
+
+``name`` is at least one character, any character (a dot, a newline). This
+module is the one place that parses or builds such names; it reads no file.
+"""
+
+from __future__ import annotations
+
+PREFIX = "step_"
+#: The suffix of one buffer per file, and what the file holds.
+BUFFER_SUFFIXES = {".bin": "raw"}
+#: The suffixes of container files, one per step, and their format.
+CONTAINER_SUFFIXES: dict[str, str] = {}
+#: Step numbers of more digits are refused (an error, never a skip): below
+#: the smallest limit Python may put on int/str conversions (640 digits), and
+#: far above the 255 bytes most file systems allow a file name.
+MAX_STEP_DIGITS = 600
+
+#: How messages name a dump.
+DUMP_PATTERN = "step_<N>_<name>.bin"
+#: How messages name what a run folder holds.
+DUMPS = "step_<N>_<name>.bin dumps"
+
+
+def split_name(filename: str) -> tuple[str, str | None, str] | None:
+    """(step digits, buffer name or None for a container, format) for a dump
+    name, else None. The digits are not checked against ``MAX_STEP_DIGITS``."""
+    if not filename.startswith(PREFIX):
+        return None
+    dot = filename.rfind(".")
+    if dot < 0:
+        return None
+    suffix = filename[dot:]
+    fmt = BUFFER_SUFFIXES.get(suffix)
+    if fmt is not None:
+        sep = filename.find("_", 5)
+        # The digits run up to the first "_" after "step_", and a name of at
+        # least one character sits between that "_" and the suffix.
+        if sep <= 5 or sep + 1 >= dot:
+            return None
+        digits = filename[5:sep]
+        if not (digits.isascii() and digits.isdigit()):
+            return None
+        return digits, filename[sep + 1 : dot], fmt
+    fmt = CONTAINER_SUFFIXES.get(suffix)
+    if fmt is None:
+        return None
+    digits = filename[5:dot]
+    if not (digits and digits.isascii() and digits.isdigit()):
+        return None
+    return digits, None, fmt
+
+
+def split_dump_name(filename: str) -> tuple[str, str] | None:
+    """(step digits, buffer name) for a name shaped ``step_<N>_<name>.bin``, else None."""
+    parts = split_name(filename)
+    if parts is None or parts[2] != "raw":
+        return None
+    return parts[0], parts[1]  # type: ignore[return-value]
+
+
+def parse_dump_name(filename: str) -> tuple[int, str] | None:
+    """(step, buffer name) for ``step_<N>_<name>.bin``, else None.
+
+    None also for a step of more than ``MAX_STEP_DIGITS`` digits: callers
+    that list folders tell that case apart with ``split_dump_name``.
+    """
+    parts = split_dump_name(filename)
+    if parts is None or len(parts[0]) > MAX_STEP_DIGITS:
+        return None
+    return int(parts[0]), parts[1]
+
+
+def step_of(filename: str) -> int | None:
+    """The step of any dump name (a buffer's or a container's), else None."""
+    parts = split_name(filename)
+    if parts is None or len(parts[0]) > MAX_STEP_DIGITS:
+        return None
+    return int(parts[0])
+
+
+def is_dump_name(filename: str) -> bool:
+    """Whether ``filename`` is named like a dump of any format."""
+    return split_name(filename) is not None
+
+
+def dump_name(step: int, name: str, suffix: str = ".bin") -> str:
+    """The file name of buffer ``name`` at ``step`` (``suffix``: ``.bin`` or ``.npy``)."""
+    return f"{PREFIX}{step}_{name}{suffix}"
+
+
+def container_name(step: int, suffix: str) -> str:
+    """The file name of step ``step``'s container (``suffix``: ``.safetensors``, ...)."""
+    return f"{PREFIX}{step}{suffix}"

@@ -1,0 +1,74 @@
+"""``RunSource``: one side of a comparison as the scheduler sees it."""
+
+from __future__ import annotations
+
+from ..results import Problem
+from .buffers import RunListing
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..schema import Schema
+    from .buffers import StepFilter
+
+
+class RunSource:
+    """A run as the scheduler sees it: its format, its listing, and the chunk
+    size of the digests its buffers carry in advance.
+
+    ``kind``: the format's name (``FORMATS``); ``chunk_size`` is set when
+    the buffers carry digests known in advance (a manifest's: local files
+    are hashed alike to be compared with them); ``schema`` is the schema a
+    manifest records (None: a folder, or an older manifest); ``dtypes`` a
+    manifest's dtype per buffer name; ``steps`` the step filter the listing
+    was made with.
+    """
+
+    __slots__ = ("chunk_size", "dtypes", "kind", "listing", "schema", "spec", "steps")
+
+    spec: str
+    listing: RunListing
+    chunk_size: int | None
+    schema: Schema | None
+    dtypes: dict[str, str]
+    steps: StepFilter | None
+    kind: str
+
+    def __init__(
+        self,
+        spec: str,
+        listing: RunListing,
+        chunk_size: int | None = None,
+        schema: Schema | None = None,
+        dtypes: dict[str, str] | None = None,
+        steps: StepFilter | None = None,
+        kind: str = "folder",
+    ) -> None:
+        self.spec = spec
+        self.listing = listing
+        self.chunk_size = chunk_size
+        self.schema = schema
+        self.dtypes = {} if dtypes is None else dtypes
+        self.steps = steps
+        self.kind = kind
+
+    def __repr__(self) -> str:
+        return f"RunSource({self.spec!r}, {self.kind}, {self.listing!r})"
+
+    @property
+    def is_manifest(self) -> bool:
+        """A manifest: digests only, no data."""
+        return self.kind == "manifest"
+
+    def select(self, steps: StepFilter) -> RunSource:
+        """This source restricted to ``steps``, without reading anything again
+        (a manifest's digests are shared, not copied)."""
+        return RunSource(
+            self.spec, self.listing.select(steps), self.chunk_size, self.schema, self.dtypes,
+            steps, self.kind,
+        )  # fmt: skip
+
+
+def refused(spec: str, message: str, kind: str) -> RunSource:
+    """A run that cannot be used at all: its listing holds the one problem."""
+    problem = Problem(spec, message, kind=kind)
+    return RunSource(spec, RunListing(spec, (), (), (problem,), readable=False))

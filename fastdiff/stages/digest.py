@@ -1,0 +1,121 @@
+"""Stage 4's decision: what chunk digests decide about a pair.
+
+Two buffers of equal size whose chunk digests all agree are equal; where
+digests disagree, only the byte ranges of those chunks (and the chunk where
+the shorter buffer ends) are handed to the kernel (``ScanJob``). Where a
+side holds no data (a manifest: digests only), a differing pair is reported
+with its first differing chunk instead.
+"""
+
+from __future__ import annotations
+
+from ..dtypes import get_dtype
+from ..record import Record
+from ..results import COUNT_FIELDS, BufferResult
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..sources.buffers import BufferDigest
+    from .pair import Pair
+
+
+class ScanJob(Record):
+    """One pair and the byte ranges of its common prefix to scan.
+
+    ``must_differ``: some chunk's digests disagreed, so the scan must find a
+    difference.
+    """
+
+    __slots__ = ("must_differ", "pair", "ranges")
+
+    def __init__(
+        self, pair: Pair, ranges: tuple[tuple[int, int], ...], must_differ: bool = True
+    ) -> None:
+        self.pair = pair
+        self.ranges = ranges
+        self.must_differ = must_differ
+
+    @property
+    def n_bytes(self) -> int:
+        return sum(e - s for s, e in self.ranges)
+
+
+def add_range(ranges: list[list[int]], start: int, end: int) -> None:
+    """Append the byte range [start, end) to ``ranges`` (ascending), merged
+    with the last one when they touch."""
+    if ranges and ranges[-1][1] == start:
+        ranges[-1][1] = end
+    else:
+        ranges.append([start, end])
+
+
+def differing_ranges(a: BufferDigest, b: BufferDigest) -> tuple[tuple[tuple[int, int], ...], bool]:
+    """Byte ranges of the common prefix to scan, merged, and whether any
+    chunk's digests disagreed.
+
+    A chunk that is whole in both files is compared by digest; the chunk
+    where the shorter file ends is always scanned (its digests cover
+    different lengths), which alone does not mean anything differs.
+    """
+    common = min(a.size, b.size)
+    cs = a.chunk_size
+    ranges: list[list[int]] = []
+    mismatched = False
+    for k in range((common + cs - 1) // cs):
+        start, end = k * cs, min((k + 1) * cs, common)
+        whole = end - start == cs or a.size == b.size
+        if whole:
+            if a.chunks[k] == b.chunks[k]:
+                continue
+            mismatched = True
+        add_range(ranges, start, end)
+    return tuple((s, e) for s, e in ranges), mismatched
+
+
+#: Every count of a buffer whose compared elements all agree.
+_ZEROS = dict.fromkeys(COUNT_FIELDS, 0)
+_DIGESTS_ONLY = "compared by digests only (a manifest holds no data)"
+
+
+def by_digest(p: Pair, da: BufferDigest, db: BufferDigest, data: bool) -> BufferResult | ScanJob:
+    """Decide a pair from its chunk digests; a ScanJob when only a scan can tell.
+
+    ``data``: both files can be read. Without data (a manifest on one side)
+    a differing pair is reported with its first differing chunk instead.
+    """
+    assert p.a is not None and p.b is not None
+    itemsize = get_dtype(p.dtype).itemsize
+    n_a, n_b = p.a.size // itemsize, p.b.size // itemsize
+    if da.chunk_size != db.chunk_size:
+        return p.result(
+            "error",
+            n_elements_a=n_a,
+            n_elements_b=n_b,
+            message=f"digests of different chunk sizes ({da.chunk_size} and {db.chunk_size}) "
+            "cannot be compared; hash both with the same --chunk-size",
+        )
+    if da.size == db.size and da.chunks == db.chunks:  # the usual case: equal
+        if data:
+            return p.result("equal", n_elements_a=n_a, n_elements_b=n_b, **_ZEROS)
+        return p.result(
+            "equal", n_elements_a=n_a, n_elements_b=n_b, message=_DIGESTS_ONLY, **_ZEROS
+        )
+    ranges, mismatched = differing_ranges(da, db)
+    if ranges and data:
+        return ScanJob(p, ranges, mismatched)
+    status = "length_mismatch" if n_a != n_b else "diverged" if mismatched else "equal"
+    fields: dict[str, object] = {"n_elements_a": n_a, "n_elements_b": n_b}
+    if not ranges:
+        # Digests decided the whole common prefix equal: every count is 0,
+        # wherever the shorter file ends relative to the chunks.
+        fields.update(_ZEROS)
+    if mismatched:
+        start = next(s for s, _ in ranges)
+        k = start // da.chunk_size
+        while da.chunks[k] == db.chunks[k]:
+            k += 1
+        lo = k * da.chunk_size
+        fields["first_divergent_chunk"] = (lo, min(lo + da.chunk_size, min(da.size, db.size)))
+    if not data:
+        fields["message"] = _DIGESTS_ONLY
+    return p.result(status, **fields)  # type: ignore[arg-type]

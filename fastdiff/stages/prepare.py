@@ -1,0 +1,65 @@
+"""Stages 2 and 3 for one run pair: pair the buffers, decide what sizes decide,
+and choose the chunk size each side is hashed at.
+
+What is left (``Prepared.to_hash``) needs digests: stage 4.
+"""
+
+from __future__ import annotations
+
+from .pair import pair_runs
+from .size import size_stage
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..options import CompareOptions
+    from ..results import BufferResult, Problem
+    from ..schema import Schema
+    from ..sources import RunSource
+    from .pair import Pair
+
+
+def pair_chunk_size(src_a: RunSource, src_b: RunSource, opts: CompareOptions) -> int:
+    """The chunk size a pair's buffers are hashed at: that of the digests a
+    side knows in advance (a manifest's; run A's when both know some), else
+    the options'. The same for the pair in a sweep as for it alone."""
+    for src in (src_a, src_b):
+        if src.chunk_size is not None:
+            return src.chunk_size
+    return opts.chunk_size
+
+
+class Prepared:
+    """A run pair after stages 2 and 3: the chunk size of each side
+    (``cs_a``, ``cs_b``: a side's known digests keep theirs), the results
+    sizes decided and their problems, and the pairs to hash."""
+
+    __slots__ = ("cs_a", "cs_b", "decided", "problems", "to_hash")
+
+    def __init__(
+        self,
+        cs_a: int,
+        cs_b: int,
+        decided: list[BufferResult],
+        problems: list[Problem],
+        to_hash: list[Pair],
+    ) -> None:
+        self.cs_a = cs_a
+        self.cs_b = cs_b
+        self.decided = decided
+        self.problems = problems
+        self.to_hash = to_hash
+
+
+def prepare(
+    src_a: RunSource, src_b: RunSource, schema: Schema, opts: CompareOptions, paired: bool = True
+) -> Prepared:
+    """Pair and size a run pair. An unreadable run's buffers are unknown, not
+    absent: nothing is paired against it (else every buffer of the other
+    would diverge); with ``paired`` False nothing is paired either."""
+    pair_cs = pair_chunk_size(src_a, src_b, opts)
+    both = paired and src_a.listing.readable and src_b.listing.readable
+    pairs = pair_runs(src_a.listing, src_b.listing, schema) if both else ()
+    decided, problems, to_hash = size_stage(pairs)
+    return Prepared(
+        src_a.chunk_size or pair_cs, src_b.chunk_size or pair_cs, decided, problems, to_hash
+    )
