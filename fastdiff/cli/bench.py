@@ -89,7 +89,7 @@ def run(args: Namespace) -> int:
     from .common import given_schema
 
     if args.plot is not None:  # checked before a long benchmark, as compare checks it
-        from ..render.plot import check_plot_path
+        from .output import check_plot_path
 
         check_plot_path(args.plot, (args.like,) if args.like is not None else ())
     plan = plan_bench(

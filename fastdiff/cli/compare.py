@@ -61,7 +61,7 @@ def run(args: Namespace) -> int:
     from ..stages.verdict import exit_code
 
     if args.plot is not None:
-        from ..render.plot import check_plot_path
+        from .output import check_plot_path
 
         check_plot_path(args.plot, [args.run_a, args.run_b])
     options = options_of(args)

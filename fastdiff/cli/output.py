@@ -6,9 +6,11 @@ from __future__ import annotations
 import os
 import sys
 
+from ..errors import FastdiffError
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
 
     from ..results import Problem
 
@@ -46,3 +48,33 @@ def print_note(note: str) -> None:
     from ..render.escape import display_path
 
     print(f"fastdiff: {display_path(note)}", file=sys.stderr)
+
+
+def check_plot_path(path: str, runs: Sequence[str]) -> None:
+    """Fail before comparing if the plot cannot be written: no name, inside a
+    run folder (one of ``runs``, the folder a manifest among them was hashed
+    from, or any folder holding dumps: fastdiff never writes there), no such
+    folder or not writable, a target that is not a regular file (a FIFO
+    would take the picture and lose it), a name that does not end in .png
+    (the picture is a PNG, whatever the name says), no matplotlib."""
+    if path == "":
+        raise FastdiffError("--plot: empty file name; give the PNG file to write")
+    if not path.lower().endswith(".png"):
+        raise FastdiffError(
+            f"--plot {path}: the plot is a PNG image; give a file name ending in .png"
+        )
+    from ..render.plot import MISSING
+    from ..sources import refuse_run_folder
+
+    refuse_run_folder(path, f"--plot {path}", tuple(runs), "write the plot elsewhere")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise FastdiffError(f"--plot {path}: folder {folder} does not exist")
+    if os.path.exists(path) and not os.path.isfile(path):
+        raise FastdiffError(f"--plot {path}: not a regular file; give a .png file to write")
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise FastdiffError(f"--plot {path}: cannot write there (permission denied)")
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise FastdiffError(MISSING) from None

@@ -24,43 +24,12 @@ from .escape import display_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
     from ..results import Report, TimelineRow
 
 MISSING = (
     "--plot needs matplotlib, the optional extra 'plot': pip install 'fastdiff-dumps[plot]' "
     "(in a checkout of fastdiff: pip install '.[plot]')"
 )
-
-
-def check_plot_path(path: str, runs: Sequence[str]) -> None:
-    """Fail before comparing if the plot cannot be written: no name, inside a
-    run folder (one of ``runs``, the folder a manifest among them was hashed
-    from, or any folder holding dumps: fastdiff never writes there), no such
-    folder or not writable, a target that is not a regular file (a FIFO
-    would take the picture and lose it), a name that does not end in .png
-    (the picture is a PNG, whatever the name says), no matplotlib."""
-    if path == "":
-        raise FastdiffError("--plot: empty file name; give the PNG file to write")
-    if not path.lower().endswith(".png"):
-        raise FastdiffError(
-            f"--plot {path}: the plot is a PNG image; give a file name ending in .png"
-        )
-    from ..sources import refuse_run_folder
-
-    refuse_run_folder(path, f"--plot {path}", tuple(runs), "write the plot elsewhere")
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise FastdiffError(f"--plot {path}: folder {folder} does not exist")
-    if os.path.exists(path) and not os.path.isfile(path):
-        raise FastdiffError(f"--plot {path}: not a regular file; give a .png file to write")
-    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
-        raise FastdiffError(f"--plot {path}: cannot write there (permission denied)")
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise FastdiffError(MISSING) from None
 
 
 def _short(text: str, width: int = 48) -> str:
