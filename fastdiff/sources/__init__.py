@@ -31,14 +31,70 @@ __all__ = ["FORMATS", "RunSource", "open_run", "refused", "reopen", "sniff"]
 FORMATS: dict[str, tuple[str, str]] = {
     "folder": ("folder", f"a run folder of {DUMPS}"),
     "manifest": ("manifest", "a digest manifest written by 'fastdiff hash'"),
+    "safetensors": (
+        "safetensors",
+        "a safetensors file, or a checkpoint folder of them (model.safetensors, or shards "
+        "with model.safetensors.index.json)",
+    ),
+    "npz": ("npz", "a numpy .npz archive (np.savez, np.savez_compressed)"),
+    "torch": ("torchzip", "a torch.save archive (.pt, .pth, pytorch_model.bin)"),
 }
+
+#: Bytes read to tell a file's format.
+_SNIFF = 64
 
 
 def sniff(path: str) -> str:
-    """The format of a regular file, from its first bytes (``FORMATS``); a
-    file no format claims is read as a manifest, whose loader says why it
-    is not one."""
+    """The format of a regular file, from its first bytes (``FORMATS``): a
+    safetensors header, a zip archive (an ``.npz`` when its members are
+    ``.npy`` arrays, else a ``torch.save`` archive), else a manifest, whose
+    loader says why a file is not one. A file that cannot be read is left
+    to the manifest loader too, which names the trouble."""
+    from .reader import open_fd
+
+    try:
+        fd = open_fd(path)
+    except OSError:
+        return "manifest"
+    try:
+        head = os.pread(fd, _SNIFF, 0)
+        size = os.fstat(fd).st_size
+        # safetensors: an 8-byte little-endian header length that fits, then "{".
+        n = int.from_bytes(head[:8], "little")
+        if len(head) > 8 and head[8:9] == b"{" and 2 <= n <= size - 8:
+            return "safetensors"
+        if head[:4] in (b"PK\x03\x04", b"PK\x05\x06"):  # a zip archive
+            from .ziparchive import ZipError, read_members
+
+            try:
+                names = [m.name for m in read_members(fd, size)]
+            except ZipError:
+                names = []
+            if names and all(n.endswith(".npy") for n in names):
+                return "npz"
+            return "torch"
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
     return "manifest"
+
+
+def _folder_format(path: str) -> str:
+    """``folder``, or ``safetensors`` for a checkpoint folder: one that holds
+    no dump but ``*.safetensors`` files or their index."""
+    try:
+        with os.scandir(path) as it:
+            names = []
+            for entry in it:
+                if is_dump_name(entry.name):
+                    return "folder"
+                names.append(entry.name)
+    except OSError:
+        return "folder"  # its listing says what is wrong
+    from .safetensors import is_checkpoint_folder
+
+    return "safetensors" if is_checkpoint_folder(names) else "folder"
 
 
 def open_run(spec: str | os.PathLike[str], steps: StepFilter | None = None) -> RunSource:
@@ -52,7 +108,7 @@ def open_run(spec: str | os.PathLike[str], steps: StepFilter | None = None) -> R
     """
     s = os.fspath(spec)
     if not os.path.isfile(s):
-        fmt = "folder"
+        fmt = _folder_format(s) if os.path.isdir(s) else "folder"
     else:
         parts = split_name(os.path.basename(s))
         if parts is not None and parts[1] is not None:

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 PREFIX = "step_"
 #: The suffix of one buffer per file, and what the file holds.
-BUFFER_SUFFIXES = {".bin": "raw"}
+BUFFER_SUFFIXES = {".bin": "raw", ".npy": "npy"}
 #: The suffixes of container files, one per step, and their format.
-CONTAINER_SUFFIXES: dict[str, str] = {}
+CONTAINER_SUFFIXES = {".safetensors": "safetensors", ".pt": "torch", ".pth": "torch", ".npz": "npz"}
 #: Step numbers of more digits are refused (an error, never a skip): below
 #: the smallest limit Python may put on int/str conversions (640 digits), and
 #: far above the 255 bytes most file systems allow a file name.

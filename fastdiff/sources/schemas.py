@@ -18,13 +18,12 @@ a whole number of elements).
 from __future__ import annotations
 
 from ..render.fmt import plural
-from ..schema import RL_STATE
+from ..schema import OTHER, RL_STATE, Group, Member, Schema, literal_pattern
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from ..schema import Schema
     from . import RunSource
 
 
@@ -45,7 +44,7 @@ def choose_schema(
     to tell the user about the choice (``note: ...`` / ``warning: ...``)."""
     manifests = list({s.spec: s for s in sources if s.is_manifest}.values())
     recorded = [m.schema for m in manifests if m.schema is not None]
-    chosen = given or next(iter(recorded), None) or RL_STATE
+    chosen = given or next(iter(recorded), None) or by_name(sources) or RL_STATE
     said: list[str] = []
     reported: set[str] = set()
     if given is None:
@@ -94,3 +93,36 @@ def choose_schema(
             f"{plural(len(differ), 'buffer')}: {', '.join(differ)}"
         )
     return chosen, tuple(said)
+
+
+#: The name of the schema whose groups come from buffer names.
+BY_NAME = "by-name"
+
+
+def by_name(sources: Sequence[RunSource]) -> Schema | None:
+    """For runs whose every buffer's file gives its dtype (``.npy``,
+    safetensors, ``.npz``, ``torch.save``) and none of whose buffers the
+    preset ``rl-state`` knows: a schema whose groups are the first dotted
+    part of the names (``model.layers.0.w`` is in group ``model``), in the
+    order they first appear (run A's listing first). None otherwise, and
+    for runs with no buffers."""
+    names: dict[str, None] = {}
+    for src in sources:
+        for f in src.listing.buffers:
+            if f.dtype is None:
+                return None
+            names[f.name] = None
+    if not names or any(RL_STATE.classify(n)[0] != OTHER for n in names):
+        return None
+    groups: dict[str, list[Member]] = {}
+    for name in names:
+        key, dot, _ = name.partition(".")
+        if key == OTHER:
+            key = f"{OTHER}_"  # the reserved key stays for buffers in no group
+        members = groups.get(key)
+        if members is None:
+            members = groups[key] = []
+        pattern = f"{literal_pattern(name.partition('.')[0])}.*" if dot else literal_pattern(name)
+        if all(m.pattern != pattern for m in members):
+            members.append(Member(pattern, "u8"))
+    return Schema(BY_NAME, tuple(Group(k, k, "", tuple(m)) for k, m in groups.items()))

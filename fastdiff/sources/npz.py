@@ -1,0 +1,119 @@
+"""The ``.npz`` format: a zip archive of ``.npy`` members (``np.savez``).
+
+Each member ``<name>.npy`` is buffer ``<name>``, its dtype and shape from
+its ``.npy`` header (``npy``). A stored member (``np.savez``) is a byte
+range of the archive, hashed through memory maps; a compressed one
+(``np.savez_compressed``) is streamed through the decompressor in bounded
+memory (``buffers.Deflate``), its CRC-32 checked whenever it is read whole.
+The archive is located by its central directory (``ziparchive``), which is
+checked before anything is trusted; an object array, a member that is not
+``.npy``, or an ``.npy`` header that is refused makes the archive refused.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+
+from .buffers import BufferRef, Deflate, RunListing, step_filter
+from .npy import MAX_HEADER_SIZE, PREAMBLE, NpyError, parse_header
+from .run import RunSource, refused
+from .ziparchive import ZipError, read_members
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .buffers import StepFilter
+    from .ziparchive import ZipMember
+
+
+class NpzError(ValueError):
+    """An archive that is not a usable ``.npz``: the message says why."""
+
+
+def _head(fd: int, m: ZipMember) -> bytes:
+    """The first bytes of a member (enough for an ``.npy`` header)."""
+    want = min(m.size, PREAMBLE + MAX_HEADER_SIZE)
+    if m.method == 0:
+        return os.pread(fd, want, m.data_offset)
+    z = zlib.decompressobj(-15)
+    out = b""
+    pos = m.data_offset
+    end = m.data_offset + m.stored
+    try:
+        while len(out) < want and pos < end:
+            piece = os.pread(fd, min(1 << 16, end - pos), pos)
+            if not piece:
+                break
+            pos += len(piece)
+            out += z.decompress(piece, want - len(out))
+            while z.unconsumed_tail and len(out) < want:
+                out += z.decompress(z.unconsumed_tail, want - len(out))
+    except zlib.error as exc:
+        raise NpzError(f"member {m.name!r} is not a valid deflate stream ({exc})") from None
+    return out
+
+
+def archive_buffers(path: str, step: int, fd: int, st: os.stat_result) -> list[BufferRef]:
+    """The buffers of an open ``.npz`` file (at ``step``); raises NpzError."""
+    try:
+        members = read_members(fd, st.st_size)
+    except ZipError as exc:
+        raise NpzError(str(exc)) from None
+    out: list[BufferRef] = []
+    dev, ino, mtime, ctime, size = st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size
+    for m in members:
+        if not m.name.endswith(".npy"):
+            raise NpzError(f"member {m.name!r} is not an .npy array")
+        try:
+            h = parse_header(_head(fd, m), m.size)
+        except NpyError as exc:
+            raise NpzError(f"member {m.name!r}: {exc}") from None
+        name = m.name[:-4]
+        if m.method == 0:
+            ref = BufferRef(
+                path, step, name, h.nbytes, dev, ino, mtime, ctime, m.data_offset + h.data_offset,
+                size, h.dtype, h.shape, h.codec,
+            )  # fmt: skip
+        else:
+            if h.codec is not None:
+                raise NpzError(
+                    f"member {m.name!r}: a Fortran-order array in a compressed archive; "
+                    "fastdiff reads those stored (np.savez), or in C order"
+                )
+            codec = Deflate(m.stored, m.crc, h.data_offset)
+            ref = BufferRef(
+                path, step, name, h.nbytes, dev, ino, mtime, ctime, m.data_offset, size,
+                h.dtype, h.shape, codec,
+            )  # fmt: skip
+        out.append(ref)
+    return out
+
+
+def read_file(path: str, step: int) -> list[BufferRef]:
+    """The buffers of the ``.npz`` at ``path``; raises OSError or NpzError."""
+    import stat
+
+    from .reader import open_fd
+
+    fd = open_fd(path)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NpzError("not a regular file")
+        return archive_buffers(path, step, fd, st)
+    finally:
+        os.close(fd)
+
+
+def open_source(spec: str, steps: StepFilter | None = None) -> RunSource:
+    """An ``.npz`` file as a run source: one step (0) of buffers."""
+    try:
+        refs = read_file(spec, 0)
+    except OSError as exc:
+        return refused(spec, f"cannot read: {exc.strerror}", "unreadable")
+    except NpzError as exc:
+        return refused(spec, f"not a usable .npz archive: {exc}", "malformed")
+    want = step_filter(steps)
+    if want is not None and not want(0):
+        refs = []
+    return RunSource(spec, RunListing(spec, tuple(refs), (), ()), steps=steps, kind="npz")

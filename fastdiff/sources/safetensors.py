@@ -1,0 +1,329 @@
+"""The safetensors format: one file of tensors, and checkpoint folders of them.
+
+A file is an 8-byte little-endian header length N, N bytes of JSON (each
+tensor's ``dtype``, ``shape`` and ``data_offsets`` [begin, end) in the data
+that follows, and an optional ``__metadata__`` of strings), then the data.
+A checkpoint folder, as exporters write it, holds ``model.safetensors``, or
+shards with ``model.safetensors.index.json`` (its ``weight_map`` names the
+shard of each tensor): one step (0) whose buffers are every tensor of every
+shard.
+
+The header is checked as safetensors' own reader checks it
+(``safetensors/src/tensor.rs``), and a file that fails a check is refused
+with a one-line message, never read: a header length beyond the file or
+over ``MAX_HEADER_SIZE``; a header that is not a JSON object of UTF-8 text,
+or holds a key twice; an unknown dtype; a shape that is not a list of
+non-negative integers; offsets that are not sorted, contiguous from 0,
+non-overlapping, that disagree with dtype x shape, or do not end exactly
+at the end of the file (trailing bytes, or a truncated file). Arithmetic is
+on Python integers (no overflow); no tensor is loaded: a buffer is a byte
+range of the file, hashed through memory maps.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..dtypes import from_safetensors
+from ..results import Problem
+from .buffers import BufferRef, RunListing, step_filter
+from .run import RunSource, refused
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from .buffers import StepFilter
+
+#: safetensors' own cap on a header (``MAX_HEADER_SIZE`` in tensor.rs).
+MAX_HEADER_SIZE = 100_000_000
+#: The file an exporter writes for a checkpoint in one file, and its index
+#: for a checkpoint in shards.
+SINGLE = "model.safetensors"
+INDEX = "model.safetensors.index.json"
+#: An index file is read whole: at most this many bytes.
+MAX_INDEX_SIZE = 64 << 20
+
+
+class SafetensorsError(ValueError):
+    """A file or folder that is not a usable safetensors checkpoint."""
+
+
+def _no_duplicates(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for k, v in pairs:
+        if k in out:
+            raise SafetensorsError(f"the header holds key {k!r} twice")
+        out[k] = v
+    return out
+
+
+class Tensor:
+    """One tensor of a header: name, dtype (fastdiff's name), shape, and its
+    byte range in the file."""
+
+    __slots__ = ("begin", "dtype", "end", "name", "shape")
+
+    def __init__(self, name: str, dtype: str, shape: tuple[int, ...], begin: int, end: int) -> None:
+        self.name = name
+        self.dtype = dtype
+        self.shape = shape
+        self.begin = begin
+        self.end = end
+
+
+def parse_header(fd: int, file_size: int) -> list[Tensor]:
+    """The tensors of an open safetensors file, in file order, checked
+    (module docstring); raises SafetensorsError."""
+    if file_size < 8:
+        raise SafetensorsError(f"{file_size} bytes: too short for a safetensors header")
+    n = int.from_bytes(os.pread(fd, 8, 0), "little")
+    if n > MAX_HEADER_SIZE:
+        raise SafetensorsError(
+            f"header length {n:,} is over the {MAX_HEADER_SIZE:,} bytes safetensors allows"
+        )
+    if n + 8 > file_size:
+        raise SafetensorsError(
+            f"header length {n:,} runs past the end of the file ({file_size:,} bytes)"
+        )
+    raw = os.pread(fd, n, 8)
+    if len(raw) != n:
+        raise SafetensorsError("the file ended while its header was read (truncated?)")
+    import json
+
+    try:
+        text = raw.decode("utf-8")
+        doc = json.loads(text, object_pairs_hook=_no_duplicates)
+    except UnicodeDecodeError:
+        raise SafetensorsError("the header is not UTF-8 text") from None
+    except RecursionError:
+        raise SafetensorsError("the header is nested too deeply to be a header") from None
+    except ValueError as exc:
+        if isinstance(exc, SafetensorsError):
+            raise
+        raise SafetensorsError(f"the header is not valid JSON ({exc})") from None
+    if not isinstance(doc, dict):
+        raise SafetensorsError("the header is not a JSON object")
+    data_size = file_size - 8 - n
+    tensors = []
+    for name, info in doc.items():
+        if name == "__metadata__":
+            if not isinstance(info, dict) or not all(isinstance(v, str) for v in info.values()):
+                raise SafetensorsError("__metadata__ must map strings to strings")
+            continue
+        tensors.append(_tensor(name, info, 8 + n))
+    tensors.sort(key=lambda t: (t.begin, t.end))
+    pos = 8 + n
+    for t in tensors:
+        if t.begin != pos:
+            what = "overlaps the one before" if t.begin < pos else "leaves a hole before it"
+            raise SafetensorsError(
+                f"tensor {t.name!r}: its data at offsets [{t.begin - 8 - n}, {t.end - 8 - n}) "
+                f"{what}"
+            )
+        pos = t.end
+    if pos != file_size:
+        if pos > file_size:
+            raise SafetensorsError(
+                f"the tensors' data runs {pos - file_size:,} bytes past the end of the file "
+                "(truncated?)"
+            )
+        raise SafetensorsError(
+            f"{file_size - pos:,} bytes after the last tensor's data (of {data_size:,}); "
+            "a safetensors file ends where its last tensor does"
+        )
+    return tensors
+
+
+def _tensor(name: str, info: object, base: int) -> Tensor:
+    if not isinstance(info, dict):
+        raise SafetensorsError(f"tensor {name!r}: not an object")
+    for key in info:
+        if key not in ("dtype", "shape", "data_offsets"):
+            raise SafetensorsError(f"tensor {name!r}: unknown key {key!r}")
+    try:
+        dt = from_safetensors(info.get("dtype"))
+    except ValueError as exc:
+        raise SafetensorsError(f"tensor {name!r}: {exc}") from None
+    shape = info.get("shape")
+    if not isinstance(shape, list) or not all(
+        isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 1 << 62 for d in shape
+    ):
+        raise SafetensorsError(f"tensor {name!r}: shape must be a list of integers >= 0")
+    offsets = info.get("data_offsets")
+    if (
+        not isinstance(offsets, list)
+        or len(offsets) != 2
+        or not all(isinstance(o, int) and not isinstance(o, bool) for o in offsets)
+    ):
+        raise SafetensorsError(f"tensor {name!r}: data_offsets must be [begin, end]")
+    begin, end = offsets
+    if not 0 <= begin <= end:
+        raise SafetensorsError(f"tensor {name!r}: data_offsets [{begin}, {end}] are not in order")
+    count = 1
+    for d in shape:
+        count *= d
+    if (end - begin) != count * dt.itemsize:
+        raise SafetensorsError(
+            f"tensor {name!r}: {end - begin:,} bytes of data, but its {dt.name} shape "
+            f"{tuple(shape)} needs {count * dt.itemsize:,}"
+        )
+    return Tensor(name, dt.name, tuple(shape), base + begin, base + end)
+
+
+def file_buffers(path: str, step: int, fd: int, st: os.stat_result) -> list[BufferRef]:
+    """The buffers of one safetensors file (at ``step``); raises SafetensorsError."""
+    tensors = parse_header(fd, st.st_size)
+    dev, ino, mtime, ctime = st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns
+    size = st.st_size
+    out = []
+    for t in tensors:
+        ref = BufferRef(
+            path, step, t.name, t.end - t.begin, dev, ino, mtime, ctime, t.begin, size,
+            t.dtype, t.shape,
+        )  # fmt: skip
+        out.append(ref)
+    return out
+
+
+def read_file(path: str, step: int) -> list[BufferRef]:
+    """The buffers of the safetensors file at ``path``; raises OSError or
+    SafetensorsError."""
+    from .reader import open_fd
+
+    fd = open_fd(path)
+    try:
+        st = os.fstat(fd)
+        import stat
+
+        if not stat.S_ISREG(st.st_mode):
+            raise SafetensorsError("not a regular file")
+        return file_buffers(path, step, fd, st)
+    finally:
+        os.close(fd)
+
+
+def _read_index(folder: str) -> dict[str, str]:
+    """tensor name -> shard file name, from a checkpoint's index; checked."""
+    import json
+
+    path = os.path.join(folder, INDEX)
+    with open(path, "rb") as fh:
+        raw = fh.read(MAX_INDEX_SIZE + 1)
+    if len(raw) > MAX_INDEX_SIZE:
+        raise SafetensorsError(f"{INDEX} is over {MAX_INDEX_SIZE:,} bytes")
+    try:
+        doc = json.loads(raw, object_pairs_hook=_no_duplicates)
+    except (ValueError, RecursionError) as exc:
+        if isinstance(exc, SafetensorsError):
+            raise SafetensorsError(f"{INDEX}: {exc}") from None
+        raise SafetensorsError(f"{INDEX} is not valid JSON ({exc})") from None
+    weight_map = doc.get("weight_map") if isinstance(doc, dict) else None
+    if not isinstance(weight_map, dict) or not weight_map:
+        raise SafetensorsError(f"{INDEX} has no weight_map of tensor names to shard files")
+    for tensor, shard in weight_map.items():
+        if (
+            not isinstance(shard, str)
+            or not shard.endswith(".safetensors")
+            or "/" in shard
+            or "\\" in shard
+            or "\0" in shard
+            or shard in (".", "..")
+        ):
+            raise SafetensorsError(
+                f"{INDEX}: tensor {tensor!r} points at {shard!r}, not a .safetensors file in "
+                "the checkpoint folder"
+            )
+    return weight_map
+
+
+def is_checkpoint_folder(names: Iterable[str]) -> bool:
+    """Whether a folder's entry names are a safetensors checkpoint's."""
+    return any(n == INDEX or n.endswith(".safetensors") for n in names)
+
+
+def folder_listing(folder: str, names: list[str]) -> RunListing:
+    """A checkpoint folder as one step (0) of buffers: the shards its index
+    names (or every ``*.safetensors`` file when there is no index); each
+    tensor must be in the shard the index says, and in one shard only."""
+    from ..results import Skipped
+
+    errors: list[Problem] = []
+    skipped: list[Skipped] = []
+    if INDEX in names:
+        try:
+            weight_map = _read_index(folder)
+        except (OSError, SafetensorsError) as exc:
+            message = getattr(exc, "strerror", None) or str(exc)
+            return RunListing(folder, (), (), (Problem(folder, message, "malformed"),), False)
+        shards = sorted(set(weight_map.values()))
+    else:
+        weight_map = {}
+        shards = sorted(n for n in names if n.endswith(".safetensors"))
+    listed = set(shards) | {INDEX}
+    skipped += [
+        Skipped(os.path.join(folder, n), "not a tensor file of this checkpoint")
+        for n in sorted(names)
+        if n not in listed
+    ]
+    buffers: list[BufferRef] = []
+    seen: dict[str, str] = {}
+    for shard in shards:
+        path = os.path.join(folder, shard)
+        try:
+            refs = read_file(path, 0)
+        except FileNotFoundError:
+            errors.append(Problem(path, f"named in {INDEX} but missing", "missing"))
+            continue
+        except OSError as exc:
+            errors.append(Problem(path, f"cannot read: {exc.strerror}", "unreadable"))
+            continue
+        except SafetensorsError as exc:
+            errors.append(Problem(path, f"{exc}; nothing of it was compared", "malformed"))
+            continue
+        for ref in refs:
+            if ref.name in seen:
+                errors.append(
+                    Problem(path, f"tensor {ref.name!r} is also in {seen[ref.name]}", "malformed")
+                )
+                continue
+            if weight_map and weight_map.get(ref.name) != shard:
+                where = weight_map.get(ref.name)
+                said = f"{INDEX} puts it in {where}" if where else f"{INDEX} does not list it"
+                errors.append(Problem(path, f"tensor {ref.name!r}: {said}", "malformed"))
+                continue
+            seen[ref.name] = shard
+            buffers.append(ref)
+    missing = sorted(set(weight_map) - set(seen))
+    if missing and not errors:
+        errors.append(
+            Problem(
+                folder,
+                f"{INDEX} lists {len(missing)} tensors no shard holds ({', '.join(missing[:3])}"
+                f"{' ...' if len(missing) > 3 else ''})",
+                "malformed",
+            )
+        )
+    return RunListing(folder, tuple(buffers), tuple(skipped), tuple(errors), True)
+
+
+def open_source(spec: str, steps: StepFilter | None = None) -> RunSource:
+    """A safetensors file (one step, 0) or checkpoint folder as a run source."""
+    want = step_filter(steps)
+    if os.path.isdir(spec):
+        try:
+            names = sorted(os.listdir(spec))
+        except OSError as exc:
+            return refused(spec, f"cannot list run folder: {exc.strerror}", "unreadable")
+        listing = folder_listing(spec, names)
+    else:
+        try:
+            refs = read_file(spec, 0)
+        except OSError as exc:
+            return refused(spec, f"cannot read: {exc.strerror}", "unreadable")
+        except SafetensorsError as exc:
+            return refused(spec, f"not a usable safetensors file: {exc}", "malformed")
+        listing = RunListing(spec, tuple(refs), (), ())
+    if want is not None and not want(0):
+        listing = RunListing(spec, (), (), listing.errors, listing.readable)
+    return RunSource(spec, listing, steps=steps, kind="safetensors")
