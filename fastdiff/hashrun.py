@@ -15,8 +15,7 @@ import os
 from .engine.scheduler import Scheduler, gc_paused
 from .errors import FastdiffError
 from .results import Problem
-from .schema import RL_STATE
-from .sources.folder import discover
+from .sources import open_run
 from .sources.manifest import manifest_dict
 
 TYPE_CHECKING = False
@@ -48,7 +47,10 @@ def write_manifest(
         listing, digests, problems = _hash_run(root, options, cache)
     if problems:
         return "", problems
-    schema = options.schema or RL_STATE
+    from .sources import RunSource
+    from .sources.schemas import choose_schema
+
+    schema, _ = choose_schema((RunSource(root, listing),), options.schema)
     text = json.dumps(manifest_dict(listing, digests, options.chunk_size, schema), indent=1) + "\n"
     if output is not None:
         _write_output(os.fspath(output), text)
@@ -59,7 +61,10 @@ def _hash_run(
     root: str, options: CompareOptions, cache: DigestCache | None
 ) -> tuple[RunListing, dict[BufferRef, BufferDigest], list[Problem]]:
     """The run's listing, its files' digests, and the problems met."""
-    listing = discover(root)
+    src = open_run(root)
+    if src.is_manifest:
+        raise FastdiffError(f"{root}: a manifest already; hash the run folder it describes")
+    listing = src.listing
     problems = list(listing.errors)
     if not listing.files and not problems:
         from .sources import RunSource, dump_subfolder, no_dumps_problem

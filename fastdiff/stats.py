@@ -221,7 +221,8 @@ def run_stats(
     if top < 0:
         raise ValueError(f"--top must be >= 0, got {top}")
     order = schema.order
-    classified = [(f, *schema.classify(f.name)) for f in listing.files]
+    classify = schema.classify
+    classified = [(f, g, f.dtype or d) for f in listing.files for g, d in (classify(f.name),)]
 
     def sort_key(key: str, name: str = "") -> tuple[int, str]:
         return order[key], name

@@ -162,7 +162,7 @@ class _Job(_Need):
 
     __slots__ = (
         "bytes_hashed", "bytes_scanned", "cs_a", "cs_b", "engines", "errors", "files_hashed",
-        "pairs_scanned", "plan", "results", "scans_left", "to_hash",
+        "notes", "pairs_scanned", "plan", "results", "scans_left", "to_hash",
     )  # fmt: skip
 
     def __init__(self, plan: Plan, opts: CompareOptions) -> None:
@@ -175,6 +175,7 @@ class _Job(_Need):
         self.results: list[BufferResult] = ready.decided
         self.errors += ready.problems
         self.to_hash: list[Pair] = ready.to_hash
+        self.notes = ready.notes
         self.scans_left = 0
         self.files_hashed = self.bytes_hashed = 0
         self.pairs_scanned = self.bytes_scanned = 0
@@ -599,7 +600,7 @@ class Scheduler:
             job.errors,
             tolerance=tolerance_dict(self.opts.tolerance),
             work=work,
-            notes=plan.notes,
+            notes=(*plan.notes, *job.notes),
         )
         if self.progress is not None:
             self.progress.pair_done()

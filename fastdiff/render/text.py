@@ -191,6 +191,8 @@ def format_buffer(b: BufferResult) -> str:
             parts.append(display_path(b.message))  # a prefix digests alone cannot decide
     else:
         parts.append("DIVERGED" if b.status == "diverged" else "within tolerance")
+        if b.n_diff is None and b.message:
+            parts.append(display_path(b.message))  # decided without reading: headers differ
     for part in _PARTS:
         text = part(b)
         if text is not None:

@@ -41,14 +41,15 @@ class NpyError(ValueError):
 
 
 class NpyHeader:
-    """What an ``.npy`` header says: the dtype (fastdiff's name), the shape,
+    """What an ``.npy`` header says: the dtype (fastdiff's name; None for raw
+    bytes of a type numpy cannot name, ``<V2``: the schema names it), the shape,
     where the data starts and how many bytes it has, and its layout
     (``codec``: None for C order, a ``Strided`` view for Fortran order)."""
 
     __slots__ = ("codec", "data_offset", "dtype", "nbytes", "shape")
 
     def __init__(
-        self, dtype: str, shape: tuple[int, ...], data_offset: int, nbytes: int,
+        self, dtype: str | None, shape: tuple[int, ...] | None, data_offset: int, nbytes: int,
         codec: Strided | None,
     ) -> None:  # fmt: skip
         self.dtype = dtype
@@ -61,7 +62,7 @@ class NpyHeader:
 def header_length(preamble: bytes) -> tuple[int, int]:
     """(header length, bytes before the header) from the first bytes."""
     if len(preamble) < 10 or not preamble.startswith(MAGIC):
-        raise NpyError("not an .npy file (no \\x93NUMPY magic)")
+        raise NpyError("not an .npy file (it does not start with numpy's magic bytes)")
     major, minor = preamble[6], preamble[7]
     if (major, minor) == (1, 0):
         return struct.unpack("<H", preamble[8:10])[0], 10
@@ -209,23 +210,31 @@ def parse_header(head: bytes, file_size: int) -> NpyHeader:
             "the array holds Python objects (dtype object): it can only be read by running "
             "pickle code, which fastdiff never does"
         )
-    try:
-        dt = from_descr(descr)
-    except ValueError as exc:
-        raise NpyError(str(exc)) from None
+    void = _void_size(descr)  # type: ignore[arg-type]
+    if void is None:
+        try:
+            dt = from_descr(descr)
+        except ValueError as exc:
+            raise NpyError(str(exc)) from None
+        name: str | None = dt.name
+        itemsize = dt.itemsize
+    else:
+        # Raw bytes of an unnamed type (ml_dtypes saves bfloat16 as <V2): the
+        # schema names its dtype, and its shape is then the schema's too.
+        name, itemsize = None, void
     shape = fields["shape"]
     assert isinstance(shape, tuple)
     count = 1
     for d in shape:
         count *= d
-    nbytes = count * dt.itemsize
+    nbytes = count * itemsize
     if nbytes >= 1 << 62:
         raise NpyError(f"shape {shape} is too large to be read")
     if end + nbytes != file_size:
         if end + nbytes > file_size:
             raise NpyError(
-                f"truncated: the header's shape {shape} of {dt.name} needs {nbytes:,} bytes of "
-                f"data, the file holds {file_size - end:,}"
+                f"truncated: the header's shape {shape} of {name or descr} needs {nbytes:,} "
+                f"bytes of data, the file holds {file_size - end:,}"
             )
         raise NpyError(
             f"{file_size - end - nbytes:,} bytes after the {nbytes:,} of the array its header "
@@ -238,8 +247,16 @@ def parse_header(head: bytes, file_size: int) -> NpyHeader:
         for d in shape:  # column-major: the first index varies fastest
             strides.append(step)
             step *= d
-        codec = Strided(dt.itemsize, tuple(shape), tuple(strides), nbytes)
-    return NpyHeader(dt.name, tuple(shape), end, nbytes, codec)
+        codec = Strided(itemsize, tuple(shape), tuple(strides), nbytes)
+    return NpyHeader(name, None if name is None else tuple(shape), end, nbytes, codec)
+
+
+def _void_size(descr: str) -> int | None:
+    """The width of a void type (``'<V2'``, ``'|V1'``), else None."""
+    rest = descr[1:] if descr[:1] in "<>|=" else descr
+    if rest[:1] == "V" and rest[1:].isascii() and rest[1:].isdigit() and 0 < int(rest[1:]) <= 8:
+        return int(rest[1:])
+    return None
 
 
 def file_buffers(path: str, step: int, name: str, fd: int, st: os.stat_result) -> list[BufferRef]:

@@ -31,9 +31,10 @@ def pair_chunk_size(src_a: RunSource, src_b: RunSource, opts: CompareOptions) ->
 class Prepared:
     """A run pair after stages 2 and 3: the chunk size of each side
     (``cs_a``, ``cs_b``: a side's known digests keep theirs), the results
-    sizes decided and their problems, and the pairs to hash."""
+    sizes decided and their problems, the pairs to hash, and ``notes``:
+    where a file's header overrules the dtype the schema gives a member."""
 
-    __slots__ = ("cs_a", "cs_b", "decided", "problems", "to_hash")
+    __slots__ = ("cs_a", "cs_b", "decided", "notes", "problems", "to_hash")
 
     def __init__(
         self,
@@ -42,12 +43,14 @@ class Prepared:
         decided: list[BufferResult],
         problems: list[Problem],
         to_hash: list[Pair],
+        notes: tuple[str, ...] = (),
     ) -> None:
         self.cs_a = cs_a
         self.cs_b = cs_b
         self.decided = decided
         self.problems = problems
         self.to_hash = to_hash
+        self.notes = notes
 
 
 def prepare(
@@ -61,5 +64,31 @@ def prepare(
     pairs = pair_runs(src_a.listing, src_b.listing, schema) if both else ()
     decided, problems, to_hash = size_stage(pairs)
     return Prepared(
-        src_a.chunk_size or pair_cs, src_b.chunk_size or pair_cs, decided, problems, to_hash
+        src_a.chunk_size or pair_cs, src_b.chunk_size or pair_cs, decided, problems, to_hash,
+        header_notes(pairs, schema),
+    )  # fmt: skip
+
+
+def header_notes(pairs: tuple[Pair, ...], schema: Schema) -> tuple[str, ...]:
+    """One note per buffer whose file's header gives another dtype than the
+    member of the schema that names it (the header's is used)."""
+    from ..schema import OTHER
+
+    seen: dict[str, tuple[str, str]] = {}
+    for p in pairs:
+        head = p.a if p.a is not None and p.a.dtype is not None else p.b
+        if head is None or head.dtype is None or p.name in seen:
+            continue
+        group, dtype = schema.classify(p.name)
+        if group != OTHER and dtype != head.dtype:
+            seen[p.name] = (dtype, head.dtype)
+    if not seen:
+        return ()
+    listed = [f"{name} ({said} in the schema, {found} in the file)"
+              for name, (said, found) in sorted(seen.items())]  # fmt: skip
+    shown = ", ".join(listed[:5]) + (f" and {len(listed) - 5} more" if len(listed) > 5 else "")
+    return (
+        f"warning: the files' headers give another dtype than schema {schema.name!r} for "
+        f"{len(listed)} {'buffer' if len(listed) == 1 else 'buffers'}: {shown}; the headers' "
+        "dtypes are used",
     )

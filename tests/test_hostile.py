@@ -1,0 +1,514 @@
+"""Hostile tensor files: every check of every parser, each with a crafted file.
+
+A file from a download is refused, not trusted: exit 2 with one line that
+names the file and what is wrong, never a traceback, never a partial verdict
+presented as whole (the other buffers of the run are still compared and
+reported). Then hypothesis throws mutated headers at each parser: it reads,
+or refuses with its own error; nothing else.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import struct
+import subprocess
+import tempfile
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers import fastdiff
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fastdiff.sources.npy import NpyError, parse_header
+from fastdiff.sources.npz import NpzError
+from fastdiff.sources.npz import read_file as read_npz
+from fastdiff.sources.safetensors import SafetensorsError
+from fastdiff.sources.safetensors import read_file as read_safetensors
+
+
+def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return fastdiff(*args)
+
+
+def npy_bytes(arr: np.ndarray) -> bytes:
+    out = io.BytesIO()
+    np.save(out, arr)
+    return out.getvalue()
+
+
+def npy_with_header(header: str, data: bytes = b"", version: tuple[int, int] = (1, 0)) -> bytes:
+    text = header.encode("latin-1")
+    if version == (1, 0):
+        return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(text)) + text + data
+    return b"\x93NUMPY" + bytes(version) + struct.pack("<I", len(text)) + text + data
+
+
+def _hdr(descr: str = "<f4", shape: str = "(4,)", extra: str = "") -> str:
+    return f"{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, {extra}}}\n"
+
+
+GOOD = np.arange(4, dtype=np.float32)
+
+NPY_CASES = {
+    "truncated data": (npy_bytes(GOOD)[:-3], "truncated"),
+    "trailing bytes": (npy_bytes(GOOD) + b"\0" * 8, "bytes after"),
+    "object dtype": (npy_with_header(_hdr("|O")), "Python objects"),
+    "structured dtype": (
+        npy_with_header("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }\n"),
+        "structured",
+    ),
+    "header too long": (
+        npy_with_header(_hdr() + " " * 20_000, GOOD.tobytes(), (2, 0)),
+        "longer than numpy reads",
+    ),
+    "code in the header": (
+        npy_with_header("{'descr': __import__('os').system('touch PWNED'), 'shape': (1,)}\n"),
+        "not a plain dict literal",
+    ),
+    "unknown key": (npy_with_header(_hdr(extra="'x': 1, "), GOOD.tobytes()), "unknown key"),
+    "missing key": (npy_with_header("{'descr': '<f4', 'shape': (4,)}\n", GOOD.tobytes()), "lacks"),
+    "unknown version": (npy_with_header(_hdr(), GOOD.tobytes(), (9, 9)), "version 9.9"),
+    "not npy at all": (b"hello, world" * 10, "magic bytes"),
+    "complex dtype": (npy_with_header(_hdr("<c8")), "complex"),
+    "header past the end": (b"\x93NUMPY\x01\x00\xff\x0f{", "truncated .npy header"),
+    "a one-dimension shape without its comma": (
+        npy_with_header(_hdr(shape="(4)"), GOOD.tobytes()),
+        "without its comma",
+    ),
+}
+
+
+def _pair(tmp_path: Path, name: str, bad: bytes, good: bytes) -> tuple[Path, Path]:
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    for run in (a, b):
+        np.arange(8, dtype=np.float32).tofile(run / "step_0_rewards.bin")
+    (a / name).write_bytes(good)
+    (b / name).write_bytes(bad)
+    return a, b
+
+
+def _refused(r: subprocess.CompletedProcess[str], path: Path, why: str) -> None:
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "Traceback" not in r.stderr
+    lines = [x for x in r.stderr.splitlines() if x.startswith("fastdiff: error: ")]
+    mine = [x for x in lines if str(path) in x]
+    assert len(mine) == 1, r.stderr
+    assert why in mine[0], mine[0]
+
+
+@pytest.mark.parametrize("case", list(NPY_CASES))
+def test_a_hostile_npy_is_refused_and_the_rest_compared(tmp_path: Path, case: str) -> None:
+    bad, why = NPY_CASES[case]
+    a, b = _pair(tmp_path, "step_0_x.npy", bad, npy_bytes(GOOD))
+    r = cli("compare", a, b, "--format", "json")
+    _refused(r, b / "step_0_x.npy", why)
+    doc = json.loads(r.stdout)
+    rows = {d["name"]: d["status"] for d in doc["buffers"]}
+    assert rows == {"rewards": "equal", "x": "error"}  # the rest is compared and reported
+    assert doc["verdict"] == "error"
+    assert not Path("PWNED").exists() and not (tmp_path / "PWNED").exists()
+
+
+# --- safetensors -------------------------------------------------------------------
+
+
+def st_bytes(header: object, data: bytes, raw_header: bytes | None = None) -> bytes:
+    text = raw_header if raw_header is not None else json.dumps(header).encode()
+    return struct.pack("<Q", len(text)) + text + data
+
+
+F = {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}
+G = {"dtype": "F32", "shape": [2], "data_offsets": [8, 16]}
+
+ST_CASES = {
+    "header length past the file": (struct.pack("<Q", 1000) + b"{}", "runs past the end"),
+    "header length over 100 MB": (struct.pack("<Q", 200_000_000) + b"{}", "over the 100,000,000"),
+    "overlapping tensors": (
+        st_bytes({"a": F, "b": {**G, "data_offsets": [4, 12]}}, bytes(16)),
+        "overlaps",
+    ),
+    "a hole between tensors": (
+        st_bytes({"a": F, "b": {**G, "data_offsets": [12, 20]}}, bytes(20)),
+        "hole",
+    ),
+    "data past the end": (st_bytes({"a": F, "b": G}, bytes(12)), "past the end"),
+    "offsets that disagree with dtype x shape": (
+        st_bytes({"a": {**F, "shape": [3]}}, bytes(8)),
+        "needs 12",
+    ),
+    "a key twice": (
+        st_bytes(
+            None, bytes(8), b'{"a": %s, "a": %s}' % (json.dumps(F).encode(), json.dumps(F).encode())
+        ),
+        "twice",
+    ),
+    "an unknown dtype": (st_bytes({"a": {**F, "dtype": "F128"}}, bytes(8)), "F128"),
+    "trailing bytes": (st_bytes({"a": F}, bytes(12)), "after the last tensor"),
+    "not JSON": (st_bytes(None, b"", b"{not json at all"), "not valid JSON"),
+    "not an object": (st_bytes(None, bytes(8), b"[1, 2, 3]"), "not a JSON object"),
+    "a negative dimension": (st_bytes({"a": {**F, "shape": [-2]}}, bytes(8)), "integers >= 0"),
+    "metadata that is not strings": (
+        st_bytes({"__metadata__": {"a": 1}, "a": F}, bytes(8)),
+        "__metadata__",
+    ),
+    "offsets out of order": (
+        st_bytes({"a": {**F, "data_offsets": [8, 0]}}, bytes(8)),
+        "not in order",
+    ),
+    "a header nested too deeply": (st_bytes(None, b"", b"{" + b'"a":[' * 100_000), "JSON"),
+}
+
+
+@pytest.mark.parametrize("case", list(ST_CASES))
+def test_a_hostile_safetensors_file_is_refused(tmp_path: Path, case: str) -> None:
+    bad, why = ST_CASES[case]
+    good = st_bytes({"a": F, "b": G}, bytes(16))
+    # As a container of a step in a run folder: the rest is still compared.
+    a, b = _pair(tmp_path, "step_0.safetensors", bad, good)
+    r = cli("compare", a, b, "--format", "json")
+    _refused(r, b / "step_0.safetensors", why)
+    rows = {d["name"]: d["status"] for d in json.loads(r.stdout)["buffers"]}
+    assert rows["rewards"] == "equal"
+    assert {k: v for k, v in rows.items() if k != "rewards"} == {"a": "error", "b": "error"}
+    # As a run of its own (sniffed by its first bytes when they look like
+    # safetensors; refused as no manifest otherwise).
+    r = cli("compare", a / "step_0.safetensors", b / "step_0.safetensors")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert str(b / "step_0.safetensors") in r.stderr
+
+
+def test_an_index_that_points_outside_its_folder_is_refused(tmp_path: Path) -> None:
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    (tmp_path / "outside.safetensors").write_bytes(st_bytes({"a": F}, bytes(8)))
+    index = {"weight_map": {"a": "../outside.safetensors"}}
+    (ckpt / "model.safetensors.index.json").write_text(json.dumps(index))
+    r = cli("compare", ckpt, ckpt)
+    assert r.returncode == 2 and "not a .safetensors file in the checkpoint folder" in r.stderr
+    index = {"weight_map": {"a": "model-1.safetensors", "b": "model-2.safetensors"}}
+    (ckpt / "model.safetensors.index.json").write_text(json.dumps(index))
+    (ckpt / "model-1.safetensors").write_bytes(st_bytes({"a": F, "b": G}, bytes(16)))
+    r = cli("compare", ckpt, ckpt)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "named in model.safetensors.index.json but missing" in r.stderr
+    assert "tensor 'b': model.safetensors.index.json puts it in model-2.safetensors" in r.stderr
+
+
+# --- zip archives (npz) -----------------------------------------------------------------
+
+
+def zip_bytes(members: list[dict[str, object]], *, eocd: bool = True) -> bytes:
+    """A zip archive, written field by field, so a test can lie in any field."""
+    out = bytearray()
+    central = bytearray()
+    for m in members:
+        name = str(m["name"]).encode()
+        data = bytes(m["data"])  # type: ignore[arg-type]
+        method = int(m.get("method", 0))  # type: ignore[arg-type]
+        usize = int(m.get("usize", len(data) if method == 0 else 0))  # type: ignore[arg-type]
+        crc = int(m.get("crc", zlib.crc32(data)))  # type: ignore[arg-type]
+        flags = int(m.get("flags", 0))  # type: ignore[arg-type]
+        offset = int(m.get("offset", len(out)))  # type: ignore[arg-type]
+        if "offset" not in m:
+            out += (
+                struct.pack(
+                    "<4sHHHHHIIIHH",
+                    b"PK\x03\x04",
+                    20,
+                    flags,
+                    method,
+                    0,
+                    0,
+                    crc,
+                    len(data),
+                    usize,
+                    len(name),
+                    0,
+                )
+                + name
+                + data
+            )
+        central += (
+            struct.pack(
+                "<4sHHHHHHIIIHHHHHII",
+                b"PK\x01\x02",
+                20,
+                20,
+                flags,
+                method,
+                0,
+                0,
+                crc,
+                len(data),
+                usize,
+                len(name),
+                0,
+                0,
+                0,
+                0,
+                0,
+                offset,
+            )
+            + name
+        )
+    cd_offset = len(out)
+    out += central
+    if eocd:
+        out += struct.pack(
+            "<4sHHHHIIH",
+            b"PK\x05\x06",
+            0,
+            0,
+            len(members),
+            len(members),
+            len(central),
+            cd_offset,
+            0,
+        )
+    return bytes(out)
+
+
+def _deflate(data: bytes) -> bytes:
+    c = zlib.compressobj(9, zlib.DEFLATED, -15)
+    return c.compress(data) + c.flush()
+
+
+X = npy_bytes(np.arange(16, dtype=np.float32))
+Y = npy_bytes(np.arange(16, dtype=np.float32) * 2)
+
+ZIP_CASES = {
+    "no end record": (
+        zip_bytes([{"name": "x.npy", "data": X}], eocd=False),
+        "no end-of-central-directory",
+    ),
+    "data outside the file": (
+        zip_bytes([{"name": "x.npy", "data": X, "offset": 10_000}]),
+        "outside",
+    ),
+    "a member twice": (
+        zip_bytes([{"name": "x.npy", "data": X}, {"name": "x.npy", "data": X}]),
+        "twice",
+    ),
+    "members that overlap": (
+        zip_bytes([{"name": "x.npy", "data": X}, {"name": "x.npy", "data": X, "offset": 0}]),
+        "twice",
+    ),
+    "a zip bomb": (
+        zip_bytes(
+            [
+                {
+                    "name": "x.npy",
+                    "data": _deflate(b"\0" * 100_000),
+                    "method": 8,
+                    "usize": 4_000_000_000,
+                }
+            ]
+        ),
+        "zip bomb",
+    ),
+    "an encrypted member": (zip_bytes([{"name": "x.npy", "data": X, "flags": 1}]), "encrypted"),
+    "bzip2": (zip_bytes([{"name": "x.npy", "data": X, "method": 12}]), "compression method 12"),
+    "a member that is not .npy": (zip_bytes([{"name": "x.txt", "data": b"hi"}]), "not an .npy"),
+    "an object array": (
+        zip_bytes([{"name": "x.npy", "data": npy_with_header(_hdr("|O", "(1,)"))}]),
+        "Python objects",
+    ),
+    "a stored member whose sizes differ": (
+        zip_bytes([{"name": "x.npy", "data": X, "usize": len(X) + 5}]),
+        "sizes differ",
+    ),
+}
+
+
+def _overlapping() -> bytes:
+    """Member y's local header and data lie inside member x's data: the same
+    bytes would be read as two members."""
+    inner_name = b"y.npy"
+    inner = (
+        struct.pack(
+            "<4sHHHHHIIIHH",
+            b"PK\x03\x04",
+            20,
+            0,
+            0,
+            0,
+            0,
+            zlib.crc32(Y),
+            len(Y),
+            len(Y),
+            len(inner_name),
+            0,
+        )
+        + inner_name
+        + Y
+    )
+    outer = X + inner
+    archive = bytearray(zip_bytes([{"name": "x.npy", "data": outer}]))
+    # A second central record for y, pointing inside x's data.
+    start = 30 + len("x.npy") + len(X)
+    cd = archive.rfind(b"PK\x01\x02")
+    record = (
+        struct.pack(
+            "<4sHHHHHHIIIHHHHHII",
+            b"PK\x01\x02",
+            20,
+            20,
+            0,
+            0,
+            0,
+            0,
+            zlib.crc32(Y),
+            len(Y),
+            len(Y),
+            len(inner_name),
+            0,
+            0,
+            0,
+            0,
+            0,
+            start,
+        )
+        + inner_name
+    )
+    eocd = archive.rfind(b"PK\x05\x06")
+    cd_size = eocd - cd + len(record)
+    archive = archive[:eocd] + record
+    archive += struct.pack("<4sHHHHIIH", b"PK\x05\x06", 0, 0, 2, 2, cd_size, cd, 0)
+    return bytes(archive)
+
+
+ZIP_CASES["records that overlap"] = (_overlapping(), "overlap")
+
+
+@pytest.mark.parametrize("case", list(ZIP_CASES))
+def test_a_hostile_npz_is_refused(tmp_path: Path, case: str) -> None:
+    bad, why = ZIP_CASES[case]
+    good = zip_bytes([{"name": "x.npy", "data": X}])
+    a, b = _pair(tmp_path, "step_0.npz", bad, good)
+    r = cli("compare", a, b, "--format", "json")
+    _refused(r, b / "step_0.npz", why)
+    rows = {d["name"]: d["status"] for d in json.loads(r.stdout)["buffers"]}
+    assert rows == {"rewards": "equal", "x": "error"}
+
+
+def test_a_truncated_deflate_stream_is_malformed_never_a_verdict(tmp_path: Path) -> None:
+    data = npy_bytes(np.arange(4000, dtype=np.float32))
+    packed = _deflate(data)
+    ok = zip_bytes(
+        [
+            {
+                "name": "x.npy",
+                "data": packed,
+                "method": 8,
+                "usize": len(data),
+                "crc": zlib.crc32(data),
+            }
+        ]
+    )
+    cut = zip_bytes(
+        [
+            {
+                "name": "x.npy",
+                "data": packed[: len(packed) // 2],
+                "method": 8,
+                "usize": len(data),
+                "crc": zlib.crc32(data),
+            }
+        ]
+    )
+    a, b = _pair(tmp_path, "step_0.npz", cut, ok)
+    r = cli("compare", a, b, "--format", "json")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    rows = {d["name"]: d for d in json.loads(r.stdout)["buffers"]}
+    assert rows["x"]["status"] == "malformed" and "compressed member" in rows["x"]["message"]
+    assert rows["rewards"]["status"] == "equal"
+
+
+# --- fuzzing the parsers ------------------------------------------------------------
+
+FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SAMPLES = {
+    "npy": npy_bytes(np.arange(12, dtype=np.float32).reshape(3, 4)),
+    "safetensors": st_bytes({"a": F, "b": G, "__metadata__": {"k": "v"}}, bytes(16)),
+    "npz": zip_bytes([{"name": "x.npy", "data": X}, {"name": "y.npy", "data": Y}]),
+    "npz_deflate": zip_bytes(
+        [{"name": "x.npy", "data": _deflate(X), "method": 8, "usize": len(X), "crc": zlib.crc32(X)}]
+    ),
+}
+
+
+def _mutate(raw: bytes, edits: list[tuple[int, int]], cut: int | None) -> bytes:
+    out = bytearray(raw)
+    for pos, value in edits:
+        out[pos % len(out)] = value
+    return bytes(out[:cut] if cut is not None else out)
+
+
+EDITS = st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), min_size=1, max_size=6)
+CUTS = st.none() | st.integers(0, 400)
+
+
+@FUZZ
+@given(edits=EDITS, cut=CUTS)
+def test_the_npy_parser_reads_or_refuses(edits: list[tuple[int, int]], cut: int | None) -> None:
+    raw = _mutate(SAMPLES["npy"], [(p % 80, v) for p, v in edits], cut)
+    try:
+        h = parse_header(raw, len(raw))
+    except NpyError as exc:
+        assert "\n" not in str(exc)
+        return
+    assert h.data_offset + h.nbytes == len(raw)
+
+
+def _fuzz_file(raw: bytes, suffix: str) -> Path:
+    fd, name = tempfile.mkstemp(suffix=suffix)
+    os.write(fd, raw)
+    os.close(fd)
+    return Path(name)
+
+
+@FUZZ
+@given(edits=EDITS, cut=CUTS)
+def test_the_safetensors_parser_reads_or_refuses(
+    edits: list[tuple[int, int]], cut: int | None
+) -> None:
+    raw = _mutate(SAMPLES["safetensors"], edits, cut)
+    path = _fuzz_file(raw, ".safetensors")
+    try:
+        refs = read_safetensors(str(path), 0)
+    except SafetensorsError as exc:
+        assert "\n" not in str(exc)
+        return
+    finally:
+        path.unlink()
+    pos = 8 + int.from_bytes(raw[:8], "little")
+    for ref in sorted(refs, key=lambda r: r.offset):
+        assert ref.offset == pos  # contiguous, in the file, nothing left over
+        pos += ref.size
+    assert pos == len(raw)
+
+
+@FUZZ
+@given(sample=st.sampled_from(["npz", "npz_deflate"]), edits=EDITS, cut=CUTS)
+def test_the_zip_reader_reads_or_refuses(
+    sample: str, edits: list[tuple[int, int]], cut: int | None
+) -> None:
+    raw = _mutate(SAMPLES[sample], edits, cut)
+    path = _fuzz_file(raw, ".npz")
+    try:
+        refs = read_npz(str(path), 0)
+    except NpzError as exc:
+        assert "\n" not in str(exc)
+        return
+    finally:
+        path.unlink()
+    for ref in refs:
+        stored = ref.codec.stored if ref.codec is not None else ref.size  # type: ignore[attr-defined]
+        assert ref.offset >= 0 and ref.offset + stored <= len(raw)
