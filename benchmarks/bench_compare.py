@@ -215,10 +215,16 @@ TARGETS = (
         at_least=15.0,
     ),
     Target(
-        "512 MiB identical: `cat A B > /dev/null` over fastdiff",
-        ("big-identical", "cat"),
+        "512 MiB identical: fastdiff over the mmap+xxh3 floor (2 threads)",
         ("big-identical", "fastdiff"),
-        at_least=1.0,
+        ("big-identical", "floor mmap+xxh3"),
+        at_most=1.1,
+    ),
+    Target(
+        "512 MiB late difference: fastdiff over the mmap+xxh3 floor (2 threads)",
+        ("big-late-diff", "fastdiff"),
+        ("big-late-diff", "floor mmap+xxh3"),
+        at_most=1.3,
     ),
     Target(
         "512 MiB late difference: naive numpy over fastdiff",
@@ -242,13 +248,13 @@ TARGETS = (
         "long run, text: fastdiff over the scandir+read+xxh3 floor (8x steps)",
         ("long-8x", "fastdiff text"),
         ("long-8x", "floor read+xxh3"),
-        at_most=2.5,
+        at_most=2.0,
     ),
     Target(
         "long run, JSON: fastdiff over the scandir+read+xxh3 floor (8x steps)",
         ("long-8x", "fastdiff json"),
         ("long-8x", "floor read+xxh3"),
-        at_most=2.5,
+        at_most=2.0,
     ),
 )
 

@@ -8,6 +8,9 @@ not". Default: read each file whole and hash it, one file after another.
 ``--mmap``: hash each file over a memory map, run A on one thread and run B
 on another (xxhash releases the GIL), the fastest way to read two big files.
 
+Two files given in place of the runs (a checkpoint each) are hashed whole,
+as one pair.
+
 Usage: python benchmarks/floor_compare.py [--mmap] RUN_A RUN_B
 Exit: 0 identical, 1 a difference (or a file on one side only), 2 trouble.
 """
@@ -50,11 +53,22 @@ def main() -> int:
     p.add_argument("run_a")
     p.add_argument("run_b")
     args = p.parse_args()
-    a, b = dumps(args.run_a), dumps(args.run_b)
-    differ = sorted(a.keys() ^ b.keys()) + sorted(n for n in a.keys() & b.keys() if a[n] != b[n])
-    same_size = sorted(n for n in a.keys() & b.keys() if a[n] == b[n])
-    paths_a = [os.path.join(args.run_a, n) for n in same_size]
-    paths_b = [os.path.join(args.run_b, n) for n in same_size]
+    if os.path.isfile(args.run_a) and os.path.isfile(args.run_b):  # one file per run
+        name = os.path.basename(args.run_a)
+        a, b = {name: os.path.getsize(args.run_a)}, {name: os.path.getsize(args.run_b)}
+        run_a, run_b = os.path.dirname(args.run_a), os.path.dirname(args.run_b)
+        differ = [name] if a[name] != b[name] else []
+        same_size = [] if differ else [name]
+        paths_a = [args.run_a] if same_size else []
+        paths_b = [args.run_b] if same_size else []
+    else:
+        a, b = dumps(args.run_a), dumps(args.run_b)
+        run_a, run_b = args.run_a, args.run_b
+        differ = sorted(a.keys() ^ b.keys())
+        differ += sorted(n for n in a.keys() & b.keys() if a[n] != b[n])
+        same_size = sorted(n for n in a.keys() & b.keys() if a[n] == b[n])
+        paths_a = [os.path.join(run_a, n) for n in same_size]
+        paths_b = [os.path.join(run_b, n) for n in same_size]
     if args.mmap:
         import threading
 

@@ -203,6 +203,29 @@ def test_like_a_real_run_scaled(tmp_path: Path) -> None:
         check_result(r, repeat=1)
 
 
+def test_a_synthetic_safetensors_checkpoint(tmp_path: Path) -> None:
+    _, doc = bench_json(
+        tmp_path, "--checkpoint", "2M", "--no-ladder", "--repeat", "1", "--warmup", "0",
+        "--jobs", "1", "--keep",
+    )  # fmt: skip
+    assert doc["plan"]["checkpoint"] == 2 << 20 and doc["plan"]["sizes"] == []
+    assert [(r["shape"], r["case"], r["files"]) for r in doc["results"]] == [
+        ("checkpoint", "identical", 1),
+        ("checkpoint", "late-diff", 1),
+    ]
+    for r in doc["results"]:
+        check_result(r, repeat=1)
+    folder = Path(doc["folder"]) / "checkpoint"
+    a, b = folder / "a" / "model.safetensors", folder / "b" / "model.safetensors"
+    assert abs(a.stat().st_size - (2 << 20)) < (2 << 20) // 4
+    r = fastdiff("compare", a, b, "--format", "json")
+    assert r.returncode == 1, r.stderr
+    report = json.loads(r.stdout)
+    (differs,) = [x for x in report["buffers"] if x["status"] != "equal"]
+    assert differs["n_diff"] == 1 and differs["group"] == "model"
+    assert len(report["buffers"]) > 5 and {x["dtype"] for x in report["buffers"]} == {"f32"}
+
+
 def test_like_with_the_ladder_and_keep(tmp_path: Path) -> None:
     p, doc = bench_json(
         tmp_path, "--max-size", "4K", "--like", f"{FIXTURES}/only_in_one/b", "--scale", "0.5",
@@ -709,7 +732,7 @@ def test_bench_compare_quick_runs_end_to_end(tmp_path: Path) -> None:
     memory = [(r[0], r[1]) for r in rows if len(r) == 6]
     assert memory == [("sparse", "fastdiff"), ("sparse", "python -c pass")]
     verdicts = {r[0]: r[3] for r in rows if len(r) == 4}
-    assert len(verdicts) == 10  # 9 ratios and the peak memory of the sparse pair
+    assert len(verdicts) == 11  # 10 ratios and the peak memory of the sparse pair
     for label, verdict in verdicts.items():
         ran = label.startswith(("tiny", "long", "peak RSS"))
         assert verdict in (("met", "not met") if ran else ("n/a",)), label

@@ -69,7 +69,7 @@ BUDGET_SHARE = 0.5
 NOISY_LOAD_PER_CPU = 0.5
 
 Case = Literal["identical", "late-diff"]
-Shape = Literal["ladder", "like"]
+Shape = Literal["ladder", "like", "checkpoint"]
 
 METHOD = (
     "fastdiff: one in-process library call per sample, "
@@ -138,6 +138,8 @@ class BenchPlan:
     max_size_requested: int
     max_size: int
     like: LikeShape | None
+    #: Bytes of the synthetic safetensors checkpoint to time (0: none).
+    checkpoint: int
     scale_requested: float | None
     schema: Schema  # classifies and compares the like run
     memory_available: int | None
@@ -247,6 +249,7 @@ def plan_bench(
     scale: float = 1.0,
     ladder_on: bool = True,
     schema: Schema | None = None,
+    checkpoint: int = 0,
     mem_available: int | Literal["probe"] | None = "probe",
     disk_free: int | None = None,
 ) -> BenchPlan:
@@ -277,8 +280,12 @@ def plan_bench(
         check_chunk_size(chunk)
     except ValueError as exc:
         raise FastdiffError(str(exc)) from None
-    if not ladder_on and like is None:
-        raise FastdiffError("--no-ladder leaves nothing to measure; add --like RUN")
+    if not ladder_on and like is None and not checkpoint:
+        raise FastdiffError(
+            "--no-ladder leaves nothing to measure; add --like RUN or --checkpoint BYTES"
+        )
+    if checkpoint < 0:
+        raise FastdiffError(f"--checkpoint must be >= 0 bytes, got {checkpoint}")
     # Checked before anything is made: not even a temporary folder may appear
     # (and move the run folder's times) in a run folder. Without --workdir,
     # the variables tempfile reads are checked before gettempdir, which tries
@@ -330,6 +337,11 @@ def plan_bench(
             scaled = scale_shape(shape, fit)
         shape = scaled
 
+    if checkpoint and 2 * checkpoint > min(mem_budget, disk_budget):
+        raise FastdiffError(
+            f"--checkpoint {format_bytes(checkpoint)}: a pair must fit in half of {where}"
+        )
+
     sizes: tuple[int, ...] = ()
     size = _round_down(max_size) if max_size >= MIN_SIZE else 0
     if ladder_on:
@@ -380,6 +392,7 @@ def plan_bench(
         max_size_requested=max_size,
         max_size=size if ladder_on else 0,
         like=shape,
+        checkpoint=checkpoint,
         scale_requested=scale if like is not None else None,
         schema=schema if schema is not None else RL_STATE,
         memory_available=mem,
@@ -475,7 +488,7 @@ class BenchResult:
 # --- running -----------------------------------------------------------------
 
 
-def _options(plan: BenchPlan, schema: Schema, jobs: int) -> CompareOptions:
+def _options(plan: BenchPlan, schema: Schema | None, jobs: int) -> CompareOptions:
     from ..compare import CompareOptions
 
     return CompareOptions(
@@ -490,7 +503,7 @@ def _measure(
     run_a: Path,
     run_b: Path,
     paths: Sequence[Path],
-    schema: Schema,
+    schema: Schema | None,
     buf: memoryview,
 ) -> list[Measurement]:
     """Check, then time fastdiff at every jobs value and both floors, interleaved."""
@@ -578,7 +591,7 @@ def run_bench(plan: BenchPlan, progress: Callable[[str], None] | None = None) ->
     root = Path(tempfile.mkdtemp(prefix="fastdiff-bench-", dir=plan.workdir))
     out: list[Measurement] = []
     buf = timing.aligned_buffer()
-    steps = len(plan.sizes) + (plan.like is not None)
+    steps = len(plan.sizes) + (plan.like is not None) + bool(plan.checkpoint)
     try:
         for i, size in enumerate(plan.sizes, 1):
             folder = root / f"size-{size}"
@@ -596,6 +609,8 @@ def run_bench(plan: BenchPlan, progress: Callable[[str], None] | None = None) ->
                 shutil.rmtree(folder)
         if plan.like is not None:
             out += _bench_like(plan, plan.like, root / "like", steps, say, buf)
+        if plan.checkpoint:
+            out += _bench_checkpoint(plan, root / "checkpoint", steps, say, buf)
     finally:
         if not plan.keep:
             shutil.rmtree(root, ignore_errors=True)
@@ -628,6 +643,23 @@ def _bench_like(
         synth.flip_element(target, synth.late_offset(last.size, itemsize), last.dtype)
         say(f"{label}: timing a late difference")
         out += _measure(plan, "like", "late-diff", a, b, paths, plan.schema, buf)
+    return out
+
+
+def _bench_checkpoint(
+    plan: BenchPlan, folder: Path, steps: int, say: Callable[[str], None], buf: memoryview
+) -> list[Measurement]:
+    """A synthetic safetensors checkpoint pair (``synth.write_checkpoint_pair``),
+    identical, then with one element of its last tensor different."""
+    label = f"[{steps}/{steps}] checkpoint {format_bytes(plan.checkpoint)}"
+    say(f"{label}: writing a pair of model.safetensors")
+    a, b = synth.write_checkpoint_pair(folder / "a", folder / "b", plan.checkpoint)
+    _settle()
+    say(f"{label}: timing identical checkpoints")
+    out = _measure(plan, "checkpoint", "identical", a, b, [a, b], None, buf)
+    synth.flip_element(b, synth.late_offset(os.path.getsize(b), 4), "f32")
+    say(f"{label}: timing a late difference")
+    out += _measure(plan, "checkpoint", "late-diff", a, b, [a, b], None, buf)
     return out
 
 
@@ -665,6 +697,7 @@ def plan_dict(plan: BenchPlan) -> dict[str, Any]:
             "scale": like.scale,
             "schema": plan.schema.name,
         },
+        "checkpoint": plan.checkpoint,
         "memory_available": plan.memory_available,
         "disk_free": plan.disk_free,
         "notes": list(plan.notes),
@@ -734,6 +767,8 @@ def format_size(n: int) -> str:
 def _shape_label(m: Measurement, plan: BenchPlan) -> str:
     if m.shape == "ladder":
         return format_size(m.size)
+    if m.shape == "checkpoint":
+        return f"checkpoint {format_size(m.size)}"
     return f"like x{plan.like.scale:g}" if plan.like else "like"
 
 

@@ -400,3 +400,114 @@ def flip_spread(
             np.frombuffer(data, dtype=np.uint8)[(index - e0) * itemsize] ^= 1
             os.pwrite(fd, data, e0 * itemsize)
     return k
+
+
+# --- safetensors checkpoints ---------------------------------------------------------
+
+#: A transformer block's tensors: (name below ``model.layers.<i>``, dtype,
+#: shape as multiples of the hidden size: (rows, columns)).
+_BLOCK = (
+    ("self_attn.q_proj.weight", 1, 1),
+    ("self_attn.k_proj.weight", 1, 1),
+    ("self_attn.v_proj.weight", 1, 1),
+    ("self_attn.o_proj.weight", 1, 1),
+    ("mlp.gate_proj.weight", 4, 1),
+    ("mlp.up_proj.weight", 4, 1),
+    ("mlp.down_proj.weight", 1, 4),
+)
+
+
+def checkpoint_layout(n_bytes: int, dtype: str = "f32") -> list[tuple[str, str, tuple[int, ...]]]:
+    """Tensors shaped like a small transformer's (an embedding, blocks of
+    attention and MLP weights, a norm per block) adding up to about
+    ``n_bytes`` (at least one block): (name, dtype, shape) in file order."""
+    itemsize = _itemsize(dtype)
+    per_block = 16  # hidden^2 multiples: 4 attention + 3 x 4 MLP
+    layers = 4 if n_bytes >= 1 << 24 else 1
+    hidden = max(8, int((n_bytes / itemsize / (per_block * layers + 2)) ** 0.5) // 8 * 8)
+    out: list[tuple[str, str, tuple[int, ...]]] = [
+        ("model.embed_tokens.weight", dtype, (2 * hidden, hidden))
+    ]
+    for i in range(layers):
+        for name, rows, cols in _BLOCK:
+            out.append((f"model.layers.{i}.{name}", dtype, (rows * hidden, cols * hidden)))
+        out.append((f"model.layers.{i}.input_layernorm.weight", dtype, (hidden,)))
+    out.append(("model.norm.weight", dtype, (hidden,)))
+    return out
+
+
+_ST_DTYPES = {"f32": "F32", "f16": "F16", "bf16": "BF16", "f64": "F64", "i32": "I32", "u8": "U8"}
+
+
+def _safetensors_header(layout: Sequence[tuple[str, str, tuple[int, ...]]]) -> bytes:
+    import json
+
+    header: dict[str, object] = {"__metadata__": {"format": "pt"}}
+    pos = 0
+    for name, dtype, shape in layout:
+        n = _itemsize(dtype)
+        for d in shape:
+            n *= d
+        header[name] = {
+            "dtype": _ST_DTYPES[dtype],
+            "shape": list(shape),
+            "data_offsets": [pos, pos + n],
+        }
+        pos += n
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    return len(text).to_bytes(8, "little") + text
+
+
+def write_safetensors(
+    path: str | os.PathLike[str],
+    layout: Sequence[tuple[str, str, tuple[int, ...]]],
+    seed: int = 0,
+    flip_at: Sequence[int] = (),
+    sparse: bool = False,
+) -> Path:
+    """A safetensors file of ``layout`` (``checkpoint_layout``), its data
+    repeated random blocks (or, ``sparse``, a hole of zeros that costs no
+    disk), with the element holding each data byte offset of ``flip_at``
+    flipped in its lowest bit. Memory stays bounded whatever the size."""
+    head = _safetensors_header(layout)
+    total = 0
+    for _, dtype, shape in layout:
+        n = _itemsize(dtype)
+        for d in shape:
+            n *= d
+        total += n
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if sparse:
+        with open(out, "wb") as f:
+            f.write(head)
+            f.truncate(len(head) + total)
+        return out
+    dtype = layout[0][1]
+    data = out.with_name(out.name + ".data")
+    write_buffer(data, dtype, total, seed=seed, flip_at=flip_at)
+    with open(out, "wb") as f, open(data, "rb") as src:
+        f.write(head)
+        while piece := src.read(8 << 20):
+            f.write(piece)
+    data.unlink()
+    return out
+
+
+def write_checkpoint_pair(
+    folder_a: str | os.PathLike[str],
+    folder_b: str | os.PathLike[str],
+    n_bytes: int,
+    diff_at: int | None = None,
+    seed: int = 0,
+    sparse: bool = False,
+) -> tuple[Path, Path]:
+    """``model.safetensors`` of about ``n_bytes`` into both folders, identical,
+    or (``diff_at``: a data byte offset, negative from the end) differing in
+    one element of B."""
+    layout = checkpoint_layout(n_bytes)
+    a = write_safetensors(Path(folder_a) / "model.safetensors", layout, seed, sparse=sparse)
+    flips = () if diff_at is None else (diff_at,)
+    b = write_safetensors(Path(folder_b) / "model.safetensors", layout, seed, flips, sparse)
+    return a, b

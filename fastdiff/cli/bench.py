@@ -46,6 +46,14 @@ ARGUMENTS = (
     ),
     Arg("--like", metavar="RUN", help="also a run shaped like RUN (folder or manifest)"),
     Arg(
+        "--checkpoint",
+        type=parse_size,
+        default=0,
+        metavar="BYTES",
+        help="also a synthetic safetensors checkpoint pair of about BYTES (e.g. 1G): "
+        "transformer-shaped float32 tensors in one model.safetensors per run",
+    ),
+    Arg(
         "--scale",
         type=scale,
         default=1.0,
@@ -105,6 +113,7 @@ def run(args: Namespace) -> int:
         scale=args.scale,
         ladder_on=args.ladder,
         schema=given_schema(args),  # None: a --like manifest's own schema, else rl-state
+        checkpoint=args.checkpoint,
     )
     for note in plan.notes:
         print(f"fastdiff: {note}", file=sys.stderr)

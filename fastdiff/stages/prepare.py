@@ -73,7 +73,10 @@ def header_notes(pairs: tuple[Pair, ...], schema: Schema) -> tuple[str, ...]:
     """One note per buffer whose file's header gives another dtype than the
     member of the schema that names it (the header's is used)."""
     from ..schema import OTHER
+    from ..sources.schemas import BY_NAME
 
+    if schema.name == BY_NAME:
+        return ()  # its members are the names' own groups: it gives no dtype
     seen: dict[str, tuple[str, str]] = {}
     for p in pairs:
         head = p.a if p.a is not None and p.a.dtype is not None else p.b
