@@ -408,3 +408,53 @@ def test_the_cache_keys_each_tensor_of_a_container(tmp_path: Path) -> None:
     one, two = json.loads(first.stdout), json.loads(second.stdout)
     assert one["buffers"] == two["buffers"]
     assert two["work"]["files_hashed"] == 0 and one["work"]["files_hashed"] == 4
+
+
+TENSOR_WRITER = """\
+import sys, time, numpy as np
+from pathlib import Path
+out, steps, pace, diverge = Path(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+out.mkdir(parents=True, exist_ok=True)
+r = np.random.default_rng(0)
+for step in range(steps):
+    x = r.standard_normal((32, 16)).astype(np.float32)
+    if step == diverge:
+        x[5, 7] = np.nextafter(x[5, 7], np.float32(np.inf))
+    tmp = out / f".tmp-{step}.npz"
+    with open(tmp, "wb") as fh:
+        np.savez(fh, w=x, ids=np.arange(8))
+    tmp.rename(out / f"step_{step}.npz")
+    np.save(out / f"step_{step}_act.npy", x[:4])
+    time.sleep(pace)
+"""
+
+
+@pytest.mark.parametrize("diverge", [-1, 2])
+def test_watch_compares_tensor_files_as_they_are_written(tmp_path: Path, diverge: int) -> None:
+    import sys
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    fast = ("--poll", "0.05", "--settle", "0.3", "--idle-timeout", "4")
+    w = subprocess.Popen(
+        [sys.executable, "-m", "fastdiff", "watch", str(a), str(b), *fast, "--format", "jsonl"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=Path(__file__).parents[1],
+    )  # fmt: skip
+    writers = [
+        subprocess.Popen([sys.executable, "-c", TENSOR_WRITER, str(run), "5", pace, str(d)])
+        for run, pace, d in ((a, "0.05", -1), (b, "0.1", diverge))
+    ]
+    try:
+        out, err = w.communicate(timeout=120)
+    finally:
+        for p in writers:
+            p.wait(timeout=60)
+    lines = [json.loads(x) for x in out.splitlines()]
+    summary = lines[-1]
+    if diverge < 0:
+        assert w.returncode == 0, err
+        assert summary["verdict"] == "identical" and len(summary["buffers"]) == 15
+    else:
+        assert w.returncode == 1, err
+        assert summary["first_divergent_step"] == 2
+        (buf,) = [x for x in summary["buffers"] if x["status"] != "equal"]
+        assert buf["name"] == "w" and buf["first_index_nd"] == [5, 7]

@@ -632,8 +632,8 @@ def test_polling_parses_each_name_once_and_stats_only_steps_not_complete(
     assert poller.complete_at(49, 0.5) == 0.5
 
     parsed, stated = [], []
-    real_split, real_stat = poll.split_dump_name, poll.file_stat
-    monkeypatch.setattr(poll, "split_dump_name", lambda n: parsed.append(n) or real_split(n))
+    real_split, real_stat = poll.split_name, poll.file_stat
+    monkeypatch.setattr(poll, "split_name", lambda n: parsed.append(n) or real_split(n))
     monkeypatch.setattr(poll, "file_stat", lambda p: stated.append(p) or real_stat(p))
     time.sleep(0.01)  # a later mtime for the folder, on any file system clock
     (run / "step_50_rewards.bin").write_bytes(b"\0" * 64)

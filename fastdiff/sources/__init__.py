@@ -23,7 +23,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .buffers import StepFilter
 
-__all__ = ["FORMATS", "RunSource", "open_run", "refused", "reopen", "sniff"]
+__all__ = ["FORMATS", "RunSource", "folder_format", "open_run", "refused", "reopen", "sniff"]
 
 #: The run formats: name -> (module under ``fastdiff.sources``, what it is).
 #: A format's module has ``open_source(spec, steps) -> RunSource``; it is
@@ -80,7 +80,7 @@ def sniff(path: str) -> str:
     return "manifest"
 
 
-def _folder_format(path: str) -> str:
+def folder_format(path: str) -> str:
     """``folder``, or ``safetensors`` for a checkpoint folder: one that holds
     no dump but ``*.safetensors`` files or their index."""
     try:
@@ -108,7 +108,7 @@ def open_run(spec: str | os.PathLike[str], steps: StepFilter | None = None) -> R
     """
     s = os.fspath(spec)
     if not os.path.isfile(s):
-        fmt = _folder_format(s) if os.path.isdir(s) else "folder"
+        fmt = folder_format(s) if os.path.isdir(s) else "folder"
     else:
         parts = split_name(os.path.basename(s))
         if parts is not None and parts[1] is not None:

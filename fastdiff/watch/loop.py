@@ -48,7 +48,7 @@ from ..engine.scheduler import Plan, Scheduler, gc_paused
 from ..options import CompareOptions, tolerance_dict
 from ..render.fmt import plural
 from ..results import DIVERGENT, TROUBLE, BufferResult, Problem, Skipped, Work
-from ..sources import RunSource, dump_subfolder, open_run
+from ..sources import RunSource, dump_subfolder, folder_format, open_run
 from ..sources.buffers import RunListing
 from ..sources.folder import list_entries
 from ..sources.schemas import choose_schema
@@ -207,8 +207,9 @@ class Watch:
         return self._runner
 
     def _open_side(self, spec: str, now: float) -> Side:
-        """A manifest (a regular file) or a folder to poll (which may not exist yet)."""
-        if os.path.isfile(spec):
+        """A file (a manifest, a checkpoint) or a checkpoint folder, read once;
+        or a run folder to poll (which may not exist yet)."""
+        if os.path.isfile(spec) or (os.path.isdir(spec) and folder_format(spec) != "folder"):
             src = open_run(spec)
             side = ManifestSide(src, now)
             if not src.listing.readable:

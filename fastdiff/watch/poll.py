@@ -45,7 +45,7 @@ from ..results import Problem
 from ..sources import RunSource
 from ..sources.buffers import RunListing
 from ..sources.folder import list_entries
-from ..sources.names import MAX_STEP_DIGITS, dump_name, split_dump_name
+from ..sources.names import MAX_STEP_DIGITS, dump_name, split_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -247,7 +247,7 @@ class RunPoller:
                 out.append(Problem(path, message, kind="unreadable"))
                 continue
             if read_key((st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)) != key:
-                parts = split_dump_name(name)
+                parts = split_name(name)
                 step = parts[0] if parts else "?"
                 message = (
                     f"changed after step {step} was compared: what was compared is what it "
@@ -360,7 +360,7 @@ class RunPoller:
                 # dumps): forget it. (One a listing merely missed is kept.)
                 del compared[name]
                 continue
-            parts = split_dump_name(name)
+            parts = split_name(name)
             if parts is None or len(parts[0]) > MAX_STEP_DIGITS:
                 continue
             step = int(parts[0])
@@ -380,7 +380,7 @@ class RunPoller:
         top = newest
         for name in new:
             known.add(name)
-            parts = split_dump_name(name)
+            parts = split_name(name)
             if parts is None:
                 self.others[name] = (file_stat(prefix + name), now)
                 continue
@@ -472,11 +472,12 @@ class RunPoller:
 
 
 class ManifestSide:
-    """A manifest on one side of a watch: final from the start.
+    """A run that is final from the start, on one side of a watch: a manifest
+    (its files are never opened: they are compared by its digests), or a
+    checkpoint file or folder (read as compare reads it).
 
     Every step it lists is complete when the watch starts; a step it lacks
-    is absent for good (as if the run had moved past it). Its files are
-    never opened: they are compared by the manifest's digests.
+    is absent for good (as if the run had moved past it).
     """
 
     final = True
