@@ -413,7 +413,8 @@ def test_the_cache_keys_each_tensor_of_a_container(tmp_path: Path) -> None:
 TENSOR_WRITER = """\
 import sys, time, numpy as np
 from pathlib import Path
-out, steps, pace, diverge = Path(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+out, steps = Path(sys.argv[1]), int(sys.argv[2])
+pace, diverge = float(sys.argv[3]), int(sys.argv[4])
 out.mkdir(parents=True, exist_ok=True)
 r = np.random.default_rng(0)
 for step in range(steps):
@@ -458,3 +459,23 @@ def test_watch_compares_tensor_files_as_they_are_written(tmp_path: Path, diverge
         assert summary["first_divergent_step"] == 2
         (buf,) = [x for x in summary["buffers"] if x["status"] != "equal"]
         assert buf["name"] == "w" and buf["first_index_nd"] == [5, 7]
+
+
+def test_a_sweep_of_checkpoints(tmp_path: Path) -> None:
+    """Three checkpoints of one model against the first: each pair gets what
+    compare gives it alone, and the JSON Lines say which differ."""
+    r = np.random.default_rng(9)
+    w = {"model.w": r.standard_normal((8, 8)).astype(np.float32), "head.b": np.arange(4.0)}
+    runs = []
+    for i in range(3):
+        t = dict(w)
+        if i == 2:
+            t["head.b"] = t["head.b"] + 1
+        runs.append(tmp_path / f"ckpt{i}.safetensors")
+        _safetensors(runs[-1], t)
+    s = cli("sweep", "--baseline", runs[0], runs[1], runs[2], "--format", "jsonl")
+    assert s.returncode == 1, s.stderr
+    pairs = [p for p in map(json.loads, s.stdout.splitlines()) if p["record"] == "pair"]
+    assert [p["verdict"] for p in pairs] == ["identical", "diverged"]
+    alone = json.loads(cli("compare", runs[0], runs[2], "--format", "json").stdout)
+    assert pairs[1]["first_divergent_groups"] == alone["first_divergent_groups"] == ["head"]

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..dtypes import DTYPES, get_dtype
+from ..sources import names
 
 if TYPE_CHECKING:
     import numpy as np
@@ -103,7 +104,7 @@ class Divergence(NamedTuple):
 
 def dump_name(step: int, name: str) -> str:
     """File name of buffer ``name`` at ``step``: ``step_<N>_<name>.bin``."""
-    return f"step_{step}_{name}.bin"
+    return names.dump_name(step, name)
 
 
 def rl_elements(name: str, batch: int) -> int:

@@ -22,8 +22,9 @@ if TYPE_CHECKING:
     from argparse import Namespace
 
 DESCRIPTION = (
-    "Compare the step_<N>_<name>.bin dumps of two runs (folders, or manifests from "
-    "'fastdiff hash'). Exit status: 0 identical, 1 diverged, 2 trouble (missing folder, "
+    "Compare the dumps of two runs: folders of step_<N>_<name>.bin (or .npy) dumps or "
+    "step_<N>.<safetensors|npz|pt> files, checkpoint files and folders, or manifests from "
+    "'fastdiff hash'. Exit status: 0 identical, 1 diverged, 2 trouble (missing folder, "
     "malformed or unreadable file, nothing to compare)."
 )
 

@@ -51,6 +51,7 @@ from ..results import DIVERGENT, TROUBLE, BufferResult, Problem, Skipped, Work
 from ..sources import RunSource, dump_subfolder, folder_format, open_run
 from ..sources.buffers import RunListing
 from ..sources.folder import list_entries
+from ..sources.names import DUMP_PATTERN
 from ..sources.schemas import choose_schema
 from ..stages.verdict import build_report
 from .poll import ManifestSide, RunPoller, dump_stat, file_stat
@@ -326,8 +327,7 @@ class Watch:
         hint = f"did you mean {sub}?" if sub else "is the job writing there?"
         return Problem(
             side.spec,
-            f"run {label} stayed empty: no step_<N>_<name>.bin dump appeared within {wait}; "
-            + hint,
+            f"run {label} stayed empty: no {DUMP_PATTERN} dump appeared within {wait}; " + hint,
             kind="no_dumps",
         )
 
