@@ -21,7 +21,7 @@ from fastdiff.dtypes import DTYPES
 from fastdiff.errors import FastdiffError
 from fastdiff.schema import OTHER, RL_STATE, load_schema, parse_schema, schema_to_toml
 from fastdiff.sources.manifest import load_manifest, parse_manifest
-from fastdiff.sources.names import parse_dump_name
+from fastdiff.sources.names import parse_dump_name, split_name
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 TMP = Path(tempfile.mkdtemp(prefix="fastdiff-fuzz-"))
@@ -53,6 +53,35 @@ def test_dump_name_parser_is_total_and_exact(name: str) -> None:
 @given(st.integers(0, 10**12), st.text(min_size=1, max_size=30))
 def test_dump_name_round_trips(step: int, buffer: str) -> None:
     assert parse_dump_name(f"step_{step}_{buffer}.bin") == (step, buffer)
+
+
+SUFFIXES = [".bin", ".npy", ".safetensors", ".npz", ".pt", ".pth", ".bin.tmp", ".NPY", "", "."]
+every_name = st.one_of(
+    st.text(max_size=40),
+    st.builds(lambda n, sep, b, s: f"step_{n}{sep}{b}{s}", st.text("0123456789_x.", max_size=5),
+              st.sampled_from(["_", ""]), st.text(max_size=12), st.sampled_from(SUFFIXES)),
+)  # fmt: skip
+
+
+def _reference_split(name: str) -> tuple[str, str | None, str] | None:
+    """The rule, as the README states it, by regular expressions."""
+    import re
+
+    m = re.fullmatch(r"step_([0-9]+)_(.+)\.(bin|npy)", name, re.DOTALL)
+    if m:
+        return m.group(1), m.group(2), {"bin": "raw", "npy": "npy"}[m.group(3)]
+    m = re.fullmatch(r"step_([0-9]+)\.(safetensors|npz|pt|pth)", name)
+    if m:
+        return m.group(1), None, {"pt": "torch", "pth": "torch"}.get(m.group(2), m.group(2))
+    return None
+
+
+@FUZZ
+@given(every_name)
+def test_every_dump_name_follows_the_rule(name: str) -> None:
+    """Every format's names against the rule written as regular expressions:
+    the digits run to the first '_' (so a name may hold '_' and '.')."""
+    assert split_name(name) == _reference_split(name)
 
 
 # --- schemas ----------------------------------------------------------------------------

@@ -38,6 +38,14 @@ def split_name(filename: str) -> tuple[str, str | None, str] | None:
     name, else None. The digits are not checked against ``MAX_STEP_DIGITS``."""
     if not filename.startswith(PREFIX):
         return None
+    if filename.endswith(".bin"):  # the usual case, first
+        sep = filename.find("_", 5)
+        if sep <= 5 or sep + 1 >= len(filename) - 4:
+            return None
+        digits = filename[5:sep]
+        if not (digits.isascii() and digits.isdigit()):
+            return None
+        return digits, filename[sep + 1 : -4], "raw"
     dot = filename.rfind(".")
     if dot < 0:
         return None
