@@ -1,7 +1,10 @@
 """A slow, obviously-correct twin of ``fastdiff.kernels.scan_bytes``.
 
 One Python loop over the elements, decoding each one with ``int.from_bytes``
-or ``struct``; every rule of the spec is written out literally. It is only
+or ``struct`` (a big-endian element: its bytes reversed first), the 8-bit
+floats from their specifications (``FP8_SPEC``: which patterns are NaN or
+infinite, the exponent bias, exact values as fractions); every rule of the
+spec is written out literally. It is only
 meant for small arrays in tests. It deliberately imports nothing from
 fastdiff (the result is a plain dict with the ScanStats field names, the
 kernel facts of ``fastdiff.kernels.facts``): where the differing elements
@@ -12,6 +15,7 @@ and the -0.0 against +0.0 pairs at distance 0).
 
 from __future__ import annotations
 
+import functools
 import math
 import struct
 from fractions import Fraction
@@ -30,10 +34,34 @@ DTYPES: dict[str, tuple[int, str]] = {
     "bf16": (2, "float"),
     "f32": (4, "float"),
     "f64": (8, "float"),
+    "bool": (1, "uint"),  # a byte, compared and shown as the integer it holds
+    "f8_e4m3fn": (1, "float"),
+    "f8_e5m2": (1, "float"),
+    "f8_e4m3fnuz": (1, "float"),
+    "f8_e5m2fnuz": (1, "float"),
 }
+#: big-endian twins of the multi-byte types: the same elements, bytes reversed
+DTYPES.update({name + "be": spec for name, spec in list(DTYPES.items()) if spec[0] > 1})
 
-FLOATS = ("f16", "bf16", "f32", "f64")
-INTS = ("u8", "i8", "u16", "i16", "u32", "i32", "u64", "i64")
+#: The 8-bit floats as their specifications define them (OCP 8-bit floating
+#: point v1.0 for E4M3 and E5M2; the FNUZ formats of Graphcore and AMD as
+#: torch and ml_dtypes implement them): exponent and mantissa bits, exponent
+#: bias, the patterns that are NaN and those that are infinite.
+FP8_SPEC: dict[str, dict] = {
+    # S.1111.111 is NaN; S.1111.000-110 are numbers (256 to 448); no infinity
+    "f8_e4m3fn": {"e": 4, "m": 3, "bias": 7, "nan": {0x7F, 0xFF}, "inf": set()},
+    # IEEE-like: S.11111.00 is infinite, S.11111.01-11 NaN
+    "f8_e5m2": {"e": 5, "m": 2, "bias": 15, "nan": {0x7D, 0x7E, 0x7F, 0xFD, 0xFE, 0xFF},
+                "inf": {0x7C, 0xFC}},
+    # no infinity, no -0.0: the sign alone (0x80) is the one NaN
+    "f8_e4m3fnuz": {"e": 4, "m": 3, "bias": 8, "nan": {0x80}, "inf": set()},
+    "f8_e5m2fnuz": {"e": 5, "m": 2, "bias": 16, "nan": {0x80}, "inf": set()},
+}  # fmt: skip
+
+FLOATS = tuple(name for name, (_, k) in DTYPES.items() if k == "float")
+INTS = tuple(name for name, (_, k) in DTYPES.items() if k != "float")
+FP8 = tuple(FP8_SPEC)
+BIG_ENDIAN = tuple(name for name in DTYPES if name.endswith("be"))
 
 
 def itemsize(dtype: str) -> int:
@@ -44,8 +72,54 @@ def kind(dtype: str) -> str:
     return DTYPES[dtype][1]
 
 
+def little_endian(dtype: str) -> str:
+    """The little-endian type of a dtype's elements (itself, or its name less "be")."""
+    return dtype[:-2] if dtype in BIG_ENDIAN else dtype
+
+
+def bits_of(dtype: str, raw: bytes) -> int:
+    """The bit pattern of one element, in its own byte order."""
+    return int.from_bytes(raw, "big" if dtype in BIG_ENDIAN else "little")
+
+
+def fp8_value(dtype: str, byte: int) -> float:
+    """The value of an 8-bit float, from its specification (exact: a Fraction
+    rounded once, exactly, to float64)."""
+    spec = FP8_SPEC[dtype]
+    if byte in spec["nan"]:
+        return math.nan
+    sign = -1.0 if byte & 0x80 else 1.0
+    if byte in spec["inf"]:
+        return sign * math.inf
+    e, m, bias = spec["e"], spec["m"], spec["bias"]
+    exponent = (byte >> m) % 2**e
+    fraction = Fraction(byte % 2**m, 2**m)
+    if exponent == 0:  # subnormal (or zero): 0.fraction * 2**(1 - bias)
+        magnitude = fraction * Fraction(2) ** (1 - bias)
+    else:
+        magnitude = (1 + fraction) * Fraction(2) ** (exponent - bias)
+    return math.copysign(float(magnitude), sign)
+
+
+@functools.cache
+def fp8_finite_values(dtype: str) -> tuple[float, ...]:
+    """The distinct finite values of an 8-bit float format, in increasing
+    order (-0.0 and +0.0 are one value)."""
+    values = {fp8_value(dtype, u) for u in range(256)}
+    return tuple(sorted(v for v in values if math.isfinite(v)))
+
+
+def fp8_rank(dtype: str, byte: int) -> int:
+    """The position of a finite 8-bit float among the format's finite values."""
+    return fp8_finite_values(dtype).index(fp8_value(dtype, byte))
+
+
 def decode(dtype: str, raw: bytes) -> int | float:
-    """The value of one little-endian element: an exact int or a float64."""
+    """The value of one element: an exact int or a float64."""
+    if dtype in BIG_ENDIAN:
+        return decode(little_endian(dtype), raw[::-1])
+    if dtype in FP8_SPEC:
+        return fp8_value(dtype, raw[0])
     k = kind(dtype)
     if k == "uint":
         return int.from_bytes(raw, "little", signed=False)
@@ -64,7 +138,13 @@ def decode(dtype: str, raw: bytes) -> int | float:
 
 
 def ulp_distance(dtype: str, a_bits: int, b_bits: int) -> int:
-    """Distance in units in the last place of two float bit patterns."""
+    """Distance in units in the last place of two finite float bit patterns:
+    for the 8-bit floats, how many distinct values apart they are in the
+    ordered list of all the format's finite values; for the others, as sign
+    and magnitude (the same count for them: -0.0 and +0.0 are 0 apart)."""
+    if little_endian(dtype) in FP8_SPEC:
+        base = little_endian(dtype)
+        return abs(fp8_rank(base, a_bits) - fp8_rank(base, b_bits))
     signbit = 1 << (8 * itemsize(dtype) - 1)
     mag_a = a_bits & (signbit - 1)
     mag_b = b_bits & (signbit - 1)
@@ -127,8 +207,8 @@ def naive_scan(
     for i in range(len(a) // w):
         raw_a = a[i * w : (i + 1) * w]
         raw_b = b[i * w : (i + 1) * w]
-        a_bits = int.from_bytes(raw_a, "little")
-        b_bits = int.from_bytes(raw_b, "little")
+        a_bits = bits_of(dtype, raw_a)
+        b_bits = bits_of(dtype, raw_b)
         if a_bits == b_bits:
             continue
 

@@ -35,7 +35,7 @@ import numba as nb
 import numpy as np
 from numba.cpython.unsafe.numbers import leading_zeros, viewer
 
-from ..dtypes import DType
+from ..dtypes import FP8, DType
 from .facts import (
     DELTA,
     HIST_BINS,
@@ -50,6 +50,7 @@ from .facts import (
     layout_fingerprint,
 )
 from .types import Tolerance
+from .values import fp8_table, native
 
 _N_DIFF = SLOT["n_diff"]
 _N_WITHIN = SLOT["n_within_tolerance"]
@@ -117,6 +118,7 @@ def _float_sig(bits: nb.types.Integer) -> nb.core.typing.templates.Signature:
     return nb.void(
         ubits,
         ubits,
+        _ro(nb.float64, 1, "C", readonly=True),  # 8-bit floats: the value of each pattern
         nb.boolean,  # bf16 (16-bit bits: bf16, else f16)
         nb.uint64,  # ulp
         nb.float64,
@@ -204,7 +206,8 @@ _NO_UINT = np.uint64(NO_UINT)
 
 @nb.jit(**JIT_FLAGS)
 def _exponent_mask(width, bf16):  # type: ignore[no-untyped-def]
-    """The exponent bits of a float format: all set for infinities and NaNs."""
+    """The exponent bits of a float format of 2 bytes or more: all set for
+    infinities and NaNs (the 8-bit floats are read from a table instead)."""
     if width == 8:
         return np.uint64(0x7FF0000000000000)
     if width == 4:
@@ -423,6 +426,7 @@ def _int_close_kernel() -> Any:
 
 @nb.jit(
     [
+        _float_sig(nb.uint8),
         _float_sig(nb.uint16),
         _float_sig(nb.uint32),
         _float_sig(nb.uint64),
@@ -430,7 +434,7 @@ def _int_close_kernel() -> Any:
     **JIT_FLAGS,
 )
 def _scan_float(  # type: ignore[no-untyped-def]
-    ua, ub, bf16, ulp, atol, rtol, use_ulp, use_close, nan_equal, row_size, origin,
+    ua, ub, table, bf16, ulp, atol, rtol, use_ulp, use_close, nan_equal, row_size, origin,
     out_i, out_max, out_u, out_r,
 ):  # fmt: skip
     width = ua.itemsize  # bytes per element: the float format, with bf16
@@ -466,11 +470,17 @@ def _scan_float(  # type: ignore[no-untyped-def]
                     row_end = _new_row(i, row_size, origin, out_i)
                 ux = np.uint64(x)
                 uy = np.uint64(y)
-                va = _value(ux, width, bf16)
-                vb = _value(uy, width, bf16)
+                if width == 1:  # an 8-bit float: its value from the format's table
+                    va = table[ux]
+                    vb = table[uy]
+                    special = not (np.isfinite(va) and np.isfinite(vb))
+                else:
+                    va = _value(ux, width, bf16)
+                    vb = _value(uy, width, bf16)
+                    # all exponent bits set on a side: an infinity or a NaN
+                    special = (ux & exp_mask) == exp_mask or (uy & exp_mask) == exp_mask
                 within = False
-                if (ux & exp_mask) == exp_mask or (uy & exp_mask) == exp_mask:
-                    # an infinity or a NaN on a side (all exponent bits set)
+                if special:
                     if np.isnan(va) or np.isnan(vb):
                         if nan_equal and np.isnan(va) and np.isnan(vb):
                             within = True
@@ -520,6 +530,10 @@ def _readonly(arr: np.ndarray) -> np.ndarray:
     return arr
 
 
+#: The table argument of the float kernel for formats that have none.
+_NO_TABLE = _readonly(np.zeros(1, np.float64))
+
+
 def _tol_args(tol: Tolerance) -> tuple[int, float, float, bool, bool]:
     ulp = tol.ulp if tol.ulp is not None else 0
     return ulp, tol.atol or 0.0, tol.rtol or 0.0, tol.ulp is not None, tol.uses_close
@@ -532,18 +546,21 @@ def scan(
     out_i = np.zeros(_WORDS, np.int64)
     out_u = np.full(_SMALL, _NO_UINT, np.uint64)  # integer kernels leave max_ulp none
     out_r = np.zeros(_SMALL, np.float64)
-    ua = _readonly(np.frombuffer(a, dt.bits))  # type: ignore[call-overload]
-    ub = _readonly(np.frombuffer(b, dt.bits))  # type: ignore[call-overload]
     if dt.kind == "float":
+        # big-endian elements: numba reads arrays in machine order, so they are
+        # copied (piece by piece, as the scan stage hands them over) byte-swapped
+        ua = _readonly(native(np.frombuffer(a, dt.bits)))  # type: ignore[call-overload]
+        ub = _readonly(native(np.frombuffer(b, dt.bits)))  # type: ignore[call-overload]
+        table = fp8_table(dt.base) if dt.base in FP8 else _NO_TABLE
         out_max = np.zeros(_SMALL, np.float64)
         _scan_float(
-            ua, ub, dt.name == "bf16", np.uint64(ulp), atol, rtol, use_ulp, use_close,
+            ua, ub, table, dt.base == "bf16", np.uint64(ulp), atol, rtol, use_ulp, use_close,
             tol.nan_equal, row_size, origin, out_i, out_max, out_u, out_r,
         )  # fmt: skip
     else:
         out_max = np.zeros(_SMALL, np.uint64)
-        va = _readonly(np.frombuffer(a, dt.numpy))  # type: ignore[call-overload]
-        vb = _readonly(np.frombuffer(b, dt.numpy))  # type: ignore[call-overload]
+        va = _readonly(native(np.frombuffer(a, dt.numpy)))  # type: ignore[call-overload]
+        vb = _readonly(native(np.frombuffer(b, dt.numpy)))  # type: ignore[call-overload]
         ib = tol.integer_bound
         if use_close and ib.rtol_mant:
             words = (ib.atol_floor, ib.rtol_mant, ib.atol_scaled, ib.lshift, ib.rshift, ib.frame)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .facts import LISTED, ScanStats
-from .values import float64_values
+from .values import float64_values, native
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -138,8 +138,8 @@ def scan(
     idx = np.flatnonzero(ua != ub)
     if idx.size == 0:
         return ScanStats()
-    xa = ua[idx]
-    xb = ub[idx]
+    xa = native(ua[idx])  # big-endian elements: their patterns, in machine order
+    xb = native(ub[idx])
     within = np.zeros(idx.size, dtype=bool)
     n_nan = n_inf = n_zero = 0
     max_delta: float | int | None = None
@@ -191,8 +191,8 @@ def scan(
             if rel[k] >= 0:
                 rel_facts = {"max_rel_delta": float(rel[k]), "max_rel_delta_index": int(at[k])}
     else:
-        va = np.frombuffer(a, dt.numpy)[idx]  # type: ignore[call-overload]
-        vb = np.frombuffer(b, dt.numpy)[idx]  # type: ignore[call-overload]
+        va = native(np.frombuffer(a, dt.numpy)[idx])  # type: ignore[call-overload]
+        vb = native(np.frombuffer(b, dt.numpy)[idx])  # type: ignore[call-overload]
         a64 = va.astype(np.uint64)
         b64 = vb.astype(np.uint64)
         # As in the compiled kernel: the unsigned difference of the larger

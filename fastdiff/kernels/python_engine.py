@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import struct
 
+from ..dtypes import FP8, fp8_values
 from .facts import HIST_BINS, LISTED, ScanStats
 
 TYPE_CHECKING = False
@@ -24,7 +25,11 @@ if TYPE_CHECKING:
 
 
 def _float_value(dt: DType, bits: int) -> float:
-    if dt.name == "bf16":
+    """The value of a float's bit pattern ``bits`` (a number: byte order is
+    already undone)."""
+    if dt.base in FP8:
+        return fp8_values(dt.base)[bits]
+    if dt.base == "bf16":
         return float(struct.unpack("<f", struct.pack("<I", bits << 16))[0])
     return float(struct.unpack("<" + dt.code, struct.pack("<" + dt.bits_code, bits))[0])
 
@@ -68,7 +73,7 @@ def scan(
     a: object, b: object, dt: DType, tol: Tolerance, row_size: int = 0, origin: int = 0
 ) -> ScanStats:
     n = len(a) // dt.itemsize  # type: ignore[arg-type]
-    code = f"<{n}{dt.bits_code}"
+    code = f"{dt.order}{n}{dt.bits_code}"
     ua = struct.unpack(code, a)  # type: ignore[arg-type]
     ub = struct.unpack(code, b)  # type: ignore[arg-type]
     diff = [i for i, x, y in zip(range(n), ua, ub, strict=True) if x != y]
@@ -122,7 +127,7 @@ def scan(
             if not within:
                 outside.append(i)
     else:
-        vcode = f"<{n}{dt.code}"
+        vcode = f"{dt.order}{n}{dt.code}"
         va_all = struct.unpack(vcode, a)  # type: ignore[arg-type]
         vb_all = struct.unpack(vcode, b)  # type: ignore[arg-type]
         close = _exact_close(atol, rtol) if use_close else None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 
+from ..dtypes import DTYPES
 from ..kernels.facts import RESULT_FACTS
 from .escape import display_path
 from .fmt import plural
@@ -35,8 +36,6 @@ TIMELINE_ROWS = 20
 #: Status names as the step lines say them.
 STATUS_TEXT = {"only_in_a": "only in run A", "only_in_b": "only in run B"}
 
-_DIGITS = {"f16": ".5g", "bf16": ".4g", "f32": ".9g"}
-
 
 def format_value(value: int | float | None, dtype: str) -> str:
     if value is None:
@@ -44,7 +43,7 @@ def format_value(value: int | float | None, dtype: str) -> str:
     if isinstance(value, float):
         if math.isnan(value):
             return "nan"
-        spec = _DIGITS.get(dtype)
+        spec = DTYPES[dtype].digits if dtype in DTYPES else ""
         return format(value, spec) if spec else repr(value)
     return str(value)
 

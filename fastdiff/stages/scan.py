@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import sys
 
-from ..dtypes import DType, decode, get_dtype
+from ..dtypes import DType, bits_hex, decode, get_dtype
 from ..kernels import scan_bytes
 from ..kernels.facts import Context, ScanStats, first_index, result_facts, row_size
 from ..kernels.types import DEFAULT_ROUNDING_ULP
@@ -133,10 +133,6 @@ def narrow(
     return tuple((s, e) for s, e in out)
 
 
-def _bits_hex(raw: bytes) -> str:
-    return "0x" + raw[::-1].hex()
-
-
 def _split(lo: int, hi: int, spans: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
     """[lo, hi) cut at the edges of ``spans`` (sorted, disjoint ``(start, stop,
     field)`` byte ranges): ``(start, stop, field)`` pieces, field -1 outside any."""
@@ -217,8 +213,8 @@ def scan_job(job: ScanJob, tol: Tolerance, requested: str = "auto") -> ScanOutco
         stats=stats,
         a=decode(dt, raw_a),
         b=decode(dt, raw_b),
-        a_bits=_bits_hex(raw_a),
-        b_bits=_bits_hex(raw_b),
+        a_bits=bits_hex(dt, raw_a),
+        b_bits=bits_hex(dt, raw_b),
         engine=engine,
         field_stats=tuple(field_stats),
         rounding_ulp=tol.rounding_ulp,
