@@ -82,6 +82,7 @@ def bits_of(dtype: str, raw: bytes) -> int:
     return int.from_bytes(raw, "big" if dtype in BIG_ENDIAN else "little")
 
 
+@functools.cache
 def fp8_value(dtype: str, byte: int) -> float:
     """The value of an 8-bit float, from its specification (exact: a Fraction
     rounded once, exactly, to float64)."""

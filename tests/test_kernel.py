@@ -10,6 +10,7 @@ equals one whole scan.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import math
@@ -22,11 +23,28 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from naive import DTYPES, FLOATS, INTS, itemsize, kind, naive_scan
+from naive import (
+    BIG_ENDIAN,
+    DTYPES,
+    FLOATS,
+    FP8_SPEC,
+    INTS,
+    fp8_finite_values,
+    fp8_value,
+    itemsize,
+    kind,
+    little_endian,
+    naive_scan,
+)
 
 from fastdiff.kernels import ENGINES, EXACT, ScanStats, Tolerance, scan_bytes
 
 ALL_DTYPES = list(DTYPES)
+#: The property tests' dtypes: each big-endian type is checked against its
+#: little-endian twin, and against the naive twin with fewer examples
+#: (``test_big_endian_matches_naive``), to keep the suite's time.
+LITTLE_DTYPES = [d for d in DTYPES if d not in BIG_ENDIAN]
+FNUZ = ("f8_e4m3fnuz", "f8_e5m2fnuz")
 
 PROPERTY = settings(
     max_examples=200,
@@ -39,7 +57,16 @@ PROPERTY = settings(
 # --------------------------------------------------------------------------
 
 # (exponent bits, mantissa bits) of each float format
-FLOAT_LAYOUT = {"f16": (5, 10), "bf16": (8, 7), "f32": (8, 23), "f64": (11, 52)}
+FLOAT_LAYOUT = {
+    "f16": (5, 10), "bf16": (8, 7), "f32": (8, 23), "f64": (11, 52),
+    **{name: (spec["e"], spec["m"]) for name, spec in FP8_SPEC.items()},
+}  # fmt: skip
+
+#: The float formats with infinities, with NaN payloads (more than one NaN of
+#: a sign), and with -0.0; the others follow their own definitions (naive.FP8_SPEC).
+WITH_INF = tuple(d for d in FLOATS if little_endian(d) not in ("f8_e4m3fn", *FNUZ))
+WITH_PAYLOADS = WITH_INF
+WITH_NEG_ZERO = tuple(d for d in FLOATS if d not in FNUZ)
 
 
 def nbits(dtype: str) -> int:
@@ -47,18 +74,14 @@ def nbits(dtype: str) -> int:
 
 
 def float_bits(dtype: str) -> dict[str, int]:
-    """Named special bit patterns of a float format (positive sign)."""
-    e, m = FLOAT_LAYOUT[dtype]
+    """Named special bit patterns of a float format (positive sign, but for
+    the one NaN of the FNUZ formats, 0x80): those the format has."""
+    base = little_endian(dtype)
+    e, m = FLOAT_LAYOUT[base]
     exp_mask = ((1 << e) - 1) << m
     mant_mask = (1 << m) - 1
-    bias = (1 << (e - 1)) - 1
-    return {
-        "inf": exp_mask,
-        "qnan": exp_mask | (1 << (m - 1)),
-        "qnan_payload": exp_mask | (1 << (m - 1)) | 1,
-        "nan_all_ones": exp_mask | mant_mask,
-        "snan": exp_mask | 1,
-        "snan_payload": exp_mask | (1 << (m - 2)),
+    bias = FP8_SPEC[base]["bias"] if base in FP8_SPEC else (1 << (e - 1)) - 1
+    finite = {
         "zero": 0,
         "min_denormal": 1,
         "max_denormal": mant_mask,
@@ -66,6 +89,19 @@ def float_bits(dtype: str) -> dict[str, int]:
         "max_finite": (exp_mask - (1 << m)) | mant_mask,
         "one": bias << m,
         "two": (bias + 1) << m,
+    }
+    if base == "f8_e4m3fn":  # no infinity: the all-ones exponent holds numbers but one
+        return {**finite, "qnan": 0x7F, "nan_all_ones": 0x7F, "max_finite": 0x7E}
+    if base in FNUZ:  # no infinity, no -0.0, one NaN
+        return {**finite, "qnan": 0x80, "max_finite": 0x7F}
+    return {
+        **finite,
+        "inf": exp_mask,
+        "qnan": exp_mask | (1 << (m - 1)),
+        "qnan_payload": exp_mask | (1 << (m - 1)) | 1,
+        "nan_all_ones": exp_mask | mant_mask,
+        "snan": exp_mask | 1,
+        "snan_payload": exp_mask | (1 << (m - 2)),
     }
 
 
@@ -81,9 +117,30 @@ def specials(dtype: str) -> list[int]:
     return [0, 1, 2, top, top - 1, half, half - 1, half + 1, half - 2, 0x7F, 0x80]
 
 
+@functools.cache
+def fp8_patterns(dtype: str) -> tuple[np.ndarray, np.ndarray]:
+    """The finite values of an 8-bit float format in increasing order, and
+    the bit pattern of each (+0.0 for zero)."""
+    finite = np.array(fp8_finite_values(dtype))
+    pattern = {fp8_value(dtype, u): u for u in range(256) if u != 0x80}  # 0x80: -0.0 or NaN
+    return finite, np.array([pattern[float(v)] for v in finite], dtype=np.uint8)
+
+
+def fp8_bits(dtype: str, values: np.ndarray) -> np.ndarray:
+    """The bit patterns of the 8-bit floats nearest to ``values`` (finite:
+    beyond the largest, the largest), found in the format's table of values."""
+    finite, patterns = fp8_patterns(dtype)
+    pos = np.searchsorted(finite, values).clip(1, finite.size - 1)
+    lower = np.abs(values - finite[pos - 1]) <= np.abs(finite[pos] - values)
+    return np.where(lower, patterns[pos - 1], patterns[pos])
+
+
 def to_bits(dtype: str, values) -> np.ndarray:
     """Float values (or ints) -> unsigned bit patterns of the dtype."""
     values = np.asarray(values, dtype=np.float64)
+    dtype = little_endian(dtype)  # the same patterns, whatever the byte order
+    if dtype in FP8_SPEC:
+        return fp8_bits(dtype, values)
     if dtype == "f16":
         return values.astype(np.float16).view(np.uint16)
     if dtype == "bf16":
@@ -96,15 +153,19 @@ def to_bits(dtype: str, values) -> np.ndarray:
     return np.array([int(v) & mask for v in values], dtype=f"<u{itemsize(dtype)}")
 
 
+def order(dtype: str) -> str:
+    return ">" if dtype in BIG_ENDIAN else "<"
+
+
 def pack(dtype: str, bits) -> bytes:
-    """Unsigned bit patterns -> little-endian raw bytes."""
-    return np.array([int(x) for x in bits], dtype=f"<u{itemsize(dtype)}").tobytes()
+    """Unsigned bit patterns -> raw bytes in the dtype's byte order."""
+    return np.array([int(x) for x in bits], dtype=f"{order(dtype)}u{itemsize(dtype)}").tobytes()
 
 
 def enc(dtype: str, *values) -> bytes:
     """Raw bytes of the given values (floats or ints) in ``dtype``."""
     if kind(dtype) == "float":
-        return to_bits(dtype, list(values)).astype(f"<u{itemsize(dtype)}").tobytes()
+        return pack(dtype, to_bits(dtype, list(values)))
     return pack(dtype, [v & ((1 << nbits(dtype)) - 1) for v in values])
 
 
@@ -270,7 +331,7 @@ tolerances = st.builds(
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("dtype", ALL_DTYPES)
+@pytest.mark.parametrize("dtype", LITTLE_DTYPES)
 @PROPERTY
 @given(data=st.data())
 def test_exact_matches_naive(dtype: str, engine: str, data) -> None:
@@ -279,7 +340,7 @@ def test_exact_matches_naive(dtype: str, engine: str, data) -> None:
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("dtype", ALL_DTYPES)
+@pytest.mark.parametrize("dtype", LITTLE_DTYPES)
 @PROPERTY
 @given(data=st.data())
 def test_tolerance_matches_naive(dtype: str, engine: str, data) -> None:
@@ -294,6 +355,7 @@ def test_tolerance_matches_naive(dtype: str, engine: str, data) -> None:
 
 engines = pytest.mark.parametrize("engine", ENGINES)
 floats = pytest.mark.parametrize("dtype", FLOATS)
+with_inf = pytest.mark.parametrize("dtype", WITH_INF)
 
 
 @engines
@@ -301,14 +363,14 @@ floats = pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("nan_equal", [False, True])
 def test_identical_nans_are_equal(dtype, engine, nan_equal) -> None:
     names = ["qnan", "qnan_payload", "nan_all_ones", "snan", "snan_payload"]
-    bits = [sp(dtype, n, neg) for n in names for neg in (False, True)]
+    bits = [sp(dtype, n, neg) for n in names if n in float_bits(dtype) for neg in (False, True)]
     buf = pack(dtype, bits)
     got = scan_bytes(buf, bytes(buf), dtype, Tolerance(nan_equal=nan_equal), engine=engine)
     assert got == ScanStats()
 
 
 @engines
-@floats
+@pytest.mark.parametrize("dtype", WITH_NEG_ZERO)
 def test_signed_zeros_differ_with_delta_zero(dtype, engine) -> None:
     a = pack(dtype, [sp(dtype, "one"), sp(dtype, "zero")])
     b = pack(dtype, [sp(dtype, "one"), sp(dtype, "zero", negative=True)])
@@ -353,7 +415,7 @@ def test_nan_against_number(dtype, engine) -> None:
 
 
 @engines
-@floats
+@pytest.mark.parametrize("dtype", WITH_PAYLOADS)
 def test_nan_payloads_and_nan_equal(dtype, engine) -> None:
     a = pack(dtype, [sp(dtype, "qnan"), sp(dtype, "snan", negative=True)])
     b = pack(dtype, [sp(dtype, "qnan_payload"), sp(dtype, "qnan")])
@@ -366,7 +428,7 @@ def test_nan_payloads_and_nan_equal(dtype, engine) -> None:
 
 
 @engines
-@floats
+@with_inf
 def test_infinities(dtype, engine) -> None:
     inf, ninf = sp(dtype, "inf"), sp(dtype, "inf", negative=True)
     big = sp(dtype, "max_finite")
@@ -396,7 +458,7 @@ def test_infinities(dtype, engine) -> None:
 
 
 @engines
-@floats
+@with_inf
 def test_inf_against_nan_counts_as_nan(dtype, engine) -> None:
     a = pack(dtype, [sp(dtype, "inf")])
     b = pack(dtype, [sp(dtype, "qnan")])
@@ -405,16 +467,17 @@ def test_inf_against_nan_counts_as_nan(dtype, engine) -> None:
 
 
 @engines
-def test_f64_delta_overflows_to_inf(engine) -> None:
-    big = sp("f64", "max_finite")
-    a = pack("f64", [sp("f64", "one"), big])
-    b = pack("f64", [sp("f64", "two"), big | (1 << 63)])
+@pytest.mark.parametrize("f64", ["f64", "f64be"])
+def test_f64_delta_overflows_to_inf(engine, f64) -> None:
+    big = sp(f64, "max_finite")
+    a = pack(f64, [sp(f64, "one"), big])
+    b = pack(f64, [sp(f64, "two"), big | (1 << 63)])
     want = ScanStats(
         n_diff=2, first_diff=0, first_any=0, max_abs_delta=math.inf, max_abs_delta_index=1
     )
-    assert core(scan_and_check(a, b, "f64", EXACT, engine)) == core(want)
+    assert core(scan_and_check(a, b, f64, EXACT, engine)) == core(want)
     # an infinite delta is beyond any finite bound (rtol=1 would make the bound inf too)
-    got = scan_and_check(a, b, "f64", Tolerance(atol=1e300, rtol=0.5), engine)
+    got = scan_and_check(a, b, f64, Tolerance(atol=1e300, rtol=0.5), engine)
     assert core(got) == core_of(
         n_diff=1,
         n_within_tolerance=1,
@@ -425,10 +488,7 @@ def test_f64_delta_overflows_to_inf(engine) -> None:
     )
 
 
-@engines
-@pytest.mark.parametrize(
-    "dtype, x, y, delta",
-    [
+INT_EXTREMES = [
         ("u64", 0, 2**64 - 1, 2**64 - 1),
         ("i64", -(2**63), 2**63 - 1, 2**64 - 1),
         ("i8", -128, 127, 255),
@@ -441,7 +501,16 @@ def test_f64_delta_overflows_to_inf(engine) -> None:
         ("u64", 2**64 - 1, 2**64 - 2, 1),
         ("i64", 2**63 - 1, 2**63 - 2, 1),
         ("i64", -(2**63), 2**63 - 2, 2**64 - 2),
-    ],
+        # bool: the byte as an integer (numpy and torch write 0 and 1)
+        ("bool", 0, 1, 1),
+        ("bool", 255, 0, 255),
+]  # fmt: skip
+
+
+@engines
+@pytest.mark.parametrize(
+    "dtype, x, y, delta",
+    INT_EXTREMES + [(d + "be", *rest) for d, *rest in INT_EXTREMES if d + "be" in DTYPES],
 )
 def test_integer_extremes_exact(engine, dtype, x, y, delta) -> None:
     got = scan_and_check(enc(dtype, x), enc(dtype, y), dtype, EXACT, engine)
@@ -520,6 +589,18 @@ def test_max_found_beyond_first_five_differences(engine, dtype) -> None:
         ("i64", Tolerance(ulp=2**64 - 2), -(2**63), 2**63 - 1, False),
         ("u64", Tolerance(ulp=2**63), 0, 2**63, True),
         ("u64", Tolerance(ulp=2**63 - 1), 0, 2**63, False),
+        # the new kinds: tolerances act on their values and ULP
+        ("bool", Tolerance(atol=1.0), 0, 1, True),
+        ("bool", Tolerance(ulp=0), 1, 0, False),
+        ("f8_e4m3fn", Tolerance(atol=32.0), 448.0, 416.0, True),  # 0x7E, 0x7D: no inf, no NaN
+        ("f8_e4m3fn", Tolerance(ulp=1), 448.0, 416.0, True),
+        ("f8_e4m3fn", Tolerance(rtol=0.05), 448.0, 416.0, False),
+        ("f8_e5m2", Tolerance(ulp=1), 57344.0, 49152.0, True),
+        ("f8_e4m3fnuz", Tolerance(ulp=2), 240.0, 208.0, True),
+        ("f8_e5m2fnuz", Tolerance(atol=0.25), -1.0, -1.25, True),
+        ("f32be", Tolerance(rtol=0.25), 2.0, 2.5, True),
+        ("i64be", Tolerance(ulp=2**64 - 1), -(2**63), 2**63 - 1, True),
+        ("bf16be", Tolerance(atol=1.0), 3.0, 1.0, False),
     ],
 )
 def test_tolerance_examples(engine, dtype, tol, a, b, within) -> None:
@@ -558,7 +639,9 @@ def test_empty_buffers(engine, dtype) -> None:
 
 
 @engines
-@pytest.mark.parametrize("dtype", ["u8", "i16", "f16", "bf16", "f32", "u64", "f64"])
+@pytest.mark.parametrize(
+    "dtype", ["u8", "i16", "f16", "bf16", "f32", "u64", "f64", "bool", "f8_e5m2", "i32be", "f32be"]
+)
 def test_buffer_kinds(engine, dtype) -> None:
     """bytes, bytearray, memoryview and an unaligned memoryview slice agree."""
     rng = np.random.default_rng(7)
@@ -830,7 +913,7 @@ def test_chunks_differences_only_in_middle_piece(engine, dtype) -> None:
 
 
 @engines
-@pytest.mark.parametrize("dtype", ALL_DTYPES)
+@pytest.mark.parametrize("dtype", LITTLE_DTYPES)
 @settings(
     max_examples=80,
     deadline=None,
@@ -848,7 +931,7 @@ def test_chunked_equals_whole(engine, dtype, data) -> None:
 
 
 @engines
-@pytest.mark.parametrize("dtype", ALL_DTYPES)
+@pytest.mark.parametrize("dtype", LITTLE_DTYPES)
 @settings(
     max_examples=80,
     deadline=None,
@@ -871,7 +954,7 @@ def test_chunked_runs_and_rows_equal_whole(engine, dtype, data) -> None:
 
 
 @engines
-@pytest.mark.parametrize("dtype", ALL_DTYPES)
+@pytest.mark.parametrize("dtype", LITTLE_DTYPES)
 @PROPERTY
 @given(data=st.data())
 def test_rows_of_a_piece_at_any_origin_match_naive(dtype: str, engine: str, data) -> None:
@@ -911,7 +994,7 @@ def test_more_than_16_runs_and_rows_across_pieces(engine) -> None:
 
 
 @engines
-@floats
+@pytest.mark.parametrize("dtype", [d for d in WITH_INF if d in WITH_NEG_ZERO])
 def test_ulp_histogram_and_signed_zero(engine, dtype) -> None:
     one, two = sp(dtype, "one"), sp(dtype, "two")
     bits_a = [one, one, one, sp(dtype, "zero", True), sp(dtype, "min_denormal", True), two]
@@ -950,6 +1033,108 @@ def test_ulp_distance_of_f64_extremes_is_exact(engine) -> None:
 def test_max_rel_delta(engine, dtype, a, b, rel, index) -> None:
     got = scan_and_check(enc(dtype, *a), enc(dtype, *b), dtype, EXACT, engine)
     assert (got.max_rel_delta, got.max_rel_delta_index) == (rel, index)
+
+
+# --------------------------------------------------------------------------
+# The 8-bit floats, bool and big-endian types: each by its own definition
+# --------------------------------------------------------------------------
+
+
+@engines
+def test_e4m3fn_has_no_infinity_and_one_nan_per_sign(engine) -> None:
+    # S.1111.000-110 are the numbers 256 to 448; S.1111.111 is NaN
+    a = pack("f8_e4m3fn", [0x78, 0x7F, 0x7F, 0x00, 0xFE])
+    b = pack("f8_e4m3fn", [0x7E, 0x7E, 0xFF, 0x80, 0x7E])
+    got = scan_and_check(a, b, "f8_e4m3fn", EXACT, engine)
+    assert core(got) == core_of(
+        n_diff=5, first_diff=0, first_any=0, max_abs_delta=896.0, max_abs_delta_index=4,
+        n_nan_mismatch=2,
+    )  # fmt: skip
+    # 256 vs 448 is 6 ULP, -448 vs 448 is 2 * 126, and -0.0 vs +0.0 is 0
+    assert (got.max_ulp, got.n_signed_zero, got.n_inf_mismatch) == (252, 1, 0)
+    assert got.ulp_log2_histogram == (0, 0, 1, 0, 0, 0, 0, 1)
+    # nan_equal forgives +NaN against -NaN, not NaN against 448
+    got = scan_and_check(a, b, "f8_e4m3fn", Tolerance(nan_equal=True), engine)
+    assert (got.n_nan_mismatch, got.n_within_tolerance) == (1, 1)
+
+
+@engines
+@pytest.mark.parametrize("dtype, largest", [("f8_e4m3fnuz", 240.0), ("f8_e5m2fnuz", 57344.0)])
+def test_fnuz_has_one_nan_no_infinity_no_negative_zero(engine, dtype, largest) -> None:
+    # 0x80 (the sign alone) is the one NaN; 0x7F and 0xFF are +-largest; no -0.0
+    a = pack(dtype, [0x00, 0x80, 0x7F, 0x01, 0x7F])
+    b = pack(dtype, [0x80, 0x01, 0x7E, 0x81, 0xFF])
+    got = scan_and_check(a, b, dtype, EXACT, engine)
+    assert (got.n_nan_mismatch, got.n_inf_mismatch, got.n_signed_zero) == (2, 0, 0)
+    assert (got.max_abs_delta, got.max_abs_delta_index) == (2 * largest, 4)
+    # +min_denormal vs -min_denormal: 2 ULP (through the single zero); +-largest: 254
+    assert got.max_ulp == 254 and got.ulp_log2_histogram == (1, 1, 0, 0, 0, 0, 0, 1)
+    same = pack(dtype, [0x80, 0x80])
+    assert scan_bytes(same, bytes(same), dtype, engine=engine) == ScanStats()
+
+
+@engines
+def test_e5m2_is_ieee_like(engine) -> None:
+    # S.11111.00 is infinite, S.11111.01-11 NaN (payloads), 0x80 is -0.0
+    a = pack("f8_e5m2", [0x7C, 0x7D, 0x7E, 0x80, 0x7B])
+    b = pack("f8_e5m2", [0x7B, 0x7F, 0x7C, 0x00, 0xFB])
+    got = scan_and_check(a, b, "f8_e5m2", EXACT, engine)
+    assert (got.n_inf_mismatch, got.n_nan_mismatch, got.n_signed_zero) == (1, 2, 1)
+    assert (got.max_abs_delta, got.max_ulp) == (2 * 57344.0, 2 * 0x7B)
+    got = scan_and_check(a, b, "f8_e5m2", Tolerance(nan_equal=True, ulp=2**40), engine)
+    assert (got.n_diff, got.n_within_tolerance) == (2, 3)  # inf is never within
+
+
+@engines
+@pytest.mark.parametrize(
+    "dtype, tiny", [("f8_e4m3fn", 2**-9), ("f8_e5m2", 2**-16), ("f8_e4m3fnuz", 2**-10),
+                    ("f8_e5m2fnuz", 2**-17)],
+)  # fmt: skip
+def test_fp8_subnormals(engine, dtype, tiny) -> None:
+    m = FP8_SPEC[dtype]["m"]
+    top = (1 << m) - 1  # the largest subnormal, then the smallest normal: 1 ULP apart
+    a = pack(dtype, [0x01, top, 0x00])
+    b = pack(dtype, [0x02, top + 1, 0x01])
+    got = scan_and_check(a, b, dtype, EXACT, engine)
+    assert (got.max_abs_delta, got.max_ulp, got.ulp_log2_histogram) == (tiny, 1, (3,))
+    assert fp8_value(dtype, 0x01) == tiny
+
+
+@engines
+@pytest.mark.parametrize("dtype", BIG_ENDIAN)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_big_endian_is_its_little_endian_twin_with_bytes_reversed(engine, dtype, data) -> None:
+    """Whatever differs, a big-endian buffer scans exactly as the same elements
+    little-endian: equality is on the bytes, values and ULP after reversing."""
+    little = little_endian(dtype)
+    a, b = data.draw(buffer_pairs(little, max_len=150), label="buffers")
+    tol = data.draw(st.one_of(st.just(EXACT), tolerances), label="tol")
+    w = itemsize(dtype)
+    swap_a, swap_b = (np.frombuffer(x, f"<u{w}").astype(f">u{w}").tobytes() for x in (a, b))
+    assert scan_bytes(swap_a, swap_b, dtype, tol, engine) == scan_bytes(a, b, little, tol, engine)
+
+
+@engines
+@pytest.mark.parametrize("dtype", BIG_ENDIAN)
+@settings(
+    max_examples=50,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(data=st.data())
+def test_big_endian_matches_naive(engine, dtype, data) -> None:
+    """Big-endian buffers against the naive twin: exact and with tolerances,
+    whole and in pieces, with rows."""
+    a, b = data.draw(buffer_pairs(dtype, max_len=200), label="buffers")
+    tol = data.draw(st.one_of(st.just(EXACT), tolerances), label="tol")
+    row_size = data.draw(st.sampled_from([0, 1, 3, 16]), label="row_size")
+    n = len(a) // itemsize(dtype)
+    cuts = sorted({0, n, *data.draw(st.lists(st.integers(0, n), max_size=6), label="cuts")})
+    whole = scan_bytes(a, b, dtype, tol, engine, row_size=row_size)
+    want = naive_scan(a, b, dtype, tol.atol, tol.rtol, tol.ulp, tol.nan_equal, row_size=row_size)
+    assert_matches(whole, want, dtype)
+    assert scan_in_pieces(a, b, dtype, tol, engine, cuts, row_size) == whole
 
 
 # --------------------------------------------------------------------------
