@@ -637,3 +637,17 @@ def test_schema_file_with_a_bad_dtype_is_one_line(tmp_path: Path) -> None:
     assert r.returncode == 2 and "Traceback" not in r.stderr
     (line,) = r.stderr.strip().splitlines()
     assert "bad.toml:9:" in line and "ambiguous dtype 'f8'" in line and "f64" in line
+
+
+def test_readme_element_types() -> None:
+    """The README's table names every dtype once, and its examples do what it says."""
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    start = text.index("### Element types")
+    section = text[start : text.index("\n### ", start + 1)]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    names = [n for row in rows for n in row.split("`")[1].split()]
+    assert sorted(names) == sorted(DTYPES) and len(names) == len(set(names))
+    assert "fastdiff schema raw --default-dtype '>f8'    # default_dtype = \"f64be\"" in section
+    r = fastdiff("schema", "raw", "--default-dtype", ">f8")
+    assert r.returncode == 0 and 'default_dtype = "f64be"' in r.stdout.splitlines()
+    assert "--default-dtype float32   # reported as f32" in section  # test_cli_default_dtype_...

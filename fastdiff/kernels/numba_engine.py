@@ -18,7 +18,10 @@ uint64 for integers), ``out_u`` (uint64: the largest ULP distance) and
 the same table. Each differing element is looked at once: its run and row,
 its delta, ULP distance and relative delta are taken in the same pass; a
 float's value is read from its bits (no second view of the buffers), and
-blocks of equal elements are passed over by a vectorised test. The
+blocks of equal elements are passed over by a vectorised test. The 8-bit
+floats are read from a table of their 256 values (``values.fp8_table``);
+big-endian pieces are copied byte-swapped first (numba reads arrays in the
+machine's order), so they cost a copy of each piece the scan stage reads. The
 slots are module constants here, which numba compiles in. numba's disk cache
 only notices edits to this file, not to
 ``facts.py``: so every kernel also writes the fingerprint of the layout it
