@@ -2,7 +2,9 @@
 
 A schema lists groups in pipeline order (upstream first). Each group has a
 key, a title, a hint on what to inspect when it is the first to diverge, and
-members given by exact name or glob pattern with a dtype. A buffer whose
+members given by exact name or glob pattern with a dtype (any name
+``dtypes.dtype_name`` takes, numpy's ``float32`` or ``<f4`` too, kept as the
+canonical one: ``f32``). A buffer whose
 name is in no group is still compared, in the group ``other``, as the
 schema's default dtype (``u8``, raw bytes, unless told otherwise).
 
