@@ -2,7 +2,9 @@
 
 A schema lists groups in pipeline order (upstream first). Each group has a
 key, a title, a hint on what to inspect when it is the first to diverge, and
-members given by exact name or glob pattern with a dtype. A buffer whose
+members given by exact name or glob pattern with a dtype (any name
+``dtypes.dtype_name`` takes, numpy's ``float32`` or ``<f4`` too, kept as the
+canonical one: ``f32``). A buffer whose
 name is in no group is still compared, in the group ``other``, as the
 schema's default dtype (``u8``, raw bytes, unless told otherwise).
 
@@ -35,7 +37,7 @@ from __future__ import annotations
 
 import os
 
-from .dtypes import DTYPES
+from .dtypes import dtype_name
 from .errors import SchemaError
 from .record import Record
 
@@ -402,9 +404,10 @@ def parse_schema(doc: dict[str, object], text: str = "", origin: str = "<schema>
     name = doc.get("name", os.path.splitext(os.path.basename(origin))[0])
     if not isinstance(name, str):
         raise fail(None, ("name",), "must be a string")
-    default_dtype = doc.get("default_dtype", "u8")
-    if not isinstance(default_dtype, str) or default_dtype not in DTYPES:
-        raise fail(None, ("default_dtype",), _dtype_problem(default_dtype))
+    try:
+        default_dtype = dtype_name(doc.get("default_dtype", "u8"))
+    except ValueError as exc:
+        raise fail(None, ("default_dtype",), str(exc)) from None
     raw_groups = doc.get("group", [])
     if not isinstance(raw_groups, list):
         raise fail(None, ("group",), "must be an array of tables, written [[group]]")
@@ -458,9 +461,10 @@ def _member(gi: int, name: str, value: object, fail: Any, unknown: Any) -> Membe
     """One member: ``name = "dtype"`` or ``name = { dtype = ..., shape = ..., fields = ... }``."""
     at = ("members", name)
     if isinstance(value, str):
-        if value not in DTYPES:
-            raise fail(gi, at, _dtype_problem(value))
-        return Member(name, value)
+        try:
+            return Member(name, dtype_name(value))
+        except ValueError as exc:
+            raise fail(gi, at, str(exc)) from None
     if not isinstance(value, dict):
         raise fail(
             gi,
@@ -473,8 +477,10 @@ def _member(gi: int, name: str, value: object, fail: Any, unknown: Any) -> Membe
     dtype = value.get("dtype")
     if dtype is None:
         raise fail(gi, at, 'a member given as a table needs its dtype: { dtype = "f32", ... }')
-    if not isinstance(dtype, str) or dtype not in DTYPES:
-        raise fail(gi, (*at, "dtype"), _dtype_problem(dtype))
+    try:
+        dtype = dtype_name(dtype)
+    except ValueError as exc:
+        raise fail(gi, (*at, "dtype"), str(exc)) from None
 
     def shape_fail(what: str) -> SchemaError:
         return fail(gi, (*at, "shape"), what)
@@ -547,10 +553,6 @@ def _fields(raw: object, shape: tuple[int, ...] | None, fail: Any) -> tuple[Fiel
     return tuple(out)
 
 
-def _dtype_problem(value: object) -> str:
-    return f"unknown dtype {value!r} (valid: {' '.join(DTYPES)})"
-
-
 def resolve_schema(
     spec: str | None, default_dtype: str | None = None, what: str = "--schema"
 ) -> Schema:
@@ -567,9 +569,10 @@ def resolve_schema(
             f"(presets: {', '.join(PRESETS)}; or a path to a .toml file)"
         )
     if default_dtype is not None:
-        if default_dtype not in DTYPES:
-            raise SchemaError(f"--default-dtype: {_dtype_problem(default_dtype)}")
-        schema = schema.with_default_dtype(default_dtype)
+        try:
+            schema = schema.with_default_dtype(dtype_name(default_dtype))
+        except ValueError as exc:
+            raise SchemaError(f"--default-dtype: {exc}") from None
     return schema
 
 

@@ -347,6 +347,8 @@ def test_length_mismatch_counts_do_not_depend_on_chunk_size(
 
 
 FLOAT_SPECIALS = {
+    # the 8-bit floats: NaN of each kind (0x7F, 0xFF; 0x80 in FNUZ), e5m2's inf, zeros
+    1: [0x7F, 0xFF, 0x80, 0x00, 0x7C, 0xFC, 0x7E, 0x01],
     2: [0x7E00, 0x7E01, 0xFE00, 0x8000, 0x0000, 0x7C00, 0xFC00, 0x0001],
     4: [0x7FC00000, 0x7FC00001, 0xFFC00000, 0x80000000, 0, 0x7F800000, 0xFF800000, 1],
     8: [
@@ -384,13 +386,15 @@ def run_pairs(
                     if rnd.random() < 0.5:
                         special = rnd.choice(FLOAT_SPECIALS[dt.itemsize])
                         a[i * dt.itemsize : (i + 1) * dt.itemsize] = special.to_bytes(
-                            dt.itemsize, "little"
+                            dt.itemsize, "big" if dt.swapped else "little"
                         )
             b = bytearray(a)
             for _ in range(draw(st.integers(0, 4)) if n else 0):
                 i = rnd.randrange(n)
                 if dt.kind == "float" and rnd.random() < 0.6:
-                    new = rnd.choice(FLOAT_SPECIALS[dt.itemsize]).to_bytes(dt.itemsize, "little")
+                    new = rnd.choice(FLOAT_SPECIALS[dt.itemsize]).to_bytes(
+                        dt.itemsize, "big" if dt.swapped else "little"
+                    )
                 else:
                     new = rnd.randbytes(dt.itemsize)
                 b[i * dt.itemsize : (i + 1) * dt.itemsize] = new

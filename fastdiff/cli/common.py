@@ -132,7 +132,8 @@ def schema_options(default: str = READS_MANIFESTS) -> tuple[Arg, ...]:
         Arg(
             "--default-dtype",
             metavar="DTYPE",
-            help="element type of buffers in no group (default: the schema's, u8)",
+            help="element type of buffers in no group (default: the schema's, u8): f32, bf16, "
+            "f8_e4m3fn, f32be, ... or numpy's names (float32, <f4)",
             group=SCHEMA,
         ),
     )

@@ -37,7 +37,7 @@ ARGUMENTS = (
         "--default-dtype",
         metavar="DTYPE",
         help="the schema's default dtype, given to the buffers in no group (default: the "
-        "schema's, u8)",
+        "schema's, u8); numpy's names (float32, <f4) are written as fastdiff's (f32)",
     ),
 )
 

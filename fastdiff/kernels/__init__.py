@@ -10,7 +10,10 @@ and rows when told the row size) and, for floats, how far apart they are in
 units in the last place (the largest distance and a log2 histogram).
 
 Equality is decided on bit patterns: identical NaNs are equal, -0.0 and
-+0.0 differ (with delta 0). Three engines compute the same numbers:
++0.0 differ (with delta 0). Values are read by each dtype's own definition
+(``fastdiff.dtypes``: the 8-bit floats' NaNs and missing infinities, bool as
+an integer, big-endian elements with their bytes reversed). Three engines
+compute the same numbers:
 
 - ``numba``: compiled kernels (``numba_engine``), the fast path for large
   differing regions; importing numba costs about 0.5 s, so it loads lazily;
@@ -54,7 +57,7 @@ def scan_bytes(
     row_size: int = 0,
     origin: int = 0,
 ) -> ScanStats:
-    """Scan two equally long buffers of little-endian ``dtype`` elements.
+    """Scan two equally long buffers of ``dtype`` elements (in its byte order).
 
     Raises ValueError when the lengths differ or are not a whole number of
     elements. Indices in the result are relative to the start of the buffers.

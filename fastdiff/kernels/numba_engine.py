@@ -18,7 +18,11 @@ uint64 for integers), ``out_u`` (uint64: the largest ULP distance) and
 the same table. Each differing element is looked at once: its run and row,
 its delta, ULP distance and relative delta are taken in the same pass; a
 float's value is read from its bits (no second view of the buffers), and
-blocks of equal elements are passed over by a vectorised test. The
+blocks of equal elements are passed over by a vectorised test. The 8-bit
+floats are read from a table of their 256 values (``values.fp8_table``).
+numba reads arrays only in the machine's byte order: big-endian floats are
+read as they lie and their bytes reversed in the kernel where they differ;
+big-endian integers are copied byte-swapped, piece by piece. The
 slots are module constants here, which numba compiles in. numba's disk cache
 only notices edits to this file, not to
 ``facts.py``: so every kernel also writes the fingerprint of the layout it
@@ -35,7 +39,7 @@ import numba as nb
 import numpy as np
 from numba.cpython.unsafe.numbers import leading_zeros, viewer
 
-from ..dtypes import FP8, DType
+from ..dtypes import DTYPES, FP8, DType
 from .facts import (
     DELTA,
     HIST_BINS,
@@ -120,6 +124,7 @@ def _float_sig(bits: nb.types.Integer) -> nb.core.typing.templates.Signature:
         ubits,
         _ro(nb.float64, 1, "C", readonly=True),  # 8-bit floats: the value of each pattern
         nb.boolean,  # bf16 (16-bit bits: bf16, else f16)
+        nb.boolean,  # swap: big-endian elements
         nb.uint64,  # ulp
         nb.float64,
         nb.float64,
@@ -236,6 +241,16 @@ def _value(u, width, bf16):  # type: ignore[no-untyped-def]
     else:
         bits = s | ((e + np.uint32(112)) << np.uint32(23)) | (m << np.uint32(13))
     return np.float64(viewer(np.uint32(bits), nb.float32))
+
+
+@nb.jit(**JIT_FLAGS)
+def _bswap(u, width):  # type: ignore[no-untyped-def]
+    """The bit pattern ``u`` (uint64) of a ``width``-byte element with its bytes reversed."""
+    out = np.uint64(0)
+    for _ in range(width):
+        out = (out << np.uint64(8)) | (u & np.uint64(0xFF))
+        u >>= np.uint64(8)
+    return out
 
 
 #: Elements compared at once before any of them is looked at: a block whose
@@ -434,7 +449,7 @@ def _int_close_kernel() -> Any:
     **JIT_FLAGS,
 )
 def _scan_float(  # type: ignore[no-untyped-def]
-    ua, ub, table, bf16, ulp, atol, rtol, use_ulp, use_close, nan_equal, row_size, origin,
+    ua, ub, table, bf16, swap, ulp, atol, rtol, use_ulp, use_close, nan_equal, row_size, origin,
     out_i, out_max, out_u, out_r,
 ):  # fmt: skip
     width = ua.itemsize  # bytes per element: the float format, with bf16
@@ -470,6 +485,9 @@ def _scan_float(  # type: ignore[no-untyped-def]
                     row_end = _new_row(i, row_size, origin, out_i)
                 ux = np.uint64(x)
                 uy = np.uint64(y)
+                if swap:  # big-endian: equal bytes are equal elements, values need the order
+                    ux = _bswap(ux, width)
+                    uy = _bswap(uy, width)
                 if width == 1:  # an 8-bit float: its value from the format's table
                     va = table[ux]
                     vb = table[uy]
@@ -547,17 +565,20 @@ def scan(
     out_u = np.full(_SMALL, _NO_UINT, np.uint64)  # integer kernels leave max_ulp none
     out_r = np.zeros(_SMALL, np.float64)
     if dt.kind == "float":
-        # big-endian elements: numba reads arrays in machine order, so they are
-        # copied (piece by piece, as the scan stage hands them over) byte-swapped
-        ua = _readonly(native(np.frombuffer(a, dt.bits)))  # type: ignore[call-overload]
-        ub = _readonly(native(np.frombuffer(b, dt.bits)))  # type: ignore[call-overload]
+        # big-endian elements are read as they lie (numba has no non-native
+        # arrays) and byte-swapped in the kernel, only where they differ
+        little = DTYPES[dt.base].bits
+        ua = _readonly(np.frombuffer(a, little))  # type: ignore[call-overload]
+        ub = _readonly(np.frombuffer(b, little))  # type: ignore[call-overload]
         table = fp8_table(dt.base) if dt.base in FP8 else _NO_TABLE
         out_max = np.zeros(_SMALL, np.float64)
         _scan_float(
-            ua, ub, table, dt.base == "bf16", np.uint64(ulp), atol, rtol, use_ulp, use_close,
-            tol.nan_equal, row_size, origin, out_i, out_max, out_u, out_r,
+            ua, ub, table, dt.base == "bf16", dt.swapped, np.uint64(ulp), atol, rtol, use_ulp,
+            use_close, tol.nan_equal, row_size, origin, out_i, out_max, out_u, out_r,
         )  # fmt: skip
     else:
+        # big-endian integers: copied byte-swapped, piece by piece as the scan
+        # stage hands them over (the kernels compare values of their own type)
         out_max = np.zeros(_SMALL, np.uint64)
         va = _readonly(native(np.frombuffer(a, dt.numpy)))  # type: ignore[call-overload]
         vb = _readonly(native(np.frombuffer(b, dt.numpy)))  # type: ignore[call-overload]
