@@ -53,7 +53,8 @@ __all__ = [
 #: ``missing``    a run folder or manifest that does not exist;
 #: ``unreadable`` no permission, an I/O error, a broken link, a FIFO or device;
 #: ``changed``    the file changed (or vanished) while fastdiff read it; in a
-#:                watch, also after its step was compared, or it appeared then;
+#:                watch, also after its step was compared, or it appeared then,
+#:                or one run lacks it (or holds it shorter) while still writing;
 #: ``malformed``  a size that is not a whole number of elements, a damaged manifest;
 #: ``no_dumps``   a run side that holds no step_<N>_<name>.bin at all;
 #: ``name``       a dump name fastdiff cannot use (not UTF-8, a duplicate step);

@@ -226,21 +226,42 @@ def test_keep_going_reports_every_step(tmp_path: Path) -> None:
     assert isinstance(summary["first_divergence_latency_s"], float)
 
 
-def test_a_buffer_missing_in_one_run_is_a_divergence(tmp_path: Path) -> None:
+@pytest.mark.parametrize("lag", [None, "0"])
+def test_a_buffer_missing_in_a_run_still_writing_needs_a_lag_to_be_a_divergence(
+    tmp_path: Path, lag: str | None
+) -> None:
+    """B never writes step 1's ph_mu. With --lag 0 (a writer that finishes
+    each step before the next) that is a divergence once B is past step 1;
+    without --lag, B might yet write it while it is writing: an error that
+    names --lag (exit 2), never a divergence."""
     a, b = tmp_path / "a", tmp_path / "b"
     wa = writer(a, "--steps", "4", "--pace", "0.05")
     wb = writer(b, "--steps", "4", "--pace", "0.05", "--skip", "1:ph_mu")
-    w = watch(str(a), str(b), *FAST, "--format", "jsonl")
+    w = watch(str(a), str(b), *FAST, *(["--lag", lag] if lag else []), "--format", "jsonl")
     try:
         code, out, err = finish(w)
     finally:
         stop(wa, wb)
-    assert code == 1, err
     steps, summary = steps_and_summary(out)
-    assert [(r["step"], r["status"]) for r in steps] == [(0, "equal"), (1, "diverged")]
-    (missing,) = steps[1]["buffers"]
-    assert (missing["name"], missing["status"]) == ("ph_mu", "only_in_a")
-    assert summary["first_divergent_groups"] == ["F"]
+    if lag == "0":
+        assert code == 1, err
+        assert [(r["step"], r["status"]) for r in steps] == [(0, "equal"), (1, "diverged")]
+        (missing,) = steps[1]["buffers"]
+        assert (missing["name"], missing["status"]) == ("ph_mu", "only_in_a")
+        assert summary["first_divergent_groups"] == ["F"]
+        return
+    assert code == 2, err
+    assert [(r["step"], r["status"]) for r in steps] == [(k, ["equal", "error"][k == 1])
+                                                         for k in range(4)]  # fmt: skip
+    (late,) = steps[1]["buffers"]
+    assert (late["name"], late["status"]) == ("ph_mu", "error")
+    assert late["message"].startswith(
+        "run A holds buffer ph_mu of step 1, run B does not hold it and is still writing"
+    )
+    assert "give --lag 1" in late["message"]
+    assert "--lag 0 makes this a divergence" in late["message"]
+    assert summary["verdict"] == "error" and summary["first_divergent_step"] is None
+    assert f"{a / 'step_1_ph_mu.bin'}: run A holds buffer ph_mu of step 1" in err
 
 
 def test_a_writer_pausing_mid_step_longer_than_settle_gives_no_false_divergence(
@@ -799,6 +820,47 @@ for name in ["step_0_x", "step_1_x", "step_0_y", "step_2_x", "step_1_y", "step_2
         (run / f"{name}.bin").write_bytes(bytes(range(64)))
     time.sleep(0.6)
 """
+
+
+@pytest.mark.parametrize("lag", [None, "0", "1"])
+def test_a_late_buffer_of_a_run_still_writing_is_no_divergence_without_a_lag(
+    tmp_path: Path, lag: str | None
+) -> None:
+    """A was written in full; B's writer writes each step's y after the
+    next step's x. When B's step 1 appears, step 0 is complete in B and
+    lacks the y that A holds: without --lag that is an error naming --lag
+    (B is still writing), never a divergence; --lag 0 says the writer
+    finishes each step first, so it is one; --lag 1 waits for the y:
+    identical."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    for name in ["step_0_x", "step_1_x", "step_0_y", "step_2_x", "step_1_y", "step_2_y"]:
+        (a / f"{name}.bin").write_bytes(bytes(range(64)))
+    w = watch(
+        str(a), str(b), "--poll", "0.05", "--settle", "2", "--idle-timeout", "1.5",
+        *(["--lag", lag] if lag else []), "--format", "jsonl",
+    )  # fmt: skip
+    writer_proc = subprocess.Popen([sys.executable, "-c", OVERLAPPING_WRITER, str(b)])
+    try:
+        code, out, err = finish(w)
+    finally:
+        stop(writer_proc)  # type: ignore[arg-type]
+    summary = records(out)[-1]
+    by_key = {(x["step"], x["name"]): x for x in summary["buffers"]}
+    if lag == "1":
+        assert code == 0, err
+        assert summary["verdict"] == "identical" and len(summary["buffers"]) == 6
+    elif lag == "0":
+        assert code == 1, err
+        assert summary["verdict"] == "diverged" and summary["first_divergent_step"] == 0
+        assert by_key[0, "y"]["status"] == "only_in_a"
+    else:
+        assert code == 2, err
+        assert summary["verdict"] == "error" and summary["first_divergent_step"] is None
+        assert by_key[0, "y"]["status"] == "error"
+        assert "run B does not hold it and is still writing" in by_key[0, "y"]["message"]
+        assert "give --lag 1" in err
+        assert all(x["status"] in ("equal", "error") for x in summary["buffers"])
 
 
 @pytest.mark.parametrize("lag", [None, "1"])

@@ -83,10 +83,12 @@ ARGUMENTS = (
     Arg(
         "--lag",
         type=non_negative_int,
-        default=0,
+        default=None,
         metavar="STEPS",
-        help="a step is complete once a run holds a step more than STEPS later (default 0: "
-        "any later step); for writers that begin a step before finishing the one before",
+        help="a step is complete once a run holds a step more than STEPS later, for writers "
+        "that begin a step before finishing the one before (default: any later step, and a "
+        "buffer that a run still writing lacks or holds shorter is an error naming --lag, "
+        "not a divergence; --lag 0 makes it one)",
         group=WATCHING,
     ),
     Arg(

@@ -21,7 +21,12 @@ times, changing each time, reports the buffers that changed as errors
 ("kept changing while fastdiff read it"), never as a divergence.
 
 (With ``lag`` K, a step is complete once the run holds a step later than
-N + K: for writers that begin a step before they finish the one before.)
+N + K: for writers that begin a step before they finish the one before.
+Without a lag given, a buffer that one run lacks, or holds shorter than
+the other, while that run is still writing, is an error that names
+``--lag``, never a divergence: the run may yet write it. With a lag given,
+even 0, the caller has said how far a writer runs ahead, and it is a
+divergence once the run is past it.)
 A run's newest step is complete when the run has been quiet for ``settle``
 seconds; a writer that merely paused mid-step would then look as if it
 lacked buffers or wrote short files. So when a step is the newest of a run
@@ -104,7 +109,9 @@ class Watch:
     """Compare two runs while they are written (``watch_runs`` is the function form).
 
     ``lag``: a step is complete once a run holds a step more than ``lag``
-    later (default 0: any later step; see the module's docstring).
+    later (default None: any later step, as 0, but a buffer that a run
+    still writing lacks or holds shorter is an error, not a divergence;
+    see the module's docstring).
     ``run()`` polls until the first divergent step (unless ``keep_going``),
     until both runs are idle for ``idle_timeout`` seconds, until trouble (a
     folder that vanishes or cannot be read, a folder that stays empty for
@@ -127,7 +134,7 @@ class Watch:
         settle: float = DEFAULT_SETTLE,
         idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
         keep_going: bool = False,
-        lag: int = 0,
+        lag: int | None = None,
         cache: DigestCache | None = None,
         on_step: Callable[[StepReport], None] | None = None,
         on_problem: Callable[[Problem], None] | None = None,
@@ -141,7 +148,7 @@ class Watch:
             raise ValueError(f"settle must be >= 0 seconds, got {settle}")
         if not idle_timeout > 0:
             raise ValueError(f"idle_timeout must be > 0 seconds, got {idle_timeout}")
-        if isinstance(lag, bool) or not isinstance(lag, int) or lag < 0:
+        if lag is not None and (isinstance(lag, bool) or not isinstance(lag, int) or lag < 0):
             raise ValueError(f"lag must be a whole number of steps >= 0, got {lag!r}")
         self.spec_a, self.spec_b = os.fspath(run_a), os.fspath(run_b)
         self.opts = options or CompareOptions()
@@ -217,7 +224,7 @@ class Watch:
                 side.trouble = src.listing.errors[0]
                 side.problems = []
             return side
-        return RunPoller(spec, self.settle, self.idle_timeout, now, self.lag)
+        return RunPoller(spec, self.settle, self.idle_timeout, now, self.lag or 0)
 
     def _choose_schema(self) -> Schema:
         sources = []
@@ -428,6 +435,7 @@ class Watch:
             if holding:
                 step.state, step.report, step.holding = "held", report, holding
                 return
+            report = self._still_writing(n, report)
         else:
             report = self._incomplete_at_end(n, report)
         step.state, step.report = "final", report
@@ -497,6 +505,7 @@ class Watch:
             return
         if all(not side.provisional(step.n) for side in step.holding):
             step.state = "final"  # the run moved on: what it lacks, it lacks
+            step.report = self._still_writing(step.n, step.report)
             passed = [t for side in step.holding if (t := side.passed(step.n)) is not None]
             step.complete_at = max([step.complete_at, *passed])
 
@@ -525,6 +534,57 @@ class Watch:
         errors += [Problem(path, message, kind="changed") for path in sorted(changed)]
         # (A file that appeared during the last read is among them: it was not compared.)
         return self._rebuilt(report, buffers, errors)
+
+    def _still_writing(self, n: int, report: Report) -> Report:
+        """Without a lag given: a buffer of step ``n`` that a run still
+        writing lacks, or holds shorter than the other run, may yet be
+        written (a writer that finishes a step after beginning the next): an
+        error naming --lag, never a divergence."""
+        if self.lag is not None:
+            return report
+        now = self.clock()
+        alive = [not side.final and not side.idle(now) for side in (self.a, self.b)]
+        if not any(alive):
+            return report
+        labels = ("A", "B")
+        buffers, errors = [], list(report.errors)
+        touched = False
+        for b in report.buffers:
+            lacking = None
+            if b.status == "only_in_a":
+                lacking, what = 1, "does not hold it"
+            elif b.status == "only_in_b":
+                lacking, what = 0, "does not hold it"
+            elif b.status == "length_mismatch":
+                sizes = (b.n_elements_a or 0, b.n_elements_b or 0)
+                if sizes[0] != sizes[1]:
+                    lacking = 0 if sizes[0] < sizes[1] else 1
+                    what = (
+                        f"holds it shorter ({sizes[lacking]:,} elements against "
+                        f"{sizes[1 - lacking]:,})"
+                    )
+            if lacking is None or not alive[lacking]:
+                buffers.append(b)
+                continue
+            mine, other = labels[lacking], labels[1 - lacking]
+            side = self.b if lacking else self.a
+            at = f" (it is at step {side.newest})" if isinstance(side, RunPoller) else ""
+            message = (
+                f"run {other} holds buffer {b.name} of step {n}, run {mine} {what} and is "
+                f"still writing{at}, so it may yet write it: not called a divergence. If "
+                f"its writer finishes a step's files after beginning the next (asynchronous "
+                "or per-rank checkpointing), give --lag 1 (or how many steps it runs ahead); "
+                "if it finishes each step first, --lag 0 makes this a divergence"
+            )
+            path = b.path_b if lacking and b.path_b else b.path_a or b.path_b or self.spec_a
+            b = BufferResult(
+                b.step, b.name, b.group, b.dtype, "error", b.n_elements_a, b.n_elements_b,
+                b.path_a, b.path_b, message,
+            )  # fmt: skip
+            buffers.append(b)
+            errors.append(Problem(path, message, kind="changed"))
+            touched = True
+        return self._rebuilt(report, buffers, errors) if touched else report
 
     def _incomplete_at_end(self, n: int, report: Report) -> Report:
         """Both runs are idle: a file of the last step a run wrote that is
