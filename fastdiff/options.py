@@ -102,6 +102,16 @@ class CompareOptions:
 _OPTION_FIELDS = ("schema", "tolerance", "chunk_size", "engine", "executor", "jobs")
 
 
+def tolerance_options(tol: Tolerance) -> str:
+    """The tolerance as the options that ask for it (``--ulp 1 --nan-equal``)."""
+    parts = [f"--{k} {v:g}" for k, v in (("atol", tol.atol), ("rtol", tol.rtol)) if v is not None]
+    if tol.ulp is not None:
+        parts.append(f"--ulp {tol.ulp}")
+    if tol.nan_equal:
+        parts.append("--nan-equal")
+    return " ".join(parts)
+
+
 def tolerance_dict(tol: Tolerance) -> dict[str, object]:
     return {
         "atol": tol.atol,

@@ -59,6 +59,8 @@ __all__ = [
 #: ``no_dumps``   a run side that holds no step_<N>_<name>.bin at all;
 #: ``name``       a dump name fastdiff cannot use (not UTF-8, a duplicate step);
 #: ``mismatch``   digests that cannot be compared (different chunk sizes);
+#: ``undecided``  bits that differ where a tolerance was asked but cannot be
+#:                judged: digests alone (a manifest on one side) hold no values;
 #: ``worker``     a worker process died or failed running a task;
 #: ``error``      anything else.
 PROBLEM_KINDS = (
@@ -69,6 +71,7 @@ PROBLEM_KINDS = (
     "no_dumps",
     "name",
     "mismatch",
+    "undecided",
     "worker",
     "error",
 )

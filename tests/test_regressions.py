@@ -257,3 +257,64 @@ def test_a_plot_that_cannot_be_written_keeps_the_report(
         f"fastdiff: error: --plot {tmp_path / 't.png'}: cannot write the timeline plot "
         "(No space left on device); the report above is complete"
     )
+
+
+def _one_ulp_runs(root: Path) -> tuple[Path, Path]:
+    """Two f32 runs: step 0 equal, step 1 one element 1 ULP apart, step 2 B longer."""
+    base = struct.pack("<16f", *range(1, 17))
+    close = bytearray(base)
+    close[12:16] = struct.pack("<I", struct.unpack("<I", base[12:16])[0] + 1)
+    ra, rb = runs(root, base, base, "step_0_w.bin")
+    (ra / "step_1_w.bin").write_bytes(base)
+    (rb / "step_1_w.bin").write_bytes(bytes(close))
+    return ra, rb
+
+
+@pytest.mark.parametrize("manifest_side", ["A", "B"])
+def test_a_tolerance_is_never_silently_dropped_against_a_manifest(
+    tmp_path: Path, manifest_side: str
+) -> None:
+    """Folders give identical within --ulp 1; with one side a manifest, the
+    digests say only that the bits differ: that buffer is an error of kind
+    'undecided' that says why (exit 2), never 'diverged', and a note says
+    the tolerance could not be judged. Without a tolerance it stays diverged."""
+    from fastdiff import CompareOptions, compare_runs
+    from fastdiff.kernels import Tolerance
+    from fastdiff.schema import RAW
+
+    ra, rb = _one_ulp_runs(tmp_path)
+    tol = ("--ulp", "1", "--default-dtype", "f32")
+    folders = cli("compare", ra, rb, *tol, "--format", "json")
+    assert folders.returncode == 0 and json.loads(folders.stdout)["verdict"] == "identical"
+    manifest = tmp_path / "m.json"
+    hashed = ra if manifest_side == "A" else rb
+    assert cli("hash", hashed, "-o", manifest, "--default-dtype", "f32").returncode == 0
+    pair = (manifest, rb) if manifest_side == "A" else (ra, manifest)
+    got = cli("compare", *pair, *tol, "--format", "json")
+    assert got.returncode == 2, got.stderr
+    report = json.loads(got.stdout)
+    assert report["verdict"] == "error" and report["first_divergent_step"] is None
+    (w1,) = [b for b in report["buffers"] if b["step"] == 1]
+    assert w1["status"] == "error" and w1["first_divergent_chunk"] == [0, 64]
+    assert w1["message"].startswith(
+        "its bits differ (first in bytes 0..64), but whether within the tolerance (--ulp 1) "
+        f"is not known: run {manifest_side} is a manifest, which holds digests, not values"
+    )
+    assert any("the tolerance could not be judged" in n for n in report["notes"])
+    local = (rb if manifest_side == "A" else ra) / "step_1_w.bin"
+    assert f"fastdiff: error: {local}: its bits differ" in got.stderr
+    # The library says which kind of problem it is.
+    opts = CompareOptions(schema=RAW.replace(default_dtype="f32"), tolerance=Tolerance(ulp=1))
+    (problem,) = compare_runs(*pair, opts).errors
+    assert (problem.kind, problem.path) == ("undecided", str(local))
+    # Without a tolerance the bits that differ are a divergence, as before.
+    exact = cli("compare", *pair, "--default-dtype", "f32", "--format", "json")
+    assert exact.returncode == 1 and json.loads(exact.stdout)["first_divergent_step"] == 1
+    # Equal digests are equal under any tolerance; a length is not a tolerance's to forgive.
+    (rb / "step_2_w.bin").write_bytes(bytes(8))
+    (ra / "step_2_w.bin").write_bytes(bytes(4))
+    assert cli("hash", hashed, "-o", manifest, "--default-dtype", "f32").returncode == 0
+    got = json.loads(cli("compare", *pair, *tol, "--format", "json").stdout)
+    statuses = {b["step"]: b["status"] for b in got["buffers"]}
+    assert statuses == {0: "equal", 1: "error", 2: "length_mismatch"}
+    assert got["verdict"] == "error" and got["first_divergent_step"] == 2

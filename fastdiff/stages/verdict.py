@@ -209,6 +209,17 @@ def bytes_note(names: set[str]) -> str:
     )
 
 
+def undecided_note(n: int) -> str:
+    """The note for buffers whose differing bits a tolerance could not judge."""
+    which = "1 buffer whose bits differ was" if n == 1 else f"{n} buffers whose bits differ were"
+    return (
+        f"{which} compared by digests only (a manifest holds digests, not values), so the "
+        f"tolerance could not be judged for {'it' if n == 1 else 'them'}: "
+        f"{'it is an error' if n == 1 else 'they are errors'}, neither within tolerance nor "
+        "diverged. Compare the run folders themselves to apply the tolerance"
+    )
+
+
 def build_report(
     run_a: str,
     run_b: str,
@@ -237,6 +248,9 @@ def build_report(
     all_notes = list(dict.fromkeys(notes))
     if as_bytes:
         all_notes.append(bytes_note(as_bytes))
+    undecided = sum(1 for p in problems if p.kind == "undecided")
+    if undecided:
+        all_notes.append(undecided_note(undecided))
     verdict: Verdict = "error" if problems else "diverged" if divergent else "identical"
     return Report(
         run_a=run_a,
