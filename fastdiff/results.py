@@ -96,6 +96,11 @@ class BufferResult(Record):
     ints, 0 when nothing differs; where they were not (a buffer in one run
     only, malformed, an error, a prefix a manifest's digests cannot decide)
     they are None.
+
+    ``size_a``, ``size_b``: for a ``malformed`` buffer (whose element counts
+    are None), its files' sizes in bytes (None for a run without it); None
+    for every other status. A malformed buffer whose sizes differ is known
+    to differ between the runs: it ``diverges``.
     """
 
     __slots__ = (
@@ -108,6 +113,8 @@ class BufferResult(Record):
         "name",
         "path_a",
         "path_b",
+        "size_a",
+        "size_b",
         "status",
         "step",
     )
@@ -125,6 +132,8 @@ class BufferResult(Record):
         path_b: str | None = None,
         message: str | None = None,
         facts: tuple[Any, ...] | None = None,
+        size_a: int | None = None,
+        size_b: int | None = None,
         **named: Any,
     ) -> None:
         self.step = step
@@ -137,6 +146,8 @@ class BufferResult(Record):
         self.path_a = path_a
         self.path_b = path_b
         self.message = message
+        self.size_a = size_a
+        self.size_b = size_b
         if named:
             if facts is not None:
                 raise TypeError("BufferResult: give facts as a tuple or by name, not both")
@@ -148,9 +159,17 @@ class BufferResult(Record):
         self.facts = facts
 
     def __repr__(self) -> str:
-        named = [f"{k}={getattr(self, k)!r}" for k in self._fields[:-1]]
+        named = [f"{k}={getattr(self, k)!r}" for k in self._fields if k != "facts"]
         named += [f"{k}={v!r}" for k, v in zip(_FACT_NAMES, self.facts, strict=True)]
         return f"BufferResult({', '.join(named)})"
+
+    @property
+    def diverges(self) -> bool:
+        """The runs are known to differ in this buffer: a divergent status, or
+        a malformed buffer whose files differ in size (or that one run lacks)."""
+        return self.status in DIVERGENT or (
+            self.status == "malformed" and self.size_a != self.size_b
+        )
 
     def replace(self, **changes: Any) -> BufferResult:
         """A copy with the given fields or facts changed."""

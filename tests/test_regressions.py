@@ -318,3 +318,39 @@ def test_a_tolerance_is_never_silently_dropped_against_a_manifest(
     statuses = {b["step"]: b["status"] for b in got["buffers"]}
     assert statuses == {0: "equal", 1: "error", 2: "length_mismatch"}
     assert got["verdict"] == "error" and got["first_divergent_step"] == 2
+
+
+@pytest.mark.parametrize(
+    ("a0", "b0", "first"),
+    [(32, 31, 0), (31, 32, 0), (31, None, 0), (31, 31, 1), (33, 35, 0)],
+)
+def test_a_malformed_buffer_whose_files_differ_in_size_counts_for_the_first_divergent_step(
+    tmp_path: Path, a0: int, b0: int | None, first: int
+) -> None:
+    """Step 0's f32 buffer is malformed (a size that is not whole elements);
+    when its files differ in size (or one run lacks it), the runs differ at
+    step 0 though nothing was compared: the first divergent step is 0 (the
+    verdict stays error, exit 2). Two malformed files of one size may be
+    equal: then step 1, where the values differ, is the first."""
+    ra, rb = runs(tmp_path, bytes(a0), bytes(32), "step_0_w.bin")
+    if b0 is None:
+        (rb / "step_0_w.bin").unlink()
+    else:
+        (rb / "step_0_w.bin").write_bytes(bytes(b0))
+    (ra / "step_1_w.bin").write_bytes(bytes(32))
+    (rb / "step_1_w.bin").write_bytes(bytes([1]) + bytes(31))
+    got = cli("compare", ra, rb, "--default-dtype", "f32", "--format", "json")
+    assert got.returncode == 2, got.stderr
+    report = json.loads(got.stdout)
+    assert report["verdict"] == "error"
+    assert report["first_divergent_step"] == first
+    assert report["first_divergent_groups"] == ["other"]
+    (w0,) = [b for b in report["buffers"] if b["step"] == 0]
+    assert (w0["status"], w0["size_a"], w0["size_b"]) == ("malformed", a0, b0)
+    assert report["steps"][0]["diverged_groups"] == (["other"] if first == 0 else [])
+    text = cli("compare", ra, rb, "--default-dtype", "f32").stdout
+    assert f"VERDICT: error, and diverged: first divergent step {first};" in text
+    if first == 0:
+        sizes = f"A {a0} bytes, B {'no file' if b0 is None else f'{b0} bytes'}"
+        assert f"its files differ in size ({sizes}): a divergence" in text
+        assert [r["step"] for r in report["timeline"]] == [0, 1]

@@ -181,7 +181,11 @@ def format_buffer(b: BufferResult) -> str:
         side = "A" if b.status == "only_in_a" else "B"
         return f"{head}  only in run {side}"
     if b.status in ("malformed", "error"):
-        return f"{head}  {b.status.upper()}: {display_path(b.message or '')}"
+        line = f"{head}  {b.status.upper()}: {display_path(b.message or '')}"
+        if b.diverges:  # malformed, and its files differ in size: the runs differ here
+            sizes = ["no file" if n is None else f"{n:,} bytes" for n in (b.size_a, b.size_b)]
+            line += f"; its files differ in size (A {sizes[0]}, B {sizes[1]}): a divergence"
+        return line
     parts = []
     if b.status == "length_mismatch":
         parts.append(f"LENGTH MISMATCH: A has {b.n_elements_a} elements, B {b.n_elements_b}")
@@ -324,7 +328,12 @@ def verdict_lines(report: Report) -> list[str]:
 
 
 #: A timeline cell without element facts, by the statuses of its buffers.
-_FACTLESS = {"only_in_a": "missing", "only_in_b": "missing", "length_mismatch": "length"}
+_FACTLESS = {
+    "only_in_a": "missing",
+    "only_in_b": "missing",
+    "length_mismatch": "length",
+    "malformed": "malformed",
+}
 
 
 def _cell(row: TimelineRow | None, statuses: set[str]) -> str:
@@ -353,7 +362,11 @@ def _cell(row: TimelineRow | None, statuses: set[str]) -> str:
 def _legend(cells: list[list[str]]) -> str:
     """What the factless words in the table mean, for those it holds."""
     used = {c for row in cells for c in row}
-    words = {"missing": "in one run only", "differs": "by digests only"}
+    words = {
+        "missing": "in one run only",
+        "differs": "by digests only",
+        "malformed": "sizes differ, not whole elements",
+    }
     return "".join(f"; {w}: {meaning}" for w, meaning in words.items() if w in used)
 
 

@@ -67,7 +67,8 @@ def size_stage(
             problems += [
                 Problem(f.path, m, kind="malformed") for f, m in zip(bad, messages, strict=True)
             ]
-            decided.append(p.result("malformed", message=messages[0]))
+            size_a, size_b = (None if f is None else f.size for f in (a, b))
+            decided.append(p.result("malformed", message=messages[0], size_a=size_a, size_b=size_b))
             continue
         if a is None:
             assert b is not None

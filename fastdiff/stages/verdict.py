@@ -1,6 +1,7 @@
 """Stage 6: from per-buffer results to the verdict.
 
-The earliest step with a divergent buffer wins; the groups diverging at that
+The earliest step with a divergent buffer wins (a malformed buffer whose
+files differ in size is one: the runs are known to differ there); the groups diverging at that
 step, in pipeline order, are the suspects, and the upstream one is listed
 first, its hint followed by what the size of its differences points at
 (rounding-size: the order of floating-point operations; large: logic).
@@ -20,7 +21,6 @@ from operator import attrgetter
 from ..errors import EXIT_DIVERGED, EXIT_IDENTICAL, EXIT_TROUBLE
 from ..kernels.types import DEFAULT_ROUNDING_ULP
 from ..results import (
-    DIVERGENT,
     TIMELINE_STATUSES,
     TROUBLE,
     BufferResult,
@@ -108,11 +108,11 @@ def _group_verdicts(
     out = []
     for g in groups:
         members = [b for b in at_step if b.group == g.key]
-        diverged = tuple(b.name for b in members if b.status in DIVERGENT)
+        diverged = tuple(b.name for b in members if b.diverges)
         magnitude = None
         if diverged:
             status = "diverged"
-            magnitude = combined_magnitude(b.magnitude for b in members if b.status in DIVERGENT)
+            magnitude = combined_magnitude(b.magnitude for b in members if b.diverges)
         elif any(b.status in TROUBLE for b in members):
             status = "error"
         elif members:
@@ -174,9 +174,10 @@ def _steps(
         for b in at:
             status = b.status
             counts[status] += 1
-            if status in DIVERGENT:
+            diverges = b.diverges
+            if diverges:
                 diverged.add(b.group)
-            if status in TIMELINE_STATUSES:
+            if diverges or status in TIMELINE_STATUSES:
                 row = spread.get(b.group)
                 if row is None:
                     row = spread[b.group] = _Spread()
@@ -235,7 +236,7 @@ def build_report(
     the report adds its own."""
     ordered = sort_buffers(buffers, schema)
     problems = tuple(sorted(set(errors), key=lambda p: (p.path, p.message)))
-    divergent = [b for b in ordered if b.status in DIVERGENT]
+    divergent = [b for b in ordered if b.diverges]
     first_step = min((b.step for b in divergent), default=None)
     groups: tuple[GroupVerdict, ...] = ()
     first_groups: tuple[str, ...] = ()

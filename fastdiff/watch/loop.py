@@ -52,7 +52,7 @@ from ..engine.pool import default_jobs, open_runner, resolve_executor_kind
 from ..engine.scheduler import Plan, Scheduler, gc_paused
 from ..options import CompareOptions, tolerance_dict
 from ..render.fmt import plural
-from ..results import DIVERGENT, TROUBLE, BufferResult, Problem, Skipped, Work
+from ..results import TROUBLE, BufferResult, Problem, Skipped, Work
 from ..sources import RunSource, dump_subfolder, folder_format, open_run
 from ..sources.buffers import RunListing
 from ..sources.folder import list_entries
@@ -555,12 +555,15 @@ class Watch:
                 lacking, what = 1, "does not hold it"
             elif b.status == "only_in_b":
                 lacking, what = 0, "does not hold it"
-            elif b.status == "length_mismatch":
-                sizes = (b.n_elements_a or 0, b.n_elements_b or 0)
+            elif b.status == "length_mismatch" or b.diverges:
+                if b.status == "length_mismatch":
+                    sizes, unit = (b.n_elements_a or 0, b.n_elements_b or 0), "elements"
+                else:  # malformed, of another size than the other run's file
+                    sizes, unit = (b.size_a or 0, b.size_b or 0), "bytes"
                 if sizes[0] != sizes[1]:
                     lacking = 0 if sizes[0] < sizes[1] else 1
                     what = (
-                        f"holds it shorter ({sizes[lacking]:,} elements against "
+                        f"holds it shorter ({sizes[lacking]:,} {unit} against "
                         f"{sizes[1 - lacking]:,})"
                     )
             if lacking is None or not alive[lacking]:
@@ -641,7 +644,7 @@ class Watch:
             for side, src in ((self.a, plan.src_a), (self.b, plan.src_b)):
                 side.release(step.n, tuple(f for f in src.listing.files if f.path not in unread))
             latency = max(0.0, self.clock() - step.complete_at)
-            divergent = any(b.status in DIVERGENT for b in report.buffers)
+            divergent = any(b.diverges for b in report.buffers)
             trouble = bool(report.errors) or any(b.status in TROUBLE for b in report.buffers)
             status = "diverged" if divergent else "error" if trouble else "equal"
             groups = report.steps[0].diverged_groups if report.steps else ()
