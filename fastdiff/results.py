@@ -30,7 +30,7 @@ if TYPE_CHECKING:
         "error",
     ]
     Verdict = Literal["identical", "diverged", "error"]
-    GroupStatus = Literal["equal", "diverged", "absent", "error"]
+    GroupStatus = Literal["equal", "within_tolerance", "diverged", "absent", "error"]
 else:
     Status = Verdict = GroupStatus = str
 
@@ -197,10 +197,14 @@ del _i, _name
 
 
 class GroupVerdict(Record):
-    """One group at the first divergent step. ``magnitude``: "rounding" or
-    "large" over its diverged buffers (None: none has one, e.g. only a
-    buffer missing from a run); ``hint`` says what to inspect, the schema's
-    hint followed by what the magnitude points at."""
+    """One group at the first divergent step. ``status``: ``diverged`` (some
+    buffer diverges), ``error``, ``within_tolerance`` (bits differ, all within
+    the tolerance), ``equal``, or ``absent`` (no buffer of it at that step).
+    ``magnitude``: "rounding" or "large" over its diverged buffers (or, when
+    it is within tolerance, over those; None: none has one, e.g. only a
+    buffer missing from a run), as the timeline's row of the group at that
+    step says; ``hint`` says what to inspect, the schema's hint followed by
+    what the magnitude points at."""
 
     __slots__ = ("diverged", "hint", "key", "magnitude", "status", "title")
 

@@ -307,7 +307,7 @@ def _verdict_lines(report: Report) -> list[str]:
     out = [f"{head}: first divergent step {report.first_divergent_step}; groups: {suspects}"]
     width = max(len(t) for t in titles.values()) + 4
     for g in report.groups:
-        state = g.status.upper() if g.status == "diverged" else g.status
+        state = g.status.upper() if g.status == "diverged" else g.status.replace("_", " ")
         tail = f": {', '.join(map(display_path, g.diverged))}" if g.diverged else ""
         out.append(f"  {keys[g.key]:>5}  {titles[g.key]:<{width}}{state}{tail}")
     for g in report.groups:

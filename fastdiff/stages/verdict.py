@@ -109,12 +109,16 @@ def _group_verdicts(
     for g in groups:
         members = [b for b in at_step if b.group == g.key]
         diverged = tuple(b.name for b in members if b.diverges)
-        magnitude = None
+        # Over the buffers the timeline's row of this group and step sums up.
+        magnitude = combined_magnitude(
+            b.magnitude for b in members if b.diverges or b.status in TIMELINE_STATUSES
+        )
         if diverged:
             status = "diverged"
-            magnitude = combined_magnitude(b.magnitude for b in members if b.diverges)
         elif any(b.status in TROUBLE for b in members):
             status = "error"
+        elif any(b.status == "within_tolerance" for b in members):
+            status = "within_tolerance"  # bits differ, all within the tolerance
         elif members:
             status = "equal"
         else:
