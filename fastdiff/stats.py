@@ -328,4 +328,11 @@ def stats_for(
         raise FastdiffError(f"{problem.path}: {problem.message}")
     chosen, notes = choose_schema((src,), schema)
     stats = run_stats(src.listing, chosen, top, "manifest" if src.is_manifest else "folder")
+    if chosen.has_unset:  # dtypes nobody set count the elements: say so, as compare does
+        from .stages.verdict import unset_note
+
+        unset = {f.name: chosen.classify(f.name)[1] for f in src.listing.files
+                 if chosen.dtype_unset(f.name)}  # fmt: skip
+        if unset:
+            notes = (*notes, f"note: {unset_note(chosen.name, unset)}")
     return stats.replace(notes=notes)

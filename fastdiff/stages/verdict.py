@@ -124,7 +124,9 @@ def _group_verdicts(
         else:
             status = "absent"
         hint = g.hint
-        if diverged and g.key == OTHER and all(b.dtype == "u8" for b in members):
+        as_bytes = [b.dtype == "u8" and (g.key == OTHER or schema.dtype_unset(b.name))
+                    for b in members if b.diverges]  # fmt: skip
+        if as_bytes and all(as_bytes):
             hint = BYTES_HINT  # the size of a difference in raw bytes says nothing
         elif diverged:
             hint = _hint(g.hint, magnitude, rounding_ulp)
@@ -164,13 +166,17 @@ class _Spread:
 
 def _steps(
     buffers: tuple[BufferResult, ...], schema: Schema
-) -> tuple[tuple[StepSummary, ...], tuple[TimelineRow, ...], set[str]]:
-    """One summary per step, the timeline, and the names of buffers compared
-    as raw bytes outside the schema: one pass over buffers sorted by step."""
+) -> tuple[tuple[StepSummary, ...], tuple[TimelineRow, ...], set[str], dict[str, str]]:
+    """One summary per step, the timeline, the names of buffers compared as
+    raw bytes outside the schema, and those whose dtype the schema leaves
+    unset (with the dtype they were read as): one pass over buffers sorted
+    by step."""
     order = schema.order
     out = []
     timeline: list[TimelineRow] = []
     as_bytes: set[str] = set()
+    unset: dict[str, str] = {}
+    has_unset = schema.has_unset
     for step, at in groupby(buffers, key=attrgetter("step")):
         counts = dict.fromkeys(STATUS_ORDER, 0)
         diverged: set[str] = set()
@@ -188,6 +194,8 @@ def _steps(
                 row.add(b)
             if b.group == OTHER and b.dtype == "u8":
                 as_bytes.add(b.name)
+            elif has_unset and b.name not in unset and schema.dtype_unset(b.name):
+                unset[b.name] = b.dtype
         out.append(
             StepSummary(
                 step,
@@ -196,7 +204,7 @@ def _steps(
             )
         )
         timeline += [row.row(step, group) for group, row in spread.items()]
-    return tuple(out), tuple(timeline), as_bytes
+    return tuple(out), tuple(timeline), as_bytes, unset
 
 
 def bytes_note(names: set[str]) -> str:
@@ -211,6 +219,27 @@ def bytes_note(names: set[str]) -> str:
         "values bytes. To compare them as numbers, give their element type: --default-dtype "
         "f32 (or another dtype), or a schema file (fastdiff schema > my.toml, add them to a "
         "group, then --schema my.toml)"
+    )
+
+
+def unset_note(schema: str, unset: dict[str, str]) -> str:
+    """The note for buffers whose dtype the schema leaves unset ("u8?")."""
+    shown = sorted(unset)
+    listed = ", ".join(shown[:3]) + (f" and {len(shown) - 3} more" if len(shown) > 3 else "")
+    one = len(shown) == 1
+    read = sorted(set(unset.values()))
+    how = " or ".join(read)
+    if read == ["u8"]:
+        how = (
+            "raw bytes (u8): indices are byte offsets, values bytes, and how large a "
+            "difference is says nothing"
+        )
+    whose = "its" if one else "each one's"
+    return (
+        f"{len(shown)} {'buffer' if one else 'buffers'} ({listed}) {'has' if one else 'have'} "
+        f"a dtype the schema {schema!r} does not set yet (written with a '?', as \"u8?\"), "
+        f"so {'it was' if one else 'they were'} read as {how}. Write {whose} dtype in "
+        "the schema file, without the '?'"
     )
 
 
@@ -249,10 +278,12 @@ def build_report(
         at = [b for b in ordered if b.step == first_step]
         groups = _group_verdicts(at, schema, rounding_ulp)
         first_groups = tuple(g.key for g in groups if g.status == "diverged")
-    steps, timeline, as_bytes = _steps(ordered, schema)
+    steps, timeline, as_bytes, unset = _steps(ordered, schema)
     all_notes = list(dict.fromkeys(notes))
     if as_bytes:
         all_notes.append(bytes_note(as_bytes))
+    if unset:
+        all_notes.append(unset_note(schema.name, unset))
     undecided = sum(1 for p in problems if p.kind == "undecided")
     if undecided:
         all_notes.append(undecided_note(undecided))
