@@ -385,3 +385,9 @@ class Report(Record):
         self.work = Work() if work is None else work
         self.timeline = timeline
         self.notes = notes
+
+    @property
+    def diverges(self) -> bool:
+        """A divergence was found, whatever else went wrong: also under the
+        verdict ``error`` (exit 2), when ``first_divergent_step`` is set."""
+        return self.first_divergent_step is not None
