@@ -588,7 +588,7 @@ def test_verbose_lists_every_buffer(flag: str) -> None:
          "1 NaN mismatch"),
         ("nonfinite", "F  returns [f32]  DIVERGED; 4 of 16 elements differ (25%) in 1 range "
          "[1, 5); first at [1]: A=inf B=-inf; max |A-B| 2.5 at [3], max 14,680,064 ULP "
-         "(large); 1 NaN mismatch; 2 inf mismatches"),
+         "(large: 1 NaN mismatch, 2 inf mismatches)"),
         ("int_extremes", "C  action_prng_state [u32]  DIVERGED; 2 of 16 elements differ "
          "(12.5%) in 1 range [0, 2); first at [0]: A=0 B=4294967295; max |A-B| 4294967295 "
          "at [0]"),

@@ -160,3 +160,47 @@ def test_a_minus_one_dimension_is_worked_out_from_the_common_length(tmp_path: Pa
         compare(tmp_path, f32(1, 2, 3, 4, 5, 6), f32(1, 2, 3, 9, 5, 6, 7, 8), schema=schema)
     )
     assert (w["status"], w["shape"], w["first_index_nd"]) == ("length_mismatch", [3, 2], [1, 1])
+
+
+def _text(tmp_path: Path, a: bytes, b: bytes, *opts: str, two_steps: bool = False) -> str:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    files = {"step_0_w.bin": (a, b)}
+    if two_steps:
+        files["step_1_w.bin"] = (a, b)
+    ra, rb = write_runs(tmp_path, files)
+    return fastdiff("compare", ra, rb, "--default-dtype", "f32", *opts).stdout
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "part", "why"),
+    [
+        # NaN payloads and a signed zero: 0 ULP, large because of the NaN
+        (bits32(QNAN, 0, ONE), bits32(QNAN_1, NEG_ZERO, ONE),
+         "max 0 ULP (large: 1 NaN mismatch)", "large (1 NaN mismatch)"),
+        (bits32(INF, ONE), bits32(TWO, ONE + 1),
+         "max 1 ULP (large: 1 inf mismatch)", "large (1 inf mismatch)"),
+        (bits32(ONE, ONE), bits32(ONE + 20, ONE), "max 20 ULP (large)", "large (beyond 16 ULP)"),
+        (bits32(0, ONE), bits32(NEG_ZERO, ONE), "max 0 ULP (rounding)", "rounding-size"),
+    ],
+)  # fmt: skip
+def test_every_magnitude_wording_gives_its_cause(
+    tmp_path: Path, a: bytes, b: bytes, part: str, why: str
+) -> None:
+    """A buffer that is large by a NaN or inf mismatch says so beside its ULP
+    distance, never 'max 0 ULP (large)' alone; the hint names what made the
+    group large; the timeline cell of such a group is nan/inf, not a tiny
+    |A-B|."""
+    text = _text(tmp_path, a, b, two_steps=True)
+    assert part in text
+    assert f"Its differences are {why}" in " ".join(text.split())
+    cells = [line.split()[-1] for line in text.splitlines()[-2:]]
+    if "NaN" in part or "inf" in part:
+        assert cells == ["nan/inf", "nan/inf"] and "NaN mismatch;" not in text
+
+
+def test_integers_are_large_because_they_differ(tmp_path: Path) -> None:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    ra, rb = write_runs(tmp_path, {"step_0_w.bin": (bits32(1, 2), bits32(1, 5))})
+    text = fastdiff("compare", ra, rb, "--default-dtype", "i32").stdout
+    assert "max |A-B| 3 at [1]" in text and "ULP" not in text
+    assert "Its differences are large (integers that differ)" in " ".join(text.split())

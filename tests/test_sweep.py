@@ -225,7 +225,7 @@ def test_a_pair_with_an_error_that_also_diverged_says_both(tmp_path: Path) -> No
         "error, and diverged at step 3 [other] (1 problem: named like a dump but is a folder; "
         "only regular files are read)"
     )
-    text, summary, code = sweep_summaries(*args)
+    _, summary, code = sweep_summaries(*args)
     assert code == 2
     assert summary["classes"] == [[names[0], names[2]], [names[1]]]
     assert summary["unclassified"] == []

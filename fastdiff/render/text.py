@@ -113,13 +113,29 @@ def _first_part(b: BufferResult) -> str | None:
     return first
 
 
+def _nan_inf(b: BufferResult) -> list[str]:
+    out = []
+    if b.n_nan_mismatch:
+        out.append(plural(b.n_nan_mismatch, "NaN mismatch", "NaN mismatches"))
+    if b.n_inf_mismatch:
+        out.append(plural(b.n_inf_mismatch, "inf mismatch", "inf mismatches"))
+    return out
+
+
+def _cause_in_max(b: BufferResult) -> bool:
+    """The max part names the NaN and inf mismatches, as what makes it large."""
+    return b.max_ulp is not None and b.magnitude == "large" and bool(_nan_inf(b))
+
+
 def _max_part(b: BufferResult) -> str | None:
     if b.max_abs_delta_index is None:
         return None
     at = _index(b, b.max_abs_delta_index, b.max_abs_delta_index_nd)
     text = f"max |A-B| {_delta(b.max_abs_delta)} at {at}"
     if b.max_ulp is not None:
-        text += f", max {b.max_ulp:,} ULP ({b.magnitude})"
+        # A NaN or inf mismatch makes a buffer large whatever its ULP distance: say so.
+        why = f": {', '.join(_nan_inf(b))}" if _cause_in_max(b) else ""
+        text += f", max {b.max_ulp:,} ULP ({b.magnitude}{why})"
     return text
 
 
@@ -160,10 +176,14 @@ TEXT_PARTS: dict[str, Callable[[BufferResult], str | None]] = {
     "first_index": _first_part,
     "max_abs_delta": _max_part,
     "n_nan_mismatch": lambda b: (
-        plural(b.n_nan_mismatch, "NaN mismatch", "NaN mismatches") if b.n_nan_mismatch else None
+        plural(b.n_nan_mismatch, "NaN mismatch", "NaN mismatches")
+        if b.n_nan_mismatch and not _cause_in_max(b)
+        else None
     ),
     "n_inf_mismatch": lambda b: (
-        plural(b.n_inf_mismatch, "inf mismatch", "inf mismatches") if b.n_inf_mismatch else None
+        plural(b.n_inf_mismatch, "inf mismatch", "inf mismatches")
+        if b.n_inf_mismatch and not _cause_in_max(b)
+        else None
     ),
     "first_divergent_chunk": _chunk_part,
     "fields": _fields_part,
@@ -336,7 +356,7 @@ _FACTLESS = {
 }
 
 
-def _cell(row: TimelineRow | None, statuses: set[str]) -> str:
+def _cell(row: TimelineRow | None, statuses: set[str], rounding_ulp: int) -> str:
     """One group at one step in the timeline table; ``statuses``: those of
     its buffers that are not equal (a buffer in one run only makes the cell
     "missing", whatever the others show)."""
@@ -346,6 +366,8 @@ def _cell(row: TimelineRow | None, statuses: set[str]) -> str:
         return "missing"  # a buffer absent from a run outweighs any value shown beside it
     if row.magnitude == "rounding":
         return f"{row.max_ulp:,} ulp"
+    if row.magnitude == "large" and row.max_ulp is not None and row.max_ulp <= rounding_ulp:
+        return "nan/inf"  # large through a NaN or infinity, not through its |A-B|
     if row.max_abs_delta is not None:
         d = row.max_abs_delta
         return str(d) if isinstance(d, int) and d < 10**6 else f"{d:.3g}"
@@ -363,6 +385,7 @@ def _legend(cells: list[list[str]]) -> str:
     """What the factless words in the table mean, for those it holds."""
     used = {c for row in cells for c in row}
     words = {
+        "nan/inf": "a NaN or infinity differs",
         "missing": "in one run only",
         "differs": "by digests only",
         "malformed": "sizes differ, not whole elements",
@@ -389,7 +412,15 @@ def _timeline_lines(report: Report) -> list[str]:
     for b in report.buffers:
         if b.step in shown and b.status != "equal":
             statuses.setdefault((b.step, b.group), set()).add(b.status)
-    cells = [[_cell(by_step[s].get(k), statuses.get((s, k), set())) for k in keys] for s in steps]
+    rounding_ulp = report.tolerance.get("rounding_ulp")
+    if not isinstance(rounding_ulp, int):
+        from ..kernels.types import DEFAULT_ROUNDING_ULP
+
+        rounding_ulp = DEFAULT_ROUNDING_ULP
+    cells = [
+        [_cell(by_step[s].get(k), statuses.get((s, k), set()), rounding_ulp) for k in keys]
+        for s in steps
+    ]
     step_w = max(len("step"), *(len(str(s)) for s in steps))
     widths = [max(len(display_path(k)), *(len(c[i]) for c in cells)) for i, k in enumerate(keys)]
     out = [

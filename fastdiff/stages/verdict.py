@@ -67,9 +67,9 @@ MAGNITUDE_HINTS = {
         "the logic."
     ),
     "large": (
-        "Its differences are large (beyond {ulp} ULP, a NaN or infinity, or integers that "
-        "differ): look for a logic change, such as a branch taken differently, a wrong index, "
-        "or memory read before it is written (uninitialised or stale), rather than rounding."
+        "Its differences are large ({why}): look for a logic change, such as a branch taken "
+        "differently, a wrong index, or memory read before it is written (uninitialised or "
+        "stale), rather than rounding."
     ),
 }
 
@@ -88,10 +88,34 @@ def combined_magnitude(magnitudes: Iterable[str | None]) -> str | None:
     return "large" if "large" in found else "rounding" if "rounding" in found else None
 
 
-def _hint(hint: str, magnitude: str | None, rounding_ulp: object) -> str:
+def large_causes(buffers: Iterable[BufferResult], rounding_ulp: object) -> str:
+    """What makes these buffers' differences large, as a hint says it:
+    beyond the rounding line, NaN or infinity mismatches, integers."""
+    n_nan = n_inf = 0
+    beyond = integers = False
+    for b in buffers:
+        n_nan += b.n_nan_mismatch or 0
+        n_inf += b.n_inf_mismatch or 0
+        if b.max_ulp is not None:
+            beyond = beyond or (isinstance(rounding_ulp, int) and b.max_ulp > rounding_ulp)
+        elif b.magnitude == "large" and not (b.n_nan_mismatch or b.n_inf_mismatch):
+            integers = True  # no ULP distance: integers (or no finite differing pair)
+    causes = [f"beyond {rounding_ulp} ULP"] if beyond else []
+    if n_nan:
+        causes.append(f"{n_nan:,} NaN {'mismatch' if n_nan == 1 else 'mismatches'}")
+    if n_inf:
+        causes.append(f"{n_inf:,} inf {'mismatch' if n_inf == 1 else 'mismatches'}")
+    if integers:
+        causes.append("integers that differ")
+    if not causes:
+        return f"beyond {rounding_ulp} ULP, a NaN or infinity, or integers that differ"
+    return ", ".join(causes)
+
+
+def _hint(hint: str, magnitude: str | None, rounding_ulp: object, why: str = "") -> str:
     if magnitude is None:
         return hint
-    extra = MAGNITUDE_HINTS[magnitude].format(ulp=rounding_ulp)
+    extra = MAGNITUDE_HINTS[magnitude].format(ulp=rounding_ulp, why=why)
     if not hint:
         return extra
     hint = hint.rstrip()
@@ -110,9 +134,8 @@ def _group_verdicts(
         members = [b for b in at_step if b.group == g.key]
         diverged = tuple(b.name for b in members if b.diverges)
         # Over the buffers the timeline's row of this group and step sums up.
-        magnitude = combined_magnitude(
-            b.magnitude for b in members if b.diverges or b.status in TIMELINE_STATUSES
-        )
+        differing = [b for b in members if b.diverges or b.status in TIMELINE_STATUSES]
+        magnitude = combined_magnitude(b.magnitude for b in differing)
         if diverged:
             status = "diverged"
         elif any(b.status in TROUBLE for b in members):
@@ -129,7 +152,8 @@ def _group_verdicts(
         if as_bytes and all(as_bytes):
             hint = BYTES_HINT  # the size of a difference in raw bytes says nothing
         elif diverged:
-            hint = _hint(g.hint, magnitude, rounding_ulp)
+            why = large_causes(differing, rounding_ulp) if magnitude == "large" else ""
+            hint = _hint(g.hint, magnitude, rounding_ulp, why)
         out.append(GroupVerdict(g.key, g.title, status, diverged, hint, magnitude))  # type: ignore[arg-type]
     return tuple(out)
 
