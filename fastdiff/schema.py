@@ -105,14 +105,18 @@ class Layout(Record):
                 return f"the schema's field {f.name!r} ends at element {f.stop}"
         return None
 
-    def misfit_message(self, size: int, itemsize: int, dtype: str) -> str | None:
-        """The malformed message for a file of ``size`` bytes, or None if it fits."""
+    def misfit_message(
+        self, size: int, itemsize: int, dtype: str, compared: bool = True
+    ) -> str | None:
+        """The malformed message for a file of ``size`` bytes, or None if it
+        fits; ``compared``: it says that nothing was compared for the buffer."""
         why = self.misfit(size // itemsize)
         if why is None:
             return None
+        what = "; nothing was compared for this buffer" if compared else ""
         return (
-            f"size {size} bytes is {size // itemsize} {dtype} elements, but {why}; nothing was "
-            "compared for this buffer (truncated dump, or wrong shape in the schema?)"
+            f"size {size} bytes is {size // itemsize} {dtype} elements, but {why}{what} "
+            "(truncated dump, or wrong shape in the schema?)"
         )
 
     def as_data(self) -> dict[str, Any]:

@@ -354,3 +354,41 @@ def test_a_malformed_buffer_whose_files_differ_in_size_counts_for_the_first_dive
         sizes = f"A {a0} bytes, B {'no file' if b0 is None else f'{b0} bytes'}"
         assert f"its files differ in size ({sizes}): a divergence" in text
         assert [r["step"] for r in report["timeline"]] == [0, 1]
+
+
+def test_hash_says_a_malformed_dump_records_it_and_exits_2(tmp_path: Path) -> None:
+    """``hash`` of a run with a malformed dump says so on stderr (as compare
+    and stats do), writes the manifest with the file recorded under
+    'malformed', and exits 2, as compare and stats do for that run."""
+    ra, rb = runs(tmp_path, bytes(31), bytes(32), "step_0_w.bin")
+    (ra / "step_1_w.bin").write_bytes(bytes(32))
+    manifest = tmp_path / "a.json"
+    got = cli("hash", ra, "-o", manifest, "--default-dtype", "f32")
+    assert got.returncode == 2
+    bad = ra / "step_0_w.bin"
+    lines = got.stderr.splitlines()
+    assert lines == [
+        f"fastdiff: error: {bad}: size 31 bytes is not a whole number of 4-byte f32 elements "
+        "(truncated dump, or wrong dtype in the schema?)",
+        f"fastdiff: error: the manifest was written to {manifest} with 1 malformed file "
+        "recorded in it (key 'malformed'); compare and stats report them as malformed too",
+    ]
+    doc = json.loads(manifest.read_text())
+    assert [(m["file"], m["step"], m["buffer"]) for m in doc["malformed"]] == [
+        ("step_0_w.bin", 0, "w")
+    ]
+    assert len(doc["buffers"]) == 2
+    # The manifest is read as the folder is: the same malformed buffer, exit 2.
+    for run in (ra, manifest):
+        assert cli("stats", run, "--default-dtype", "f32").returncode == 2
+        compared = cli("compare", run, rb, "--default-dtype", "f32", "--format", "json")
+        assert compared.returncode == 2
+        (w0,) = [b for b in json.loads(compared.stdout)["buffers"] if b["step"] == 0]
+        assert w0["status"] == "malformed"
+    # To stdout too: the manifest, and exit 2.
+    out = cli("hash", ra, "--default-dtype", "f32")
+    assert out.returncode == 2 and json.loads(out.stdout)["malformed"][0]["file"] == "step_0_w.bin"
+    # A run without one: exit 0, no 'malformed' key.
+    clean = cli("hash", rb, "--default-dtype", "f32")
+    assert clean.returncode == 0 and clean.stderr == ""
+    assert "malformed" not in json.loads(clean.stdout)
