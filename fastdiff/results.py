@@ -13,7 +13,7 @@ group) and ``notes``. Field and fact names are the JSON contract
 from __future__ import annotations
 
 from .kernels.facts import COUNT_FIELDS, RESULT_FACTS, UNKNOWN, named_facts
-from .record import Record
+from .record import Record, plain
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -173,11 +173,18 @@ class BufferResult(Record):
 
     def replace(self, **changes: Any) -> BufferResult:
         """A copy with the given fields or facts changed."""
-        values = self.as_dict()
-        facts = dict(zip(_FACT_NAMES, values.pop("facts"), strict=True))
+        values = {k: getattr(self, k) for k in self._fields if k != "facts"}
+        facts = dict(zip(_FACT_NAMES, self.facts, strict=True))
         for k, v in changes.items():
             (facts if k in facts else values)[k] = v
         return BufferResult(**values, facts=named_facts(facts))
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data: the fields, then every fact by its name (as values, not
+        as the JSON report writes them: see ``render.json.buffer_dict``)."""
+        d = {k: getattr(self, k) for k in self._fields if k != "facts"}
+        d.update((k, plain(v)) for k, v in zip(_FACT_NAMES, self.facts, strict=True))
+        return d
 
 
 _FACT_NAMES = tuple(f.name for f in RESULT_FACTS)
