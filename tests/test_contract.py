@@ -204,3 +204,24 @@ def test_integers_are_large_because_they_differ(tmp_path: Path) -> None:
     text = fastdiff("compare", ra, rb, "--default-dtype", "i32").stdout
     assert "max |A-B| 3 at [1]" in text and "ULP" not in text
     assert "Its differences are large (integers that differ)" in " ".join(text.split())
+
+
+def test_atol_rtol_and_ulp_combine_by_or(tmp_path: Path) -> None:
+    """Element 0 is 8 ULP above 1.0 (9.5e-7: within --atol 1e-6, not --ulp 4);
+    element 1 is 2 ULP above 100 (1.5e-5: within --ulp 4, not --atol 1e-6).
+    Either test alone forgives one of them; both together forgive both, and
+    --help says so."""
+    a = f32(1.0, 100.0)
+    b = f32(next_up(1.0, 8), next_up(100.0, 2))
+
+    def counts(*opts: str, folder: str) -> tuple[int, int]:
+        w = the_buffer(compare(tmp_path / folder, a, b, *opts))
+        return w["n_diff"], w["n_within_tolerance"]
+
+    assert counts("--atol", "1e-6", folder="atol") == (1, 1)
+    assert counts("--ulp", "4", folder="ulp") == (1, 1)
+    assert counts("--atol", "1e-6", "--ulp", "4", folder="both") == (0, 2)
+    assert counts(folder="exact") == (2, 0)
+    text = " ".join(fastdiff("compare", "--help").stdout.split())
+    assert "either the --atol/--rtol test or the --ulp test holds" in text
+    assert "with --ulp too, either test suffices" in text

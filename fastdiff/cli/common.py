@@ -111,7 +111,10 @@ def positive_int(text: str) -> int:
 
 SCHEMA = "schema"
 PERFORMANCE = "performance"
-TOLERANCE = "tolerance (default: exact, every bit counts)"
+TOLERANCE = (
+    "tolerance (default: exact, every bit counts; given together, an element is within when "
+    "either the --atol/--rtol test or the --ulp test holds)"
+)
 CACHE = "digest cache ($XDG_CACHE_HOME/fastdiff, else ~/.cache/fastdiff)"
 
 
@@ -185,21 +188,23 @@ def compare_options(default_cache: bool) -> tuple[Arg, ...]:
             "--atol",
             type=non_negative_float,
             metavar="X",
-            help="absolute tolerance: |a-b| <= atol + rtol*|b| is within",
+            help="absolute tolerance: |a-b| <= atol + rtol*|b| is within (an unset --rtol or "
+            "--atol counts as 0; with --ulp too, either test suffices)",
             group=TOLERANCE,
         ),
         Arg(
             "--rtol",
             type=non_negative_float,
             metavar="X",
-            help="relative tolerance",
+            help="relative tolerance, to |b| (run B's value), in the --atol test",
             group=TOLERANCE,
         ),
         Arg(
             "--ulp",
             type=non_negative_int,
             metavar="N",
-            help="within N units in the last place (integers: |a-b| <= N)",
+            help="within N units in the last place (integers: |a-b| <= N); with --atol or "
+            "--rtol too, either test suffices",
             group=TOLERANCE,
         ),
         Arg(
