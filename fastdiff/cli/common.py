@@ -179,8 +179,20 @@ def common_options(executors: Sequence[str], schema: str = READS_MANIFESTS) -> t
     return (*schema_options(schema), *performance_options(executors))
 
 
+#: ``-v``: compare's and watch's text lists every buffer.
+VERBOSE = Arg("-v", "--verbose", action=STORE_TRUE, help="list every buffer, equal ones too")
+#: ``--plot``: compare and watch draw the report's timeline.
+PLOT = Arg(
+    "--plot",
+    metavar="FILE.png",
+    help="also draw the timeline: the largest |A-B| and the differing elements per group "
+    "at each step (needs matplotlib)",
+)
+
+
 def compare_options(default_cache: bool) -> tuple[Arg, ...]:
-    """Tolerances, the engine and the cache: compare and sweep."""
+    """Tolerances, the magnitude line, the engine and the cache: compare,
+    sweep and watch."""
     from ..options import ENGINE_CHOICES
 
     return (
@@ -211,6 +223,14 @@ def compare_options(default_cache: bool) -> tuple[Arg, ...]:
             "--nan-equal",
             action=STORE_TRUE,
             help="any NaN equals any NaN, whatever the payload",
+            group=TOLERANCE,
+        ),
+        Arg(
+            "--rounding-ulp",
+            type=non_negative_int,
+            metavar="N",
+            help="float differences of at most N ULP (no NaN or inf) are reported as "
+            "rounding-size, larger ones as large (default 16); forgives nothing",
             group=TOLERANCE,
         ),
         Arg(
