@@ -264,6 +264,24 @@ def test_a_buffer_missing_in_a_run_still_writing_needs_a_lag_to_be_a_divergence(
     assert f"{a / 'step_1_ph_mu.bin'}: run A holds buffer ph_mu of step 1" in err
 
 
+def test_a_buffer_missing_from_a_run_that_writes_nothing_more_is_a_divergence(
+    tmp_path: Path,
+) -> None:
+    """Runs written in full before watch starts: without --lag, step 1 waits
+    for B (which might still write its ph_mu), and once B has written
+    nothing for --idle-timeout, what it lacks, it lacks: a divergence, as
+    compare says."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    static_run(a, 3)
+    static_run(b, 3, "--skip", "1:ph_mu")
+    code, out, err = finish(watch(str(a), str(b), *FAST, "--format", "jsonl"))
+    assert code == 1, err
+    steps, summary = steps_and_summary(out)
+    assert [(r["step"], r["status"]) for r in steps] == [(0, "equal"), (1, "diverged")]
+    assert [(x["name"], x["status"]) for x in steps[1]["buffers"]] == [("ph_mu", "only_in_a")]
+    assert summary["errors"] == []
+
+
 def test_a_writer_pausing_mid_step_longer_than_settle_gives_no_false_divergence(
     tmp_path: Path,
 ) -> None:
@@ -810,28 +828,37 @@ def test_a_step_written_as_watch_ends_is_an_error_not_a_silent_skip(tmp_path: Pa
 OVERLAPPING_WRITER = """
 import sys, time
 from pathlib import Path
-runs = [Path(p) for p in sys.argv[1:]]
+args = sys.argv[1:]
+runs = [Path(p) for p in args if not p.startswith("step_")]
+order = [p for p in args if p.startswith("step_")]
 for run in runs:
     run.mkdir()
 # Each step's y is written after the next step's x: the writer begins a step
-# before it finishes the one before.
-for name in ["step_0_x", "step_1_x", "step_0_y", "step_2_x", "step_1_y", "step_2_y"]:
+# before it finishes the one before (or the order given).
+for name in order or ["step_0_x", "step_1_x", "step_0_y", "step_2_x", "step_1_y", "step_2_y"]:
     for run in runs:
         (run / f"{name}.bin").write_bytes(bytes(range(64)))
     time.sleep(0.6)
 """
 
 
-@pytest.mark.parametrize("lag", [None, "0", "1"])
+LAG_2_ORDER = "step_0_x step_1_x step_2_x step_0_y step_1_y step_2_y"
+
+
+@pytest.mark.parametrize(
+    ("order", "lag", "code"),
+    [("lag1", None, 0), ("lag1", "0", 1), ("lag1", "1", 0), ("lag2", None, 2)],
+)
 def test_a_late_buffer_of_a_run_still_writing_is_no_divergence_without_a_lag(
-    tmp_path: Path, lag: str | None
+    tmp_path: Path, order: str, lag: str | None, code: int
 ) -> None:
-    """A was written in full; B's writer writes each step's y after the
-    next step's x. When B's step 1 appears, step 0 is complete in B and
-    lacks the y that A holds: without --lag that is an error naming --lag
-    (B is still writing), never a divergence; --lag 0 says the writer
-    finishes each step first, so it is one; --lag 1 waits for the y:
-    identical."""
+    """A was written in full; B's writer writes each step's y after the next
+    step's x (lag1), or after the x two steps on (lag2). When B's step N+1
+    appears, step N is complete in B and lacks the y that A holds. Without
+    --lag that is no divergence while B writes: the step waits, and is read
+    again once B writes the y (lag1: identical); if B writes other files
+    first (lag2), the y is an error naming --lag. --lag 0 says the writer
+    finishes each step first, so it is a divergence; --lag 1 waits for it."""
     a, b = tmp_path / "a", tmp_path / "b"
     a.mkdir()
     for name in ["step_0_x", "step_1_x", "step_0_y", "step_2_x", "step_1_y", "step_2_y"]:
@@ -840,25 +867,28 @@ def test_a_late_buffer_of_a_run_still_writing_is_no_divergence_without_a_lag(
         str(a), str(b), "--poll", "0.05", "--settle", "2", "--idle-timeout", "1.5",
         *(["--lag", lag] if lag else []), "--format", "jsonl",
     )  # fmt: skip
-    writer_proc = subprocess.Popen([sys.executable, "-c", OVERLAPPING_WRITER, str(b)])
+    names = [] if order == "lag1" else LAG_2_ORDER.split()
+    writer_proc = subprocess.Popen([sys.executable, "-c", OVERLAPPING_WRITER, str(b), *names])
     try:
-        code, out, err = finish(w)
+        got, out, err = finish(w)
     finally:
         stop(writer_proc)  # type: ignore[arg-type]
     summary = records(out)[-1]
     by_key = {(x["step"], x["name"]): x for x in summary["buffers"]}
-    if lag == "1":
-        assert code == 0, err
+    assert got == code, err
+    if code == 0:
         assert summary["verdict"] == "identical" and len(summary["buffers"]) == 6
-    elif lag == "0":
-        assert code == 1, err
+        assert summary["errors"] == []
+    elif code == 1:
         assert summary["verdict"] == "diverged" and summary["first_divergent_step"] == 0
         assert by_key[0, "y"]["status"] == "only_in_a"
     else:
-        assert code == 2, err
         assert summary["verdict"] == "error" and summary["first_divergent_step"] is None
         assert by_key[0, "y"]["status"] == "error"
-        assert "run B does not hold it and is still writing" in by_key[0, "y"]["message"]
+        assert by_key[0, "y"]["message"].startswith(
+            "run A holds buffer y of step 0, run B does not hold it and is still writing (it is "
+            "at step 2), so it may yet write it: not called a divergence"
+        )
         assert "give --lag 1" in err
         assert all(x["status"] in ("equal", "error") for x in summary["buffers"])
 

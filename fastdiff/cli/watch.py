@@ -91,8 +91,9 @@ ARGUMENTS = (
         metavar="STEPS",
         help="a step is complete once a run holds a step more than STEPS later, for writers "
         "that begin a step before finishing the one before (default: any later step, and a "
-        "buffer that a run still writing lacks or holds shorter is an error naming --lag, "
-        "not a divergence; --lag 0 makes it one)",
+        "buffer that a run still writing lacks or holds shorter is waited for, never a "
+        "divergence: an error naming --lag if the run writes other files first; --lag 0 "
+        "makes it a divergence)",
         group=WATCHING,
     ),
     Arg(

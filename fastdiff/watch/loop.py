@@ -23,10 +23,12 @@ times, changing each time, reports the buffers that changed as errors
 (With ``lag`` K, a step is complete once the run holds a step later than
 N + K: for writers that begin a step before they finish the one before.
 Without a lag given, a buffer that one run lacks, or holds shorter than
-the other, while that run is still writing, is an error that names
-``--lag``, never a divergence: the run may yet write it. With a lag given,
-even 0, the caller has said how far a writer runs ahead, and it is a
-divergence once the run is past it.)
+the other, while that run is still writing, is never a divergence: the
+run may yet write it. The step waits: if the run writes it, the step is
+read again; if the run writes other files first, the buffer is an error
+that names ``--lag``; if it stops writing, what it lacks it lacks. With a
+lag given, even 0, the caller has said how far a writer runs ahead, and it
+is a divergence once the run is past it.)
 A run's newest step is complete when the run has been quiet for ``settle``
 seconds; a writer that merely paused mid-step would then look as if it
 lacked buffers or wrote short files. So when a step is the newest of a run
@@ -90,8 +92,8 @@ class _Step:
     held (``held``, see the module's docstring), or ``final``, waiting to be
     reported in order."""
 
-    __slots__ = ("changes", "complete_at", "holding", "n", "not_before", "plan", "reads",
-                 "report", "state")  # fmt: skip
+    __slots__ = ("changes", "complete_at", "held_at", "holding", "n", "not_before", "plan",
+                 "reads", "report", "state", "waiting")  # fmt: skip
 
     def __init__(self, n: int) -> None:
         self.n = n
@@ -103,6 +105,10 @@ class _Step:
         self.plan: Plan | None = None
         self.report: Report | None = None
         self.holding: tuple[Side, ...] = ()
+        #: Without a lag: the runs still writing that lack (or hold shorter) a
+        #: buffer of it, and since when it waits for them (``Watch._wait``).
+        self.waiting: tuple[RunPoller, ...] = ()
+        self.held_at = 0.0
 
 
 class Watch:
@@ -408,6 +414,7 @@ class Watch:
         step.reads += 1
         step.state = "reading"
         step.report = None
+        step.holding, step.waiting = (), ()
         step.plan = Plan(self.a.source(n), self.b.source(n), self.schema, self._on_report, n)
         self._sched.submit(step.plan)
 
@@ -435,7 +442,8 @@ class Watch:
             if holding:
                 step.state, step.report, step.holding = "held", report, holding
                 return
-            report = self._still_writing(n, report)
+            if self._wait(step, report):
+                return
         else:
             report = self._incomplete_at_end(n, report)
         step.state, step.report = "final", report
@@ -503,11 +511,23 @@ class Watch:
             step.state, step.report = "final", self._incomplete_at_end(step.n, step.report)
             step.complete_at = max(step.complete_at, now)
             return
+        if step.waiting:
+            wrote = [side for side in step.waiting if side.last_activity > step.held_at]
+            if wrote:  # it writes on, and not this buffer: it may come later still
+                step.state = "final"
+                step.report = self._still_writing(step.n, step.report, wrote)
+            elif all(side.idle(now) for side in step.waiting):
+                step.state = "final"  # it stopped writing: what it lacks, it lacks
+            if step.state == "final":
+                step.complete_at = max(step.complete_at, now)
+            return
         if all(not side.provisional(step.n) for side in step.holding):
-            step.state = "final"  # the run moved on: what it lacks, it lacks
-            step.report = self._still_writing(step.n, step.report)
+            # The run moved on: what it lacks, it lacks (with a lag given; else see _wait).
             passed = [t for side in step.holding if (t := side.passed(step.n)) is not None]
             step.complete_at = max([step.complete_at, *passed])
+            step.holding = ()
+            if not self._wait(step, step.report):
+                step.state = "final"
 
     def _rebuilt(
         self, report: Report, buffers: list[BufferResult], errors: list[Problem]
@@ -535,42 +555,64 @@ class Watch:
         # (A file that appeared during the last read is among them: it was not compared.)
         return self._rebuilt(report, buffers, errors)
 
-    def _still_writing(self, n: int, report: Report) -> Report:
-        """Without a lag given: a buffer of step ``n`` that a run still
-        writing lacks, or holds shorter than the other run, may yet be
-        written (a writer that finishes a step after beginning the next): an
-        error naming --lag, never a divergence."""
-        if self.lag is not None:
-            return report
-        now = self.clock()
-        alive = [not side.final and not side.idle(now) for side in (self.a, self.b)]
-        if not any(alive):
-            return report
-        labels = ("A", "B")
-        buffers, errors = [], list(report.errors)
-        touched = False
-        for b in report.buffers:
-            lacking = None
+    def _lacking(self, report: Report) -> list[tuple[int, int, str]]:
+        """The buffers of a step that a run lacks, or holds shorter than the
+        other run (a length, or a malformed size): (index in ``report.buffers``,
+        the run that lacks it: 0 A, 1 B, what it holds)."""
+        out = []
+        for i, b in enumerate(report.buffers):
             if b.status == "only_in_a":
-                lacking, what = 1, "does not hold it"
+                out.append((i, 1, "does not hold it"))
             elif b.status == "only_in_b":
-                lacking, what = 0, "does not hold it"
+                out.append((i, 0, "does not hold it"))
             elif b.status == "length_mismatch" or b.diverges:
                 if b.status == "length_mismatch":
                     sizes, unit = (b.n_elements_a or 0, b.n_elements_b or 0), "elements"
                 else:  # malformed, of another size than the other run's file
                     sizes, unit = (b.size_a or 0, b.size_b or 0), "bytes"
                 if sizes[0] != sizes[1]:
-                    lacking = 0 if sizes[0] < sizes[1] else 1
+                    short = 0 if sizes[0] < sizes[1] else 1
                     what = (
-                        f"holds it shorter ({sizes[lacking]:,} {unit} against "
-                        f"{sizes[1 - lacking]:,})"
+                        f"holds it shorter ({sizes[short]:,} {unit} against {sizes[1 - short]:,})"
                     )
-            if lacking is None or not alive[lacking]:
-                buffers.append(b)
+                    out.append((i, short, what))
+        return out
+
+    def _wait(self, step: _Step, report: Report) -> bool:
+        """Without a lag given, a buffer that a run still writing lacks (or
+        holds shorter) may yet be written: the step waits (held) until that
+        run writes it (the step is read again), writes something else (an
+        error naming --lag: ``_still_writing``), or stops writing (then what
+        it lacks, it lacks). With a lag given, the caller has said how far the
+        writer runs ahead: no wait. True if the step waits."""
+        if self.lag is not None:
+            return False
+        now = self.clock()
+        sides = (self.a, self.b)
+        waiting = {
+            sides[k]
+            for _, k, _ in self._lacking(report)
+            if isinstance(sides[k], RunPoller) and not sides[k].idle(now)
+        }
+        if not waiting:
+            return False
+        step.state, step.report = "held", report
+        step.waiting = tuple(side for side in sides if side in waiting)  # type: ignore[misc]
+        step.held_at = now
+        return True
+
+    def _still_writing(self, n: int, report: Report, writing: list[RunPoller]) -> Report:
+        """The buffers of step ``n`` that the runs in ``writing`` lack (or hold
+        shorter), while those runs write other files: errors naming --lag,
+        never a divergence."""
+        labels, sides = ("A", "B"), (self.a, self.b)
+        buffers, errors = list(report.buffers), list(report.errors)
+        for i, k, what in self._lacking(report):
+            side = sides[k]
+            if side not in writing:
                 continue
-            mine, other = labels[lacking], labels[1 - lacking]
-            side = self.b if lacking else self.a
+            b = buffers[i]
+            mine, other = labels[k], labels[1 - k]
             at = f" (it is at step {side.newest})" if isinstance(side, RunPoller) else ""
             message = (
                 f"run {other} holds buffer {b.name} of step {n}, run {mine} {what} and is "
@@ -579,15 +621,13 @@ class Watch:
                 "or per-rank checkpointing), give --lag 1 (or how many steps it runs ahead); "
                 "if it finishes each step first, --lag 0 makes this a divergence"
             )
-            path = b.path_b if lacking and b.path_b else b.path_a or b.path_b or self.spec_a
-            b = BufferResult(
+            path = b.path_b if k and b.path_b else b.path_a or b.path_b or self.spec_a
+            buffers[i] = BufferResult(
                 b.step, b.name, b.group, b.dtype, "error", b.n_elements_a, b.n_elements_b,
                 b.path_a, b.path_b, message,
             )  # fmt: skip
-            buffers.append(b)
             errors.append(Problem(path, message, kind="changed"))
-            touched = True
-        return self._rebuilt(report, buffers, errors) if touched else report
+        return self._rebuilt(report, buffers, errors)
 
     def _incomplete_at_end(self, n: int, report: Report) -> Report:
         """Both runs are idle: a file of the last step a run wrote that is
