@@ -20,7 +20,7 @@ from .fmt import plural
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
     from ..kernels.facts import FieldDiff
     from ..results import BufferResult, Report, StepSummary, TimelineRow
@@ -84,14 +84,14 @@ def _count_part(b: BufferResult) -> str | None:
         return None
     total = min(b.n_elements_a or 0, b.n_elements_b or 0)
     if b.n_diff:
-        count = f"{b.n_diff} of {total} elements {_differ(b.n_diff)}"
+        count = f"{b.n_diff:,} of {total:,} elements {_differ(b.n_diff)}"
         if b.diff_fraction is not None:
             count += f" ({_percent(b.diff_fraction)})"
         if b.n_within_tolerance:
-            count += f" and {b.n_within_tolerance} more within tolerance"
+            count += f" and {b.n_within_tolerance:,} more within tolerance"
     else:
         n = b.n_within_tolerance
-        count = f"{n} of {total} elements {_differ(n)}, all within tolerance"
+        count = f"{n:,} of {total:,} elements {_differ(n)}, all within tolerance"
     where = _where(b)  # every element whose bits differ, within tolerance or not
     if where is None:
         return count
@@ -147,7 +147,7 @@ def _chunk_part(b: BufferResult) -> str | None:
 
 
 def _field_text(f: FieldDiff) -> str:
-    count = f"{f.n_diff} {_differ(f.n_diff)}" if f.n_diff else "all within tolerance"
+    count = f"{f.n_diff:,} {_differ(f.n_diff)}" if f.n_diff else "all within tolerance"
     ulp = f" (max {f.max_ulp:,} ULP)" if f.max_ulp is not None else ""
     return f"{f.name} [{f.start}, {f.stop}) {count}{ulp}"
 
@@ -159,7 +159,7 @@ def _fields_part(b: BufferResult) -> str | None:
     if b.fields and len(b.fields) > SHOWN_FIELDS:
         shown.append(f"and {plural(len(b.fields) - SHOWN_FIELDS, 'more field')}")
     if b.n_diff_outside_fields:
-        shown.append(f"{b.n_diff_outside_fields} outside fields")
+        shown.append(f"{b.n_diff_outside_fields:,} outside fields")
     return "fields: " + ", ".join(shown)
 
 
@@ -193,10 +193,13 @@ _PARTS = tuple(TEXT_PARTS[f.name] for f in RESULT_FACTS if f.name in TEXT_PARTS)
 
 
 def format_buffer(b: BufferResult) -> str:
+    """A buffer's line, indented under its step's line (a group key of any
+    length, ``other`` too, starts after two spaces: never at the margin)."""
     kind = b.dtype if b.shape is None else f"{b.dtype}, {tuple(b.shape)}"
-    head = f"{display_path(b.group):>5}  {display_path(b.name)} [{kind}]"
+    head = f"{'  ' + display_path(b.group):>5}  {display_path(b.name)} [{kind}]"
     if b.status == "equal":
-        return f"{head}  equal ({b.n_elements_a} elements)"
+        n = b.n_elements_a
+        return f"{head}  equal ({n:,} elements)" if n is not None else f"{head}  equal"
     if b.status in ("only_in_a", "only_in_b"):
         side = "A" if b.status == "only_in_a" else "B"
         return f"{head}  only in run {side}"
@@ -208,7 +211,7 @@ def format_buffer(b: BufferResult) -> str:
         return line
     parts = []
     if b.status == "length_mismatch":
-        parts.append(f"LENGTH MISMATCH: A has {b.n_elements_a} elements, B {b.n_elements_b}")
+        parts.append(f"LENGTH MISMATCH: A has {b.n_elements_a:,} elements, B {b.n_elements_b:,}")
         if b.n_diff == 0 and not b.n_within_tolerance:
             parts.append("common prefix equal")
         elif b.n_diff is None and b.first_divergent_chunk is None and b.message:
@@ -234,10 +237,16 @@ def _equal_count(s: StepSummary) -> int | None:
     return None
 
 
-def _step_line(s: StepSummary) -> str:
-    counts = ", ".join(
-        f"{n} {STATUS_TEXT.get(status) or status.replace('_', ' ')}" for status, n in s.counts
+def status_counts(counts: Iterable[tuple[str, int]]) -> str:
+    """``33 equal, 1 only in run B``: how many buffers have each status, as
+    every step line says it (compare's and watch's)."""
+    return ", ".join(
+        f"{n:,} {STATUS_TEXT.get(status) or status.replace('_', ' ')}" for status, n in counts if n
     )
+
+
+def _step_line(s: StepSummary) -> str:
+    counts = status_counts(s.counts)
     keys = " ".join(map(display_path, s.diverged_groups))
     groups = f"  diverged: {keys}" if keys else ""
     return f"step {s.step}: {counts}{groups}"

@@ -16,7 +16,7 @@ import json
 from .escape import display_path, json_text
 from .fmt import plural
 from .json import buffer_dict, report_dict
-from .text import format_buffer, note_lines, verdict_lines
+from .text import format_buffer, note_lines, status_counts, verdict_lines
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ def _counts(s: StepReport) -> str:
     counts = dict.fromkeys(_STATUSES, 0)
     for b in s.buffers:
         counts[b.status] += 1
-    return ", ".join(f"{n} {status.replace('_', ' ')}" for status, n in counts.items() if n)
+    return status_counts(counts.items())  # as compare's step lines say them
 
 
 def render_step_text(s: StepReport, verbose: bool = False) -> str:
