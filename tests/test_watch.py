@@ -378,7 +378,7 @@ def test_ctrl_c_prints_the_summary_of_what_was_compared_and_exits_130(tmp_path: 
 
 # --- files that change under the reader ---------------------------------------------------
 
-BIG = 1 << 30  # a sparse file that takes a while to read, and no disk
+BIG = 512 << 20  # a sparse file that takes a while to read (0.1 s or more), and no disk
 
 
 def _sparse(path: Path, size: int) -> None:
@@ -464,6 +464,10 @@ def test_a_file_that_keeps_changing_is_an_error_never_a_divergence(tmp_path: Pat
         ), str(target), *(v.hex() for v in bad)],
     )  # fmt: skip
     try:
+        deadline = time.monotonic() + 30
+        while target.read_bytes() == good:  # the rewriter has begun (its start is slow under load)
+            assert time.monotonic() < deadline and rewriter.poll() is None
+            time.sleep(0.001)
         w = watch(str(a), str(b), *FAST, "--jobs", "1", "--format", "jsonl")
         code, out, err = finish(w)
     finally:
