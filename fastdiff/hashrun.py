@@ -22,6 +22,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .engine.cache import DigestCache
     from .options import CompareOptions
+    from .schema import Schema
     from .sources.buffers import BufferDigest, BufferRef, RunListing
 
 
@@ -34,7 +35,12 @@ def write_manifest(
     """Hash every dump of ``run``; return the manifest text and any problems.
 
     With ``output``, the manifest is written there (atomically, by rename)
-    only when there were no problems: a manifest is complete or absent.
+    only when every file was hashed: a manifest is complete or absent (the
+    text is then empty). A file that was hashed but is malformed under the
+    schema (a size that is not a whole number of elements, or misfits its
+    shape) is no reason to leave the manifest out: it is written, records
+    those files under ``malformed``, and each is a problem of kind
+    ``malformed`` (the exit code 2 that ``compare`` and ``stats`` give it).
     """
     root = os.fspath(run)
     if output is not None:
@@ -51,10 +57,35 @@ def write_manifest(
     from .sources.schemas import choose_schema
 
     schema, _ = choose_schema((RunSource(root, listing),), options.schema)
-    text = json.dumps(manifest_dict(listing, digests, options.chunk_size, schema), indent=1) + "\n"
+    malformed = _malformed(listing, schema)
+    doc = manifest_dict(listing, digests, options.chunk_size, schema)
+    if malformed:
+        doc["malformed"] = [
+            {"file": os.path.basename(p.path), "step": f.step, "buffer": f.name,
+             "message": p.message}
+            for f, p in malformed
+        ]  # fmt: skip
+    text = json.dumps(doc, indent=1) + "\n"
     if output is not None:
         _write_output(os.fspath(output), text)
-    return text, []
+    return text, [p for _, p in malformed]
+
+
+def _malformed(listing: RunListing, schema: Schema) -> list[tuple[BufferRef, Problem]]:
+    """The buffers the schema makes malformed, as compare would report them
+    (a file's own header dtype and shape win over the schema's, as there)."""
+    from .schema import Layout
+    from .stages.size import size_problem
+
+    out = []
+    for f in listing.buffers:
+        dtype, layout = f.dtype or schema.classify(f.name)[1], schema.layout_of(f.name)
+        if f.shape is not None:
+            layout = Layout(tuple(f.shape), layout.fields if layout is not None else ())
+        message = size_problem(f.size, dtype, layout, compared=False)
+        if message is not None:
+            out.append((f, Problem(f.path, message, kind="malformed")))
+    return out
 
 
 def _hash_run(

@@ -7,6 +7,8 @@ A leaf module: it imports no stage, so the CLI can read the choices
 
 from __future__ import annotations
 
+import os
+
 from .dtypes import MAX_ITEMSIZE
 from .kernels import EXACT, Tolerance
 
@@ -38,15 +40,24 @@ EXECUTORS = ("auto", "serial", "thread", "process")
 ENGINE_CHOICES = ("auto", "numba", "numpy", "python")
 
 
+#: The tolerance's keyword arguments of ``CompareOptions`` (``Tolerance``'s fields).
+TOLERANCE_KEYWORDS = ("atol", "rtol", "ulp", "nan_equal", "rounding_ulp")
+
+
 class CompareOptions:
     """What a comparison is asked to do (an immutable value; ``replace`` makes
     a changed copy).
 
-    ``schema``: None for the schema a manifest records (run A's, else run
-    B's), else rl-state (``sources.schemas.choose_schema``); a schema given
-    here wins over a manifest's. ``engine``: auto | numba | numpy | python;
-    ``executor``: auto | serial | thread | process; ``jobs``: None for the
-    cores this process may use.
+    ``schema``: a ``Schema``, a preset name (``"rl-state"``, ``"raw"``) or
+    the path of a TOML schema file (read at once: a bad one raises
+    ``SchemaError``); None for the schema a manifest records (run A's, else
+    run B's), else rl-state (``sources.schemas.choose_schema``); a schema
+    given here wins over a manifest's. The tolerance: ``tolerance=Tolerance(...)``,
+    or its fields as keywords (``atol=``, ``rtol=``, ``ulp=``,
+    ``nan_equal=``, ``rounding_ulp=``), not both. ``engine``: auto | numba |
+    numpy | python; ``executor``: auto | serial | thread | process; ``jobs``:
+    None for the cores this process may use. A value of the wrong type is a
+    ``TypeError`` here, not an error deep inside a comparison.
     """
 
     __slots__ = ("chunk_size", "engine", "executor", "jobs", "schema", "tolerance")
@@ -60,13 +71,41 @@ class CompareOptions:
 
     def __init__(
         self,
-        schema: Schema | None = None,
-        tolerance: Tolerance = EXACT,
+        schema: Schema | str | os.PathLike[str] | None = None,
+        tolerance: Tolerance | None = None,
         chunk_size: int = DEFAULT_CHUNK_SIZE,
         engine: str = "auto",
         executor: str = "auto",
         jobs: int | None = None,
+        *,
+        atol: float | None = None,
+        rtol: float | None = None,
+        ulp: int | None = None,
+        nan_equal: bool | None = None,
+        rounding_ulp: int | None = None,
     ) -> None:
+        given = {k: v for k, v in zip(TOLERANCE_KEYWORDS, (atol, rtol, ulp, nan_equal,
+                                                          rounding_ulp), strict=True)
+                 if v is not None}  # fmt: skip
+        if tolerance is None:
+            tolerance = _tolerance(given) if given else EXACT
+        elif given:
+            raise TypeError(
+                "CompareOptions: give the tolerance as tolerance=Tolerance(...) or as "
+                f"keywords ({', '.join(given)}=...), not both"
+            )
+        elif not isinstance(tolerance, Tolerance):
+            raise TypeError(
+                f"CompareOptions: tolerance must be a fastdiff.Tolerance, got "
+                f"{type(tolerance).__name__} (or give atol=, rtol=, ulp=, nan_equal=)"
+            )
+        schema = _schema(schema)
+        for name, value in (("chunk_size", chunk_size), ("jobs", jobs)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise TypeError(f"CompareOptions: {name} must be an int, got {value!r}")
+        for name, value in (("engine", engine), ("executor", executor)):
+            if not isinstance(value, str):
+                raise TypeError(f"CompareOptions: {name} must be a str, got {value!r}")
         check_chunk_size(chunk_size)
         if engine not in ENGINE_CHOICES:
             raise ValueError(f"unknown engine {engine!r} (valid: auto numba numpy python)")
@@ -83,8 +122,16 @@ class CompareOptions:
         return {name: getattr(self, name) for name in _OPTION_FIELDS}
 
     def replace(self, **changes: object) -> CompareOptions:
-        """A copy with ``changes`` (keyword per field), checked as a new one is."""
-        return CompareOptions(**{**self._fields(), **changes})  # type: ignore[arg-type]
+        """A copy with ``changes`` (keyword per field, or a tolerance's field:
+        ``replace(ulp=2)`` keeps the rest of the tolerance), checked as a new
+        one is."""
+        fields = self._fields()
+        tol = {k: changes.pop(k) for k in TOLERANCE_KEYWORDS if k in changes}
+        if tol and "tolerance" not in changes:
+            changes["tolerance"] = self.tolerance.replace(**tol)
+        elif tol:
+            changes.update(tol)  # both: refused, as by the constructor
+        return CompareOptions(**{**fields, **changes})  # type: ignore[arg-type]
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, CompareOptions):
@@ -100,6 +147,47 @@ class CompareOptions:
 
 
 _OPTION_FIELDS = ("schema", "tolerance", "chunk_size", "engine", "executor", "jobs")
+
+
+def _tolerance(given: dict[str, object]) -> Tolerance:
+    for k in ("atol", "rtol"):
+        v = given.get(k)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)):
+            raise TypeError(f"CompareOptions: {k} must be a number, got {v!r}")
+    for k in ("ulp", "rounding_ulp"):
+        v = given.get(k)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
+            raise TypeError(f"CompareOptions: {k} must be an int, got {v!r}")
+    nan_equal = given.get("nan_equal", False)
+    if not isinstance(nan_equal, bool):
+        raise TypeError(f"CompareOptions: nan_equal must be a bool, got {nan_equal!r}")
+    return Tolerance(**given)  # type: ignore[arg-type]
+
+
+def _schema(schema: object) -> Schema | None:
+    """A Schema from what ``CompareOptions(schema=...)`` accepts."""
+    if schema is None:
+        return None
+    from .schema import Schema, resolve_schema
+
+    if isinstance(schema, Schema):
+        return schema
+    if isinstance(schema, str | os.PathLike):
+        return resolve_schema(os.fspath(schema), what="CompareOptions(schema=...)")
+    raise TypeError(
+        "CompareOptions: schema must be a fastdiff.Schema, a preset name (rl-state, raw) or "
+        f"the path of a TOML schema file, got {type(schema).__name__}"
+    )
+
+
+def tolerance_options(tol: Tolerance) -> str:
+    """The tolerance as the options that ask for it (``--ulp 1 --nan-equal``)."""
+    parts = [f"--{k} {v:g}" for k, v in (("atol", tol.atol), ("rtol", tol.rtol)) if v is not None]
+    if tol.ulp is not None:
+        parts.append(f"--ulp {tol.ulp}")
+    if tol.nan_equal:
+        parts.append("--nan-equal")
+    return " ".join(parts)
 
 
 def tolerance_dict(tol: Tolerance) -> dict[str, object]:

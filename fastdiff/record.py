@@ -42,9 +42,23 @@ class Record:
         return f"{type(self).__name__}({inner})"
 
     def as_dict(self) -> dict[str, Any]:
-        """The fields as a dict (shallow: nested records stay records)."""
-        return {k: getattr(self, k) for k in self._fields}
+        """The fields as plain data: a dict, nested records as dicts too (in
+        tuples and dicts as well), so ``json.dumps`` takes it."""
+        return {k: plain(getattr(self, k)) for k in self._fields}
 
     def replace(self, **changes: Any) -> Self:
         """A copy with the given fields changed."""
-        return type(self)(**{**self.as_dict(), **changes})
+        return type(self)(**{**{k: getattr(self, k) for k in self._fields}, **changes})
+
+
+def plain(value: Any) -> Any:
+    """``value`` with every record in it as a dict (``Record.as_dict``)."""
+    if isinstance(value, Record):
+        return value.as_dict()
+    if isinstance(value, tuple | list):
+        if any(isinstance(v, Record | tuple | list | dict) for v in value):
+            return type(value)(map(plain, value))
+        return value
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    return value

@@ -13,7 +13,7 @@ group) and ``notes``. Field and fact names are the JSON contract
 from __future__ import annotations
 
 from .kernels.facts import COUNT_FIELDS, RESULT_FACTS, UNKNOWN, named_facts
-from .record import Record
+from .record import Record, plain
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
         "error",
     ]
     Verdict = Literal["identical", "diverged", "error"]
-    GroupStatus = Literal["equal", "diverged", "absent", "error"]
+    GroupStatus = Literal["equal", "within_tolerance", "diverged", "absent", "error"]
 else:
     Status = Verdict = GroupStatus = str
 
@@ -53,11 +53,14 @@ __all__ = [
 #: ``missing``    a run folder or manifest that does not exist;
 #: ``unreadable`` no permission, an I/O error, a broken link, a FIFO or device;
 #: ``changed``    the file changed (or vanished) while fastdiff read it; in a
-#:                watch, also after its step was compared, or it appeared then;
+#:                watch, also after its step was compared, or it appeared then,
+#:                or one run lacks it (or holds it shorter) while still writing;
 #: ``malformed``  a size that is not a whole number of elements, a damaged manifest;
 #: ``no_dumps``   a run side that holds no step_<N>_<name>.bin at all;
 #: ``name``       a dump name fastdiff cannot use (not UTF-8, a duplicate step);
 #: ``mismatch``   digests that cannot be compared (different chunk sizes);
+#: ``undecided``  bits that differ where a tolerance was asked but cannot be
+#:                judged: digests alone (a manifest on one side) hold no values;
 #: ``worker``     a worker process died or failed running a task;
 #: ``error``      anything else.
 PROBLEM_KINDS = (
@@ -68,6 +71,7 @@ PROBLEM_KINDS = (
     "no_dumps",
     "name",
     "mismatch",
+    "undecided",
     "worker",
     "error",
 )
@@ -92,6 +96,11 @@ class BufferResult(Record):
     ints, 0 when nothing differs; where they were not (a buffer in one run
     only, malformed, an error, a prefix a manifest's digests cannot decide)
     they are None.
+
+    ``size_a``, ``size_b``: for a ``malformed`` buffer (whose element counts
+    are None), its files' sizes in bytes (None for a run without it); None
+    for every other status. A malformed buffer whose sizes differ is known
+    to differ between the runs: it ``diverges``.
     """
 
     __slots__ = (
@@ -104,6 +113,8 @@ class BufferResult(Record):
         "name",
         "path_a",
         "path_b",
+        "size_a",
+        "size_b",
         "status",
         "step",
     )
@@ -121,6 +132,8 @@ class BufferResult(Record):
         path_b: str | None = None,
         message: str | None = None,
         facts: tuple[Any, ...] | None = None,
+        size_a: int | None = None,
+        size_b: int | None = None,
         **named: Any,
     ) -> None:
         self.step = step
@@ -133,6 +146,8 @@ class BufferResult(Record):
         self.path_a = path_a
         self.path_b = path_b
         self.message = message
+        self.size_a = size_a
+        self.size_b = size_b
         if named:
             if facts is not None:
                 raise TypeError("BufferResult: give facts as a tuple or by name, not both")
@@ -144,17 +159,32 @@ class BufferResult(Record):
         self.facts = facts
 
     def __repr__(self) -> str:
-        named = [f"{k}={getattr(self, k)!r}" for k in self._fields[:-1]]
+        named = [f"{k}={getattr(self, k)!r}" for k in self._fields if k != "facts"]
         named += [f"{k}={v!r}" for k, v in zip(_FACT_NAMES, self.facts, strict=True)]
         return f"BufferResult({', '.join(named)})"
 
+    @property
+    def diverges(self) -> bool:
+        """The runs are known to differ in this buffer: a divergent status, or
+        a malformed buffer whose files differ in size (or that one run lacks)."""
+        return self.status in DIVERGENT or (
+            self.status == "malformed" and self.size_a != self.size_b
+        )
+
     def replace(self, **changes: Any) -> BufferResult:
         """A copy with the given fields or facts changed."""
-        values = self.as_dict()
-        facts = dict(zip(_FACT_NAMES, values.pop("facts"), strict=True))
+        values = {k: getattr(self, k) for k in self._fields if k != "facts"}
+        facts = dict(zip(_FACT_NAMES, self.facts, strict=True))
         for k, v in changes.items():
             (facts if k in facts else values)[k] = v
         return BufferResult(**values, facts=named_facts(facts))
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data: the fields, then every fact by its name (as values, not
+        as the JSON report writes them: see ``render.json.buffer_dict``)."""
+        d = {k: getattr(self, k) for k in self._fields if k != "facts"}
+        d.update((k, plain(v)) for k, v in zip(_FACT_NAMES, self.facts, strict=True))
+        return d
 
 
 _FACT_NAMES = tuple(f.name for f in RESULT_FACTS)
@@ -174,10 +204,14 @@ del _i, _name
 
 
 class GroupVerdict(Record):
-    """One group at the first divergent step. ``magnitude``: "rounding" or
-    "large" over its diverged buffers (None: none has one, e.g. only a
-    buffer missing from a run); ``hint`` says what to inspect, the schema's
-    hint followed by what the magnitude points at."""
+    """One group at the first divergent step. ``status``: ``diverged`` (some
+    buffer diverges), ``error``, ``within_tolerance`` (bits differ, all within
+    the tolerance), ``equal``, or ``absent`` (no buffer of it at that step).
+    ``magnitude``: "rounding" or "large" over its diverged buffers (or, when
+    it is within tolerance, over those; None: none has one, e.g. only a
+    buffer missing from a run), as the timeline's row of the group at that
+    step says; ``hint`` says what to inspect, the schema's hint followed by
+    what the magnitude points at."""
 
     __slots__ = ("diverged", "hint", "key", "magnitude", "status", "title")
 
@@ -358,3 +392,9 @@ class Report(Record):
         self.work = Work() if work is None else work
         self.timeline = timeline
         self.notes = notes
+
+    @property
+    def diverges(self) -> bool:
+        """A divergence was found, whatever else went wrong: also under the
+        verdict ``error`` (exit 2), when ``first_divergent_step`` is set."""
+        return self.first_divergent_step is not None

@@ -105,14 +105,18 @@ class Layout(Record):
                 return f"the schema's field {f.name!r} ends at element {f.stop}"
         return None
 
-    def misfit_message(self, size: int, itemsize: int, dtype: str) -> str | None:
-        """The malformed message for a file of ``size`` bytes, or None if it fits."""
+    def misfit_message(
+        self, size: int, itemsize: int, dtype: str, compared: bool = True
+    ) -> str | None:
+        """The malformed message for a file of ``size`` bytes, or None if it
+        fits; ``compared``: it says that nothing was compared for the buffer."""
         why = self.misfit(size // itemsize)
         if why is None:
             return None
+        what = "; nothing was compared for this buffer" if compared else ""
         return (
-            f"size {size} bytes is {size // itemsize} {dtype} elements, but {why}; nothing was "
-            "compared for this buffer (truncated dump, or wrong shape in the schema?)"
+            f"size {size} bytes is {size // itemsize} {dtype} elements, but {why}{what} "
+            "(truncated dump, or wrong shape in the schema?)"
         )
 
     def as_data(self) -> dict[str, Any]:
@@ -125,20 +129,33 @@ class Layout(Record):
         return d
 
 
+#: Written after a member's dtype (``"u8?"``): a dtype nobody has set yet
+#: (``fastdiff schema --from`` writes it), read as that dtype, and said so in
+#: every report, until the schema's author writes the dtype without it.
+UNSET = "?"
+
+
 class Member(Record):
     """A buffer name, or a glob pattern (``*``, ``?``, ``[...]``), its dtype and
     its layout. ``table``: it was given as a table (``{ dtype = ... }``), and
-    is written back as one."""
+    is written back as one. ``unset``: the dtype is a placeholder nobody set
+    (written ``"u8?"``): reports say so."""
 
-    __slots__ = ("dtype", "layout", "pattern", "table")
+    __slots__ = ("dtype", "layout", "pattern", "table", "unset")
 
     def __init__(
-        self, pattern: str, dtype: str, layout: Layout | None = None, table: bool = False
+        self,
+        pattern: str,
+        dtype: str,
+        layout: Layout | None = None,
+        table: bool = False,
+        unset: bool = False,
     ) -> None:
         self.pattern = pattern
         self.dtype = dtype
         self.layout = layout
         self.table = table or layout is not None
+        self.unset = unset
 
     @property
     def is_glob(self) -> bool:
@@ -146,9 +163,10 @@ class Member(Record):
 
     def as_data(self) -> str | dict[str, Any]:
         """The member as a schema file gives it: a dtype, or a table."""
+        dtype = self.dtype + UNSET if self.unset else self.dtype
         if not self.table:
-            return self.dtype
-        return {"dtype": self.dtype, **(self.layout.as_data() if self.layout else {})}
+            return dtype
+        return {"dtype": dtype, **(self.layout.as_data() if self.layout else {})}
 
 
 class Group(Record):
@@ -170,7 +188,7 @@ class Schema(Record):
     Raises SchemaError when a member is in two groups.
     """
 
-    __slots__ = ("_exact", "_globs", "_layouts", "default_dtype", "groups", "name")
+    __slots__ = ("_exact", "_globs", "_layouts", "_unset", "default_dtype", "groups", "name")
 
     def __init__(self, name: str, groups: tuple[Group, ...], default_dtype: str = "u8") -> None:
         self.name = name
@@ -179,6 +197,7 @@ class Schema(Record):
         exact: dict[str, tuple[str, str]] = {}
         globs: list[tuple[str, str, str]] = []
         layouts: dict[str, Layout] = {}  # by pattern: only members that have one
+        unset: set[str] = set()  # patterns whose dtype nobody set
         owner: dict[str, str] = {}
         for g in groups:
             for m in g.members:
@@ -193,9 +212,12 @@ class Schema(Record):
                     exact.setdefault(m.pattern, (g.key, m.dtype))
                 if m.layout is not None:
                     layouts.setdefault(m.pattern, m.layout)
+                if m.unset:
+                    unset.add(m.pattern)
         self._exact = exact
         self._globs = tuple(globs)
         self._layouts = layouts
+        self._unset = frozenset(unset)
 
     def classify(self, name: str) -> tuple[str, str]:
         """(group key, dtype) of a buffer: exact names first, then globs in order."""
@@ -222,6 +244,24 @@ class Schema(Record):
             if fnmatchcase(name, pattern):
                 return self._layouts.get(pattern)
         return None
+
+    @property
+    def has_unset(self) -> bool:
+        """Some member's dtype is a placeholder nobody set (``"u8?"``)."""
+        return bool(self._unset)
+
+    def dtype_unset(self, name: str) -> bool:
+        """Whether the member that classifies buffer ``name`` leaves its dtype unset."""
+        if not self._unset:
+            return False  # the usual case
+        if name in self._exact:
+            return name in self._unset
+        from fnmatch import fnmatchcase
+
+        for pattern, _, _ in self._globs:
+            if fnmatchcase(name, pattern):
+                return pattern in self._unset
+        return False
 
     def with_default_dtype(self, dtype: str) -> Schema:
         return Schema(self.name, self.groups, dtype)
@@ -461,8 +501,9 @@ def _member(gi: int, name: str, value: object, fail: Any, unknown: Any) -> Membe
     """One member: ``name = "dtype"`` or ``name = { dtype = ..., shape = ..., fields = ... }``."""
     at = ("members", name)
     if isinstance(value, str):
+        dtype, unset = _unset_dtype(value)
         try:
-            return Member(name, dtype_name(value))
+            return Member(name, dtype_name(dtype), unset=unset)
         except ValueError as exc:
             raise fail(gi, at, str(exc)) from None
     if not isinstance(value, dict):
@@ -474,9 +515,10 @@ def _member(gi: int, name: str, value: object, fail: Any, unknown: Any) -> Membe
     for k in value:
         if k not in _MEMBER_KEYS:
             raise unknown(gi, (*at, k), _MEMBER_KEYS)
-    dtype = value.get("dtype")
-    if dtype is None:
+    raw_dtype = value.get("dtype")
+    if raw_dtype is None:
         raise fail(gi, at, 'a member given as a table needs its dtype: { dtype = "f32", ... }')
+    dtype, unset = _unset_dtype(raw_dtype) if isinstance(raw_dtype, str) else (raw_dtype, False)
     try:
         dtype = dtype_name(dtype)
     except ValueError as exc:
@@ -491,7 +533,14 @@ def _member(gi: int, name: str, value: object, fail: Any, unknown: Any) -> Membe
     shape = _shape(value.get("shape"), shape_fail)
     fields = _fields(value.get("fields"), shape, field_fail)
     layout = Layout(shape, fields) if shape is not None or fields else None
-    return Member(name, dtype, layout, table=True)
+    return Member(name, dtype, layout, table=True, unset=unset)
+
+
+def _unset_dtype(text: str) -> tuple[str, bool]:
+    """A member's dtype as written: ``("u8", True)`` for ``"u8?"``."""
+    # "?" alone is numpy's code for bool: a dtype, not an unset one.
+    unset = text.endswith(UNSET) and len(text) > len(UNSET)
+    return (text[: -len(UNSET)], True) if unset else (text, False)
 
 
 def _is_int(v: object) -> bool:
@@ -607,7 +656,7 @@ def schema_for_run(schema: Schema, names: Iterable[str], name: str) -> Schema:
         key = next(k for k in ("new", *(f"new{i}" for i in range(2, len(taken) + 3)))
                    if k not in taken)  # fmt: skip
         title = "buffers in no group yet: set each one's dtype, and group them"
-        members = tuple(Member(literal_pattern(n), schema.default_dtype) for n in rest)
+        members = tuple(Member(literal_pattern(n), schema.default_dtype, unset=True) for n in rest)
         groups.append(Group(key, title, "", members))
     return Schema(name, tuple(groups), schema.default_dtype)
 
@@ -635,7 +684,14 @@ def schema_to_toml(schema: Schema) -> str:
             return "{ " + ", ".join(f"{key(k)} = {value(x)}" for k, x in v.items()) + " }"
         return str(v)
 
-    out = [f"name = {q(schema.name)}", f"default_dtype = {q(schema.default_dtype)}"]
+    out = []
+    if schema.has_unset:
+        out += [
+            f'# A dtype with a "{UNSET}" after it ("u8{UNSET}") is not set yet: the buffer is',
+            "# read as that dtype (u8: raw bytes), and every report says its dtype is not",
+            f'# set. Write its dtype without the "{UNSET}" ("f32", "i32", ...) once you know it.',
+        ]
+    out += [f"name = {q(schema.name)}", f"default_dtype = {q(schema.default_dtype)}"]
     for g in schema.groups:
         out += [
             "",

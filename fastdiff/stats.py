@@ -120,10 +120,20 @@ class MissingBuffer(Record):
 
 
 class Malformed(Record):
-    __slots__ = ("bytes", "dtype", "group", "message", "name", "step")
+    """A file whose size is not a whole number of its dtype's elements;
+    ``path``: the file (in a manifest: ``MANIFEST:NAME``)."""
+
+    __slots__ = ("bytes", "dtype", "group", "message", "name", "path", "step")
 
     def __init__(
-        self, step: int, name: str, group: str, dtype: str, bytes: int, message: str
+        self,
+        step: int,
+        name: str,
+        group: str,
+        dtype: str,
+        bytes: int,
+        message: str,
+        path: str | None = None,
     ) -> None:
         self.step = step
         self.name = name
@@ -131,6 +141,7 @@ class Malformed(Record):
         self.dtype = dtype
         self.bytes = bytes
         self.message = message
+        self.path = path
 
 
 class RunStats(Record):
@@ -285,8 +296,8 @@ def run_stats(
     for f, group, dtype in sorted(classified, key=lambda c: (c[0].step, order[c[1]], c[0].name)):
         itemsize = get_dtype(dtype).itemsize
         if f.size % itemsize:
-            message = malformed_message(f.size, itemsize, dtype)
-            malformed.append(Malformed(f.step, f.name, group, dtype, f.size, message))
+            message = malformed_message(f.size, itemsize, dtype, compared=False)
+            malformed.append(Malformed(f.step, f.name, group, dtype, f.size, message, f.path))
 
     return RunStats(
         run=listing.root,
@@ -328,4 +339,11 @@ def stats_for(
         raise FastdiffError(f"{problem.path}: {problem.message}")
     chosen, notes = choose_schema((src,), schema)
     stats = run_stats(src.listing, chosen, top, "manifest" if src.is_manifest else "folder")
+    if chosen.has_unset:  # dtypes nobody set count the elements: say so, as compare does
+        from .stages.verdict import unset_note
+
+        unset = {f.name: chosen.classify(f.name)[1] for f in src.listing.files
+                 if chosen.dtype_unset(f.name)}  # fmt: skip
+        if unset:
+            notes = (*notes, f"note: {unset_note(chosen.name, unset)}")
     return stats.replace(notes=notes)

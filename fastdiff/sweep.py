@@ -167,6 +167,12 @@ class UnclassifiedRun:
         return f"UnclassifiedRun(run={self.run!r}, reason={self.reason!r})"
 
 
+def _unknown(report: Report) -> bool:
+    """Whether the pair ended in error before anything told its runs apart: a
+    pair that also diverged is known to differ, whatever else went wrong."""
+    return report.verdict == "error" and report.first_divergent_step is None
+
+
 def identity_classes(
     runs: Sequence[str], reports: Sequence[Report]
 ) -> tuple[list[list[str]], list[UnclassifiedRun]]:
@@ -177,9 +183,10 @@ def identity_classes(
     joins a class only if it is bit-identical to every member, so nothing
     chains. A class claims that its runs are equal to each other and differ
     from every other class, so a run is classified only if it was compared
-    cleanly with every other classified run: a run whose pairs all ended in
-    error, or one whose pair with an otherwise sound run ended in error, is
-    listed apart with the reason instead. Classes keep first-seen order.
+    cleanly with every other classified run, or found to differ from it: a
+    run whose pairs all ended in error before a divergence was found, or one
+    whose pair with an otherwise sound run did, is listed apart with the
+    reason instead. Classes keep first-seen order.
     """
     wanted = list(dict.fromkeys(runs))
     pairs_of: dict[str, list[Report]] = {r: [] for r in wanted}
@@ -198,16 +205,14 @@ def identity_classes(
     for r in wanted:
         if not pairs_of[r]:
             unclassified[r] = "in no pair of the sweep"
-        elif all(rep.verdict == "error" for rep in pairs_of[r]):
+        elif all(_unknown(rep) for rep in pairs_of[r]):
             broken.add(r)
             unclassified[r] = "every pair with it ended in error"
     for r in wanted:
         if r in unclassified:
             continue
         failed = [
-            rep.run_b if rep.run_a == r else rep.run_a
-            for rep in pairs_of[r]
-            if rep.verdict == "error"
+            rep.run_b if rep.run_a == r else rep.run_a for rep in pairs_of[r] if _unknown(rep)
         ]
         failed = [other for other in failed if other not in broken]
         if failed:
@@ -234,12 +239,13 @@ class SweepSummary:
 
     ``classes``: the identity classes when asked for (``classes_of``), else
     None; ``unclassified``: the runs of ``classes_of`` in no class (a pair
-    ended in error), None with ``classes``.
+    ended in error), None with ``classes``. ``error_and_diverged``: the pairs
+    counted in ``error`` that also diverged (a divergence was found).
     """
 
     __slots__ = (
-        "cache_hits", "classes", "diverged", "elapsed_s", "error", "identical", "interrupted",
-        "pairs", "unclassified",
+        "cache_hits", "classes", "diverged", "elapsed_s", "error", "error_and_diverged",
+        "identical", "interrupted", "pairs", "unclassified",
     )  # fmt: skip
 
     pairs: int
@@ -251,6 +257,7 @@ class SweepSummary:
     elapsed_s: float
     interrupted: bool
     unclassified: tuple[UnclassifiedRun, ...] | None
+    error_and_diverged: int
 
     def __init__(
         self,
@@ -263,6 +270,7 @@ class SweepSummary:
         elapsed_s: float,
         interrupted: bool = False,
         unclassified: tuple[UnclassifiedRun, ...] | None = None,
+        error_and_diverged: int = 0,
     ) -> None:
         self.pairs = pairs
         self.identical = identical
@@ -273,6 +281,7 @@ class SweepSummary:
         self.elapsed_s = elapsed_s
         self.interrupted = interrupted
         self.unclassified = unclassified
+        self.error_and_diverged = error_and_diverged
 
     def __repr__(self) -> str:
         return (
@@ -334,4 +343,7 @@ def summarize(
         elapsed_s=elapsed_s,
         interrupted=interrupted,
         unclassified=unclassified,
+        error_and_diverged=sum(
+            r.verdict == "error" and r.first_divergent_step is not None for r in reports
+        ),
     )

@@ -388,7 +388,7 @@ def test_within_tolerance_wording(tmp_path: Path) -> None:
     p = fastdiff("compare", a, b, "--schema", "raw", "--default-dtype", "f32", "--ulp", "1")
     assert p.returncode == 0
     assert (
-        "other  x [f32]  within tolerance; 1 of 64 elements differs, all within tolerance, in "
+        "  other  x [f32]  within tolerance; 1 of 64 elements differs, all within tolerance, in "
         "1 range [62, 63); first at [62]: A=1 B=1.00000012; max |A-B| 1.19209e-07 at [62], "
         "max 1 ULP (rounding)"
     ) in p.stdout.splitlines()

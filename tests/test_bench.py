@@ -862,3 +862,35 @@ def test_noisy_load_is_per_cpu() -> None:
     assert not bench.noisy_load(1.0, 2)
     assert bench.noisy_load(1.01, 2)
     assert bench.noisy_load(0.6, None)  # CPUs unknown: counted as one
+
+
+def test_a_note_is_shown_once_on_a_terminal(tmp_path: Path) -> None:
+    """The notes go to stderr at the start; when stdout is the same terminal,
+    the text report does not repeat them (in a file, it keeps them)."""
+    import pty
+    import select
+
+    args = [sys.executable, "-m", "fastdiff", "bench", "--max-size", "5000", "--repeat", "1",
+            "--warmup", "0", "--jobs", "1", "--workdir", str(tmp_path)]  # fmt: skip
+    note = "--max-size 5000 rounded down to 4096 bytes"
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(args, stdout=slave, stderr=slave, cwd=ROOT)
+    os.close(slave)
+    out = b""
+    while True:
+        ready, _, _ = select.select([master], [], [], 120)
+        if not ready:
+            break
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    assert proc.wait(timeout=60) == 0
+    assert out.decode().count(note) == 1, out.decode()
+    piped = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert piped.returncode == 0
+    assert (piped.stderr.count(note), piped.stdout.count(note)) == (1, 1)

@@ -272,11 +272,15 @@ EXPECT: dict[str, Expect] = {
     "malformed": Expect(
         2,
         (0, 1),
+        0,  # its files differ in size (10 and 64 bytes): the runs differ at step 0
+        ("D",),
         changes={
             (0, "unit_entry_price"): {
                 "status": "malformed",
                 "n_elements_a": None,
                 "n_elements_b": None,
+                "size_a": 10,
+                "size_b": 64,
                 **ABSENT,
             }
         },
@@ -484,7 +488,7 @@ def test_malformed_keeps_the_rest_of_the_report() -> None:
     assert "D  unit_entry_price [f32]  MALFORMED: size 10 bytes" in run.stdout
     assert "step 0: 33 equal, 1 malformed" in run.stdout
     assert "step 1: 34 equal" in run.stdout
-    assert run.stdout.rstrip().splitlines()[-1].startswith("VERDICT: error")
+    assert "VERDICT: error, and diverged: first divergent step 0; groups: D" in run.stdout
 
 
 def test_empty_folders_are_nothing_to_compare(tmp_path: Path) -> None:
@@ -584,7 +588,7 @@ def test_verbose_lists_every_buffer(flag: str) -> None:
          "1 NaN mismatch"),
         ("nonfinite", "F  returns [f32]  DIVERGED; 4 of 16 elements differ (25%) in 1 range "
          "[1, 5); first at [1]: A=inf B=-inf; max |A-B| 2.5 at [3], max 14,680,064 ULP "
-         "(large); 1 NaN mismatch; 2 inf mismatches"),
+         "(large: 1 NaN mismatch, 2 inf mismatches)"),
         ("int_extremes", "C  action_prng_state [u32]  DIVERGED; 2 of 16 elements differ "
          "(12.5%) in 1 range [0, 2); first at [0]: A=0 B=4294967295; max |A-B| 4294967295 "
          "at [0]"),

@@ -299,3 +299,60 @@ def test_help_shows_them(args: tuple[str, ...], shown: str) -> None:
     p = fastdiff(*args)
     assert (p.returncode, p.stderr) == (0, "")
     assert shown in p.stdout, p.stdout
+
+
+# --- issue 19, item 8: compare's options in its siblings -----------------------------
+
+
+def _options(command: str) -> set[str]:
+    return {n for a in command_module(command).ARGUMENTS for n in a.names}
+
+
+@pytest.mark.parametrize("command", ["watch", "sweep"])
+def test_every_option_of_compare_works_in_watch_and_sweep_or_is_named_as_not(
+    command: str,
+) -> None:
+    """Each of compare's options is one of watch's and sweep's, or in the
+    command's NOT_FROM_COMPARE (with why), which its --help names; and the
+    ones they do take are taken (a real run for each, as typed)."""
+    module = command_module(command)
+    missing = _options("compare") - _options(command)
+    assert missing == set(module.NOT_FROM_COMPARE), missing
+    assert not set(module.NOT_FROM_COMPARE) & _options(command)
+    help_text = " ".join(fastdiff(command, "--help").stdout.split())
+    start = help_text.index("Every option of compare applies")
+    sentence = help_text[start : help_text.index(";", start)]
+    for arg in command_module("compare").ARGUMENTS:
+        if arg.names and set(arg.names) <= missing:
+            assert any(f" {n} " in f" {sentence} " for n in arg.names), (arg.names, sentence)
+    but = sentence.partition(" applies but ")[2].partition("(")[0]
+    said = {w for w in but.split() if w.startswith("-")}
+    assert said <= missing, said  # it names no option the command takes
+
+
+def test_watch_takes_verbose_rounding_ulp_and_plot(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    plot = tmp_path / "t.png"
+    args = ("examples/anatomy/run-a", "examples/anatomy/run-b", "--schema",
+            "examples/anatomy/schema.toml", "--idle-timeout", "0.5", "--settle", "0",
+            "--format", "text", "--keep-going")  # fmt: skip
+    p = fastdiff("watch", *args, "-v", "--rounding-ulp", "1", "--plot", plot)
+    assert p.returncode == 1, p.stderr
+    assert "equal (" in p.stdout  # -v: equal buffers are listed too
+    assert "max 2 ULP (large)" in p.stdout  # --rounding-ulp 1: 2 ULP is large
+    assert plot.read_bytes().startswith(b"\x89PNG") and "plot written" in p.stderr
+    quiet = fastdiff("watch", *args)
+    assert "equal (" not in quiet.stdout and "max 2 ULP (rounding)" in quiet.stdout
+
+
+def test_sweep_takes_rounding_ulp() -> None:
+    pairs = ("--baseline", "examples/anatomy/run-a", "examples/anatomy/run-b")
+    opts = ("--schema", "examples/anatomy/schema.toml", "--no-cache", "--format", "jsonl")
+    import json
+
+    for line_ulp, magnitude in (("1", "large"), ("16", "rounding")):
+        p = fastdiff("sweep", *pairs, *opts, "--rounding-ulp", line_ulp)
+        assert p.returncode == 1, p.stderr
+        record = json.loads(p.stdout.splitlines()[0])
+        groups = {g["key"]: g for g in record["groups"]}
+        assert groups["E"]["magnitude"] == magnitude  # step 4: isv_full 2 ULP apart

@@ -250,8 +250,9 @@ def _peak_rss_kib(cmd: list[str], limit_bytes: int | None = None) -> tuple[int, 
 
 
 def test_a_pair_larger_than_the_memory_limit(tmp_path: Path) -> None:
-    """Two 6 GiB sparse files compared under a 1 GiB address-space limit."""
-    size = 6 << 30
+    """Two 4.5 GiB sparse files compared under a 1 GiB address-space limit
+    (beyond 4 GiB: byte offsets past 32 bits, element indices past 2**30)."""
+    size = 9 << 29
     a, b = tmp_path / "a", tmp_path / "b"
     a.mkdir()
     b.mkdir()

@@ -63,7 +63,7 @@ def test_text_folds_equal_steps(long_runs: tuple[Path, Path]) -> None:
     expected = [
         "steps 0-999: 2 buffers equal each",
         "step 1000: 1 equal, 1 diverged  diverged: other",
-        "other  y [u8]  DIVERGED; 1 of 4 elements differs (25%) in 1 range [2, 3); "
+        "  other  y [u8]  DIVERGED; 1 of 4 elements differs (25%) in 1 range [2, 3); "
         "first at [2]: A=3 B=7; max |A-B| 4 at [2]",
         "steps 1001-1999: 2 buffers equal each",
         "",

@@ -257,3 +257,138 @@ def test_a_plot_that_cannot_be_written_keeps_the_report(
         f"fastdiff: error: --plot {tmp_path / 't.png'}: cannot write the timeline plot "
         "(No space left on device); the report above is complete"
     )
+
+
+def _one_ulp_runs(root: Path) -> tuple[Path, Path]:
+    """Two f32 runs: step 0 equal, step 1 one element 1 ULP apart, step 2 B longer."""
+    base = struct.pack("<16f", *range(1, 17))
+    close = bytearray(base)
+    close[12:16] = struct.pack("<I", struct.unpack("<I", base[12:16])[0] + 1)
+    ra, rb = runs(root, base, base, "step_0_w.bin")
+    (ra / "step_1_w.bin").write_bytes(base)
+    (rb / "step_1_w.bin").write_bytes(bytes(close))
+    return ra, rb
+
+
+@pytest.mark.parametrize("manifest_side", ["A", "B"])
+def test_a_tolerance_is_never_silently_dropped_against_a_manifest(
+    tmp_path: Path, manifest_side: str
+) -> None:
+    """Folders give identical within --ulp 1; with one side a manifest, the
+    digests say only that the bits differ: that buffer is an error of kind
+    'undecided' that says why (exit 2), never 'diverged', and a note says
+    the tolerance could not be judged. Without a tolerance it stays diverged."""
+    from fastdiff import CompareOptions, compare_runs
+    from fastdiff.kernels import Tolerance
+    from fastdiff.schema import RAW
+
+    ra, rb = _one_ulp_runs(tmp_path)
+    tol = ("--ulp", "1", "--default-dtype", "f32")
+    folders = cli("compare", ra, rb, *tol, "--format", "json")
+    assert folders.returncode == 0 and json.loads(folders.stdout)["verdict"] == "identical"
+    manifest = tmp_path / "m.json"
+    hashed = ra if manifest_side == "A" else rb
+    assert cli("hash", hashed, "-o", manifest, "--default-dtype", "f32").returncode == 0
+    pair = (manifest, rb) if manifest_side == "A" else (ra, manifest)
+    got = cli("compare", *pair, *tol, "--format", "json")
+    assert got.returncode == 2, got.stderr
+    report = json.loads(got.stdout)
+    assert report["verdict"] == "error" and report["first_divergent_step"] is None
+    (w1,) = [b for b in report["buffers"] if b["step"] == 1]
+    assert w1["status"] == "error" and w1["first_divergent_chunk"] == [0, 64]
+    assert w1["message"].startswith(
+        "its bits differ (first in bytes 0..64), but whether within the tolerance (--ulp 1) "
+        f"is not known: run {manifest_side} is a manifest, which holds digests, not values"
+    )
+    assert any("the tolerance could not be judged" in n for n in report["notes"])
+    local = (rb if manifest_side == "A" else ra) / "step_1_w.bin"
+    assert f"fastdiff: error: {local}: its bits differ" in got.stderr
+    # The library says which kind of problem it is.
+    opts = CompareOptions(schema=RAW.replace(default_dtype="f32"), tolerance=Tolerance(ulp=1))
+    (problem,) = compare_runs(*pair, opts).errors
+    assert (problem.kind, problem.path) == ("undecided", str(local))
+    # Without a tolerance the bits that differ are a divergence, as before.
+    exact = cli("compare", *pair, "--default-dtype", "f32", "--format", "json")
+    assert exact.returncode == 1 and json.loads(exact.stdout)["first_divergent_step"] == 1
+    # Equal digests are equal under any tolerance; a length is not a tolerance's to forgive.
+    (rb / "step_2_w.bin").write_bytes(bytes(8))
+    (ra / "step_2_w.bin").write_bytes(bytes(4))
+    assert cli("hash", hashed, "-o", manifest, "--default-dtype", "f32").returncode == 0
+    got = json.loads(cli("compare", *pair, *tol, "--format", "json").stdout)
+    statuses = {b["step"]: b["status"] for b in got["buffers"]}
+    assert statuses == {0: "equal", 1: "error", 2: "length_mismatch"}
+    assert got["verdict"] == "error" and got["first_divergent_step"] == 2
+
+
+@pytest.mark.parametrize(
+    ("a0", "b0", "first"),
+    [(32, 31, 0), (31, 32, 0), (31, None, 0), (31, 31, 1), (33, 35, 0)],
+)
+def test_a_malformed_buffer_whose_files_differ_in_size_counts_for_the_first_divergent_step(
+    tmp_path: Path, a0: int, b0: int | None, first: int
+) -> None:
+    """Step 0's f32 buffer is malformed (a size that is not whole elements);
+    when its files differ in size (or one run lacks it), the runs differ at
+    step 0 though nothing was compared: the first divergent step is 0 (the
+    verdict stays error, exit 2). Two malformed files of one size may be
+    equal: then step 1, where the values differ, is the first."""
+    ra, rb = runs(tmp_path, bytes(a0), bytes(32), "step_0_w.bin")
+    if b0 is None:
+        (rb / "step_0_w.bin").unlink()
+    else:
+        (rb / "step_0_w.bin").write_bytes(bytes(b0))
+    (ra / "step_1_w.bin").write_bytes(bytes(32))
+    (rb / "step_1_w.bin").write_bytes(bytes([1]) + bytes(31))
+    got = cli("compare", ra, rb, "--default-dtype", "f32", "--format", "json")
+    assert got.returncode == 2, got.stderr
+    report = json.loads(got.stdout)
+    assert report["verdict"] == "error"
+    assert report["first_divergent_step"] == first
+    assert report["first_divergent_groups"] == ["other"]
+    (w0,) = [b for b in report["buffers"] if b["step"] == 0]
+    assert (w0["status"], w0["size_a"], w0["size_b"]) == ("malformed", a0, b0)
+    assert report["steps"][0]["diverged_groups"] == (["other"] if first == 0 else [])
+    text = cli("compare", ra, rb, "--default-dtype", "f32").stdout
+    assert f"VERDICT: error, and diverged: first divergent step {first};" in text
+    if first == 0:
+        sizes = f"A {a0} bytes, B {'no file' if b0 is None else f'{b0} bytes'}"
+        assert f"its files differ in size ({sizes}): a divergence" in text
+        assert [r["step"] for r in report["timeline"]] == [0, 1]
+
+
+def test_hash_says_a_malformed_dump_records_it_and_exits_2(tmp_path: Path) -> None:
+    """``hash`` of a run with a malformed dump says so on stderr (as compare
+    and stats do), writes the manifest with the file recorded under
+    'malformed', and exits 2, as compare and stats do for that run."""
+    ra, rb = runs(tmp_path, bytes(31), bytes(32), "step_0_w.bin")
+    (ra / "step_1_w.bin").write_bytes(bytes(32))
+    manifest = tmp_path / "a.json"
+    got = cli("hash", ra, "-o", manifest, "--default-dtype", "f32")
+    assert got.returncode == 2
+    bad = ra / "step_0_w.bin"
+    lines = got.stderr.splitlines()
+    assert lines == [
+        f"fastdiff: error: {bad}: size 31 bytes is not a whole number of 4-byte f32 elements "
+        "(truncated dump, or wrong dtype in the schema?)",
+        f"fastdiff: error: the manifest was written to {manifest} with 1 malformed file "
+        "recorded in it (key 'malformed'); compare and stats report them as malformed too",
+    ]
+    doc = json.loads(manifest.read_text())
+    assert [(m["file"], m["step"], m["buffer"]) for m in doc["malformed"]] == [
+        ("step_0_w.bin", 0, "w")
+    ]
+    assert len(doc["buffers"]) == 2
+    # The manifest is read as the folder is: the same malformed buffer, exit 2.
+    for run in (ra, manifest):
+        assert cli("stats", run, "--default-dtype", "f32").returncode == 2
+        compared = cli("compare", run, rb, "--default-dtype", "f32", "--format", "json")
+        assert compared.returncode == 2
+        (w0,) = [b for b in json.loads(compared.stdout)["buffers"] if b["step"] == 0]
+        assert w0["status"] == "malformed"
+    # To stdout too: the manifest, and exit 2.
+    out = cli("hash", ra, "--default-dtype", "f32")
+    assert out.returncode == 2 and json.loads(out.stdout)["malformed"][0]["file"] == "step_0_w.bin"
+    # A run without one: exit 0, no 'malformed' key.
+    clean = cli("hash", rb, "--default-dtype", "f32")
+    assert clean.returncode == 0 and clean.stderr == ""
+    assert "malformed" not in json.loads(clean.stdout)

@@ -391,10 +391,11 @@ def test_the_readme_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert len(blocks) == 2
     write_rl_run(tmp_path / "run-a", batch=4, steps=3, seed=1)
     write_rl_run(tmp_path / "run-b", batch=4, steps=3, seed=1, diverge=[(1, "rewards", 0)])
-    monkeypatch.chdir(tmp_path)
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])  # the first names the examples
     first: dict[str, object] = {}
     exec(blocks[0], first)
     assert first["report"].verdict == "diverged"  # type: ignore[attr-defined]
+    monkeypatch.chdir(tmp_path)
     reports: list[tuple[object, Report]] = []
     recording = "def done(plan, report):\n    reports.append((plan.tag, report))"
     exec(blocks[1].replace("def done(plan, report):", recording), {"reports": reports})

@@ -365,14 +365,16 @@ def test_schema_from_a_run_keeps_its_members_and_lists_the_rest(tmp_path: Path) 
     path.write_text(p.stdout)
     schema = load_schema(path)
     assert schema.name == "my-run-schema" and schema.default_dtype == "f32"
-    assert [(g.key, [(m.pattern, m.dtype) for m in g.members]) for g in schema.groups] == [
-        ("C", [("action_prng_state", "u32")]),
-        ("F", [("rewards", "f32")]),
-        ("new", [("my_buf", "f32"), ("weird name", "f32")]),
+    members = [(g.key, [(m.pattern, m.dtype, m.unset) for m in g.members]) for g in schema.groups]
+    assert members == [
+        ("C", [("action_prng_state", "u32", False)]),
+        ("F", [("rewards", "f32", False)]),
+        ("new", [("my_buf", "f32", True), ("weird name", "f32", True)]),
     ]
     compared = fastdiff("compare", "--schema", path, run, run)
     assert compared.returncode == 0, compared.stderr
     assert "compared as raw bytes" not in compared.stdout
+    assert "note: 2 buffers (my_buf, weird name) have a dtype the schema" in compared.stdout
 
     # Names with glob characters are written as patterns matching just them.
     odd = tmp_path / "odd"
@@ -388,9 +390,54 @@ def test_schema_from_a_run_keeps_its_members_and_lists_the_rest(tmp_path: Path) 
         assert schema.classify(name) == ("new", "f32"), name
     assert schema.classify("w1")[0] == "other" and schema.classify("by")[0] == "other"
     p = fastdiff("schema", "--from", f"{odd}/.")
-    assert p.stdout.startswith('name = "odd-schema"\n'), p.stdout[:40]
+    assert '\nname = "odd-schema"\n' in p.stdout, p.stdout[:300]
 
     for bad, why in ((tmp_path / "nowhere", "run folder not found"), (tmp_path, "no step_")):
         p = fastdiff("schema", "--from", bad)
         assert p.returncode == 2 and p.stdout == ""
         assert p.stderr.startswith(f"fastdiff: error: --from {bad}") and why in p.stderr
+
+
+def test_a_dtype_schema_from_wrote_keeps_saying_it_is_not_set(tmp_path: Path) -> None:
+    """``schema --from`` writes each buffer in no group with a dtype followed
+    by '?' ("u8?"): read as that dtype, and every report that uses it says
+    the dtype is not set (compare's text and JSON notes, stats), and gives no
+    magnitude hint for raw bytes, until the user writes the dtype."""
+    import json
+    import struct
+
+    from helpers import fastdiff, write_runs
+
+    two_ulp = struct.pack("<2I", 0x3F800000, 0x3F800002)
+    a, b = write_runs(tmp_path, {"step_0_w.bin": (struct.pack("<2f", 1, 1), two_ulp)})
+    p = fastdiff("schema", "--from", a)
+    assert p.returncode == 0, p.stderr
+    assert '"w" = "u8?"' in p.stdout and p.stdout.startswith('# A dtype with a "?" after it')
+    mine = tmp_path / "mine.toml"
+    mine.write_text(p.stdout)
+    assert '"w" = "u8?"' in fastdiff("schema", mine).stdout  # checked and printed as read
+    text = fastdiff("compare", "--schema", mine, a, b).stdout
+    note = (
+        "note: 1 buffer (w) has a dtype the schema 'a-schema' does not set yet (written with "
+        "a '?', as \"u8?\"), so it was read as raw bytes (u8)"
+    )
+    assert note in text
+    assert "These buffers were compared as raw bytes" in text and "logic change" not in text
+    doc = json.loads(fastdiff("compare", "--schema", mine, a, b, "--format", "json").stdout)
+    assert any(n.startswith(note[len("note: ") :]) for n in doc["notes"])
+    assert note in fastdiff("stats", a, "--schema", mine).stderr
+    # A manifest records the member as it is written: still not set.
+    manifest = tmp_path / "a.json"
+    assert fastdiff("hash", a, "--schema", mine, "-o", manifest).returncode == 0
+    assert note in fastdiff("compare", manifest, b).stdout
+
+    # Set: the note goes, and the 2-ULP difference is rounding-size.
+    mine.write_text(p.stdout.replace('"u8?"', '"f32"'))
+    text = fastdiff("compare", "--schema", mine, a, b).stdout
+    assert "does not set yet" not in text and "max 2 ULP (rounding)" in text
+    # With --default-dtype, the unset dtype is that one, and said so.
+    p = fastdiff("schema", "--from", a, "--default-dtype", "f32")
+    mine.write_text(p.stdout)
+    assert '"w" = "f32?"' in p.stdout
+    text = fastdiff("compare", "--schema", mine, a, b).stdout
+    assert "so it was read as f32. Write its dtype" in text and "(rounding)" in text

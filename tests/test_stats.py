@@ -33,10 +33,12 @@ TITLES = {g.key: g.title for g in RL_STATE.groups} | {"other": "not in the schem
 GROUP_ORDER = {"C": 0, "D": 1, "E": 2, "F": 3, "other": 4}
 
 
-def stats_json(*args: str) -> dict[str, Any]:
+def stats_json(*args: str, malformed: int = 0) -> dict[str, Any]:
+    """The JSON stats; ``malformed``: how many malformed files the run holds
+    (each one line on stderr, and exit 2)."""
     p = fastdiff("stats", *args, "--format", "json")
-    assert p.returncode == 0, p.stderr
-    assert p.stderr == ""
+    assert p.returncode == (2 if malformed else 0), p.stderr
+    assert len(p.stderr.splitlines()) == malformed, p.stderr
     doc = json.loads(p.stdout)
     assert isinstance(doc, dict)
     return doc
@@ -233,9 +235,9 @@ def test_top(top: str) -> None:
     assert len(doc["largest"]) == min(int(top), 34)
 
 
-def test_malformed_size_is_reported_not_fatal() -> None:
+def test_malformed_size_is_reported_and_is_trouble() -> None:
     run = f"{FIXTURES}/malformed/a"  # step 0 unit_entry_price has 10 bytes
-    doc = stats_json(run)
+    doc = stats_json(run, malformed=1)
     assert doc["malformed"] == [
         {
             "step": 0,
@@ -243,8 +245,9 @@ def test_malformed_size_is_reported_not_fatal() -> None:
             "group": "D",
             "dtype": "f32",
             "bytes": 10,
-            "message": "size 10 bytes is not a whole number of 4-byte f32 elements; nothing "
-            "was compared for this buffer (truncated dump, or wrong dtype in the schema?)",
+            # stats compares nothing, so it does not say that nothing was compared
+            "message": "size 10 bytes is not a whole number of 4-byte f32 elements "
+            "(truncated dump, or wrong dtype in the schema?)",
         }
     ]
     # group D at step 0: 11 files of 16 four-byte elements, unit_active (16 u8), and the
@@ -259,7 +262,11 @@ def test_malformed_size_is_reported_not_fatal() -> None:
     }
     assert doc["totals"]["malformed"] == 1
     text = fastdiff("stats", run)
-    assert text.returncode == 0
+    assert text.returncode == 2  # trouble, as compare and hash say of it
+    assert text.stderr == (
+        f"fastdiff: error: {run}/step_0_unit_entry_price.bin: size 10 bytes is not a whole "
+        "number of 4-byte f32 elements (truncated dump, or wrong dtype in the schema?)\n"
+    )
     assert "malformed (1 file, no elements counted):" in text.stdout
     assert "  step 0 unit_entry_price [f32]: size 10 bytes" in text.stdout
 
@@ -271,7 +278,7 @@ def test_schema_options_classify_and_can_make_files_malformed() -> None:
     assert [g["group"] for g in raw["groups"]] == ["other"]
     assert raw["totals"]["dtypes"] == ["u8"]
     assert raw["totals"]["elements"] == raw["totals"]["bytes"] == 20368
-    f64 = stats_json(run, "--schema", "raw", "--default-dtype", "f64")
+    f64 = stats_json(run, "--schema", "raw", "--default-dtype", "f64", malformed=4)
     # 3028 bytes of isv_full are not whole f64 elements; the others (64 and 16) are
     assert [(m["step"], m["name"]) for m in f64["malformed"]] == [(s, "isv_full") for s in range(4)]
     assert f64["totals"]["malformed"] == 4

@@ -202,6 +202,50 @@ def test_runs_whose_pairs_all_failed_are_in_no_class(runs: dict[str, Path], tmp_
     assert text[0] == "classes of bit-identical runs: none"
 
 
+def test_a_pair_with_an_error_that_also_diverged_says_both(tmp_path: Path) -> None:
+    """Run b holds an entry that cannot be read (a folder named like a dump)
+    and differs from a and c at step 3: its rows say 'error, and diverged at
+    step 3 [...]', as compare does; it is a class of its own (it is known to
+    differ from every other run), and the summary counts the pairs that
+    erred and diverged."""
+    data = struct.pack("<4f", 1, 2, 3, 4)
+    names = []
+    for run in ("a", "b", "c"):
+        folder = tmp_path / run
+        folder.mkdir()
+        for step in range(4):
+            differs = run == "b" and step == 3
+            (folder / f"step_{step}_w.bin").write_bytes(data[::-1] if differs else data)
+        names.append(str(folder))
+    (tmp_path / "b" / "step_1_x.bin").mkdir()
+    args = ("--all", *names, "--default-dtype", "f32")
+    rows = cli("sweep", *args, "--no-cache", "--format", "text").stdout.splitlines()
+    ab = next(r for r in rows if r.startswith(f"{names[0]}  {names[1]}  "))
+    assert ab.endswith(
+        "error, and diverged at step 3 [other] (1 problem: named like a dump but is a folder; "
+        "only regular files are read)"
+    )
+    _, summary, code = sweep_summaries(*args)
+    assert code == 2
+    assert summary["classes"] == [[names[0], names[2]], [names[1]]]
+    assert summary["unclassified"] == []
+    assert (summary["error"], summary["error_and_diverged"]) == (2, 2)
+    first = cli("sweep", *args, "--no-cache", "--format", "text").stdout.splitlines()
+    assert any("2 with errors (2 of them diverged too)" in line for line in first)
+    # The test a script makes: first_divergent_step, set whatever the verdict.
+    jsonl = cli("sweep", *args, "--no-cache", "--format", "jsonl").stdout.splitlines()
+    pairs = [strict_json(line) for line in jsonl[:-1]]
+    assert [(p["verdict"], p["first_divergent_step"]) for p in pairs] == [  # type: ignore[index]
+        ("error", 3),
+        ("identical", None),
+        ("error", 3),
+    ]
+    from fastdiff import compare_runs
+
+    report = compare_runs(names[0], names[1])
+    assert report.verdict == "error" and report.diverges
+
+
 def _report(a: str, b: str, verdict: str, status: str = "equal") -> Report:
     buffer = BufferResult(0, "rewards", "F", "f32", status)  # type: ignore[arg-type]
     return Report(a, b, "rl-state", verdict, None, (), (), (), (buffer,), (), ())  # type: ignore[arg-type]

@@ -226,21 +226,60 @@ def test_keep_going_reports_every_step(tmp_path: Path) -> None:
     assert isinstance(summary["first_divergence_latency_s"], float)
 
 
-def test_a_buffer_missing_in_one_run_is_a_divergence(tmp_path: Path) -> None:
+@pytest.mark.parametrize("lag", [None, "0"])
+def test_a_buffer_missing_in_a_run_still_writing_needs_a_lag_to_be_a_divergence(
+    tmp_path: Path, lag: str | None
+) -> None:
+    """B never writes step 1's ph_mu. With --lag 0 (a writer that finishes
+    each step before the next) that is a divergence once B is past step 1;
+    without --lag, B might yet write it while it is writing: an error that
+    names --lag (exit 2), never a divergence."""
     a, b = tmp_path / "a", tmp_path / "b"
     wa = writer(a, "--steps", "4", "--pace", "0.05")
     wb = writer(b, "--steps", "4", "--pace", "0.05", "--skip", "1:ph_mu")
-    w = watch(str(a), str(b), *FAST, "--format", "jsonl")
+    w = watch(str(a), str(b), *FAST, *(["--lag", lag] if lag else []), "--format", "jsonl")
     try:
         code, out, err = finish(w)
     finally:
         stop(wa, wb)
+    steps, summary = steps_and_summary(out)
+    if lag == "0":
+        assert code == 1, err
+        assert [(r["step"], r["status"]) for r in steps] == [(0, "equal"), (1, "diverged")]
+        (missing,) = steps[1]["buffers"]
+        assert (missing["name"], missing["status"]) == ("ph_mu", "only_in_a")
+        assert summary["first_divergent_groups"] == ["F"]
+        return
+    assert code == 2, err
+    assert [(r["step"], r["status"]) for r in steps] == [(k, ["equal", "error"][k == 1])
+                                                         for k in range(4)]  # fmt: skip
+    (late,) = steps[1]["buffers"]
+    assert (late["name"], late["status"]) == ("ph_mu", "error")
+    assert late["message"].startswith(
+        "run A holds buffer ph_mu of step 1, run B does not hold it and is still writing"
+    )
+    assert "give --lag 1" in late["message"]
+    assert "--lag 0 makes this a divergence" in late["message"]
+    assert summary["verdict"] == "error" and summary["first_divergent_step"] is None
+    assert f"{a / 'step_1_ph_mu.bin'}: run A holds buffer ph_mu of step 1" in err
+
+
+def test_a_buffer_missing_from_a_run_that_writes_nothing_more_is_a_divergence(
+    tmp_path: Path,
+) -> None:
+    """Runs written in full before watch starts: without --lag, step 1 waits
+    for B (which might still write its ph_mu), and once B has written
+    nothing for --idle-timeout, what it lacks, it lacks: a divergence, as
+    compare says."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    static_run(a, 3)
+    static_run(b, 3, "--skip", "1:ph_mu")
+    code, out, err = finish(watch(str(a), str(b), *FAST, "--format", "jsonl"))
     assert code == 1, err
     steps, summary = steps_and_summary(out)
     assert [(r["step"], r["status"]) for r in steps] == [(0, "equal"), (1, "diverged")]
-    (missing,) = steps[1]["buffers"]
-    assert (missing["name"], missing["status"]) == ("ph_mu", "only_in_a")
-    assert summary["first_divergent_groups"] == ["F"]
+    assert [(x["name"], x["status"]) for x in steps[1]["buffers"]] == [("ph_mu", "only_in_a")]
+    assert summary["errors"] == []
 
 
 def test_a_writer_pausing_mid_step_longer_than_settle_gives_no_false_divergence(
@@ -339,7 +378,7 @@ def test_ctrl_c_prints_the_summary_of_what_was_compared_and_exits_130(tmp_path: 
 
 # --- files that change under the reader ---------------------------------------------------
 
-BIG = 1 << 30  # a sparse file that takes a while to read, and no disk
+BIG = 512 << 20  # a sparse file that takes a while to read (0.1 s or more), and no disk
 
 
 def _sparse(path: Path, size: int) -> None:
@@ -425,6 +464,10 @@ def test_a_file_that_keeps_changing_is_an_error_never_a_divergence(tmp_path: Pat
         ), str(target), *(v.hex() for v in bad)],
     )  # fmt: skip
     try:
+        deadline = time.monotonic() + 30
+        while target.read_bytes() == good:  # the rewriter has begun (its start is slow under load)
+            assert time.monotonic() < deadline and rewriter.poll() is None
+            time.sleep(0.001)
         w = watch(str(a), str(b), *FAST, "--jobs", "1", "--format", "jsonl")
         code, out, err = finish(w)
     finally:
@@ -789,16 +832,69 @@ def test_a_step_written_as_watch_ends_is_an_error_not_a_silent_skip(tmp_path: Pa
 OVERLAPPING_WRITER = """
 import sys, time
 from pathlib import Path
-runs = [Path(p) for p in sys.argv[1:]]
+args = sys.argv[1:]
+runs = [Path(p) for p in args if not p.startswith("step_")]
+order = [p for p in args if p.startswith("step_")]
 for run in runs:
     run.mkdir()
 # Each step's y is written after the next step's x: the writer begins a step
-# before it finishes the one before.
-for name in ["step_0_x", "step_1_x", "step_0_y", "step_2_x", "step_1_y", "step_2_y"]:
+# before it finishes the one before (or the order given).
+for name in order or ["step_0_x", "step_1_x", "step_0_y", "step_2_x", "step_1_y", "step_2_y"]:
     for run in runs:
         (run / f"{name}.bin").write_bytes(bytes(range(64)))
     time.sleep(0.6)
 """
+
+
+LAG_2_ORDER = "step_0_x step_1_x step_2_x step_0_y step_1_y step_2_y"
+
+
+@pytest.mark.parametrize(
+    ("order", "lag", "code"),
+    [("lag1", None, 0), ("lag1", "0", 1), ("lag1", "1", 0), ("lag2", None, 2)],
+)
+def test_a_late_buffer_of_a_run_still_writing_is_no_divergence_without_a_lag(
+    tmp_path: Path, order: str, lag: str | None, code: int
+) -> None:
+    """A was written in full; B's writer writes each step's y after the next
+    step's x (lag1), or after the x two steps on (lag2). When B's step N+1
+    appears, step N is complete in B and lacks the y that A holds. Without
+    --lag that is no divergence while B writes: the step waits, and is read
+    again once B writes the y (lag1: identical); if B writes other files
+    first (lag2), the y is an error naming --lag. --lag 0 says the writer
+    finishes each step first, so it is a divergence; --lag 1 waits for it."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    for name in ["step_0_x", "step_1_x", "step_0_y", "step_2_x", "step_1_y", "step_2_y"]:
+        (a / f"{name}.bin").write_bytes(bytes(range(64)))
+    w = watch(
+        str(a), str(b), "--poll", "0.05", "--settle", "2", "--idle-timeout", "1.5",
+        *(["--lag", lag] if lag else []), "--format", "jsonl",
+    )  # fmt: skip
+    names = [] if order == "lag1" else LAG_2_ORDER.split()
+    writer_proc = subprocess.Popen([sys.executable, "-c", OVERLAPPING_WRITER, str(b), *names])
+    try:
+        got, out, err = finish(w)
+    finally:
+        stop(writer_proc)  # type: ignore[arg-type]
+    summary = records(out)[-1]
+    by_key = {(x["step"], x["name"]): x for x in summary["buffers"]}
+    assert got == code, err
+    if code == 0:
+        assert summary["verdict"] == "identical" and len(summary["buffers"]) == 6
+        assert summary["errors"] == []
+    elif code == 1:
+        assert summary["verdict"] == "diverged" and summary["first_divergent_step"] == 0
+        assert by_key[0, "y"]["status"] == "only_in_a"
+    else:
+        assert summary["verdict"] == "error" and summary["first_divergent_step"] is None
+        assert by_key[0, "y"]["status"] == "error"
+        assert by_key[0, "y"]["message"].startswith(
+            "run A holds buffer y of step 0, run B does not hold it and is still writing (it is "
+            "at step 2), so it may yet write it: not called a divergence"
+        )
+        assert "give --lag 1" in err
+        assert all(x["status"] in ("equal", "error") for x in summary["buffers"])
 
 
 @pytest.mark.parametrize("lag", [None, "1"])

@@ -772,7 +772,10 @@ def _shape_label(m: Measurement, plan: BenchPlan) -> str:
     return f"like x{plan.like.scale:g}" if plan.like else "like"
 
 
-def render_bench_text(r: BenchResult) -> str:
+def render_bench_text(r: BenchResult, notes: bool = True) -> str:
+    """The text report; ``notes``: with the plan's notes (what was lowered,
+    a noisy load), which the CLI leaves out when it has just printed them
+    on the terminal the report goes to."""
     mc, plan = r.machine, r.plan
     load = f", load average {mc.load_average:.2f} at start" if mc.load_average is not None else ""
     lines = [
@@ -798,7 +801,7 @@ def render_bench_text(r: BenchResult) -> str:
             f"like: {like.run}, {len(like.files)} files per run, {format_bytes(like.bytes)} "
             f"per run (x{like.scale:g} of {format_bytes(like.source_bytes)})."
         )
-    lines += [f"note: {n}" for n in plan.notes]
+    lines += [f"note: {n}" for n in plan.notes] if notes else []
     rows = [
         [
             "size", "case", "jobs", "executor", "fastdiff", "GB/s",

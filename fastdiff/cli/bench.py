@@ -125,7 +125,12 @@ def run(args: Namespace) -> int:
             status.close()
     if result.kept:
         print(f"fastdiff: dumps kept in {result.folder}", file=sys.stderr)
-    write_stdout(render_bench_json(result) if args.format == "json" else render_bench_text(result))
+    if args.format == "json":
+        write_stdout(render_bench_json(result))
+    else:
+        # The notes went to stderr at the start; on one terminal, not twice.
+        same_screen = sys.stdout.isatty() and sys.stderr.isatty()
+        write_stdout(render_bench_text(result, notes=not same_screen))
     if args.plot:
         from ..bench.plot import write_plot
 

@@ -111,7 +111,10 @@ def positive_int(text: str) -> int:
 
 SCHEMA = "schema"
 PERFORMANCE = "performance"
-TOLERANCE = "tolerance (default: exact, every bit counts)"
+TOLERANCE = (
+    "tolerance (default: exact, every bit counts; given together, an element is within when "
+    "either the --atol/--rtol test or the --ulp test holds)"
+)
 CACHE = "digest cache ($XDG_CACHE_HOME/fastdiff, else ~/.cache/fastdiff)"
 
 
@@ -176,8 +179,20 @@ def common_options(executors: Sequence[str], schema: str = READS_MANIFESTS) -> t
     return (*schema_options(schema), *performance_options(executors))
 
 
+#: ``-v``: compare's and watch's text lists every buffer.
+VERBOSE = Arg("-v", "--verbose", action=STORE_TRUE, help="list every buffer, equal ones too")
+#: ``--plot``: compare and watch draw the report's timeline.
+PLOT = Arg(
+    "--plot",
+    metavar="FILE.png",
+    help="also draw the timeline: the largest |A-B| and the differing elements per group "
+    "at each step (needs matplotlib)",
+)
+
+
 def compare_options(default_cache: bool) -> tuple[Arg, ...]:
-    """Tolerances, the engine and the cache: compare and sweep."""
+    """Tolerances, the magnitude line, the engine and the cache: compare,
+    sweep and watch."""
     from ..options import ENGINE_CHOICES
 
     return (
@@ -185,27 +200,37 @@ def compare_options(default_cache: bool) -> tuple[Arg, ...]:
             "--atol",
             type=non_negative_float,
             metavar="X",
-            help="absolute tolerance: |a-b| <= atol + rtol*|b| is within",
+            help="absolute tolerance: |a-b| <= atol + rtol*|b| is within (an unset --rtol or "
+            "--atol counts as 0; with --ulp too, either test suffices)",
             group=TOLERANCE,
         ),
         Arg(
             "--rtol",
             type=non_negative_float,
             metavar="X",
-            help="relative tolerance",
+            help="relative tolerance, to |b| (run B's value), in the --atol test",
             group=TOLERANCE,
         ),
         Arg(
             "--ulp",
             type=non_negative_int,
             metavar="N",
-            help="within N units in the last place (integers: |a-b| <= N)",
+            help="within N units in the last place (integers: |a-b| <= N); with --atol or "
+            "--rtol too, either test suffices",
             group=TOLERANCE,
         ),
         Arg(
             "--nan-equal",
             action=STORE_TRUE,
             help="any NaN equals any NaN, whatever the payload",
+            group=TOLERANCE,
+        ),
+        Arg(
+            "--rounding-ulp",
+            type=non_negative_int,
+            metavar="N",
+            help="float differences of at most N ULP (no NaN or inf) are reported as "
+            "rounding-size, larger ones as large (default 16); forgives nothing",
             group=TOLERANCE,
         ),
         Arg(

@@ -2,20 +2,10 @@
 
 from __future__ import annotations
 
-import sys
-
-from ..errors import EXIT_TROUBLE, FastdiffError
 from ..options import EXECUTORS
-from .common import (
-    TOLERANCE,
-    common_options,
-    compare_options,
-    digest_cache,
-    non_negative_int,
-    options_of,
-)
-from .output import print_note, print_problems, write_stdout
-from .spec import STORE_TRUE, Arg
+from .common import PLOT, VERBOSE, common_options, compare_options, digest_cache, options_of
+from .output import print_note, print_problems, write_plot, write_stdout
+from .spec import Arg
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -37,23 +27,10 @@ ARGUMENTS = (
         default="text",
         help="text: the report for people (default); json: one JSON object",
     ),
-    Arg("-v", "--verbose", action=STORE_TRUE, help="list every buffer"),
-    Arg(
-        "--plot",
-        metavar="FILE.png",
-        help="also draw the timeline: the largest |A-B| and the differing elements per group "
-        "at each step (needs matplotlib)",
-    ),
+    VERBOSE,
+    PLOT,
     *common_options(EXECUTORS),
     *compare_options(default_cache=False),
-    Arg(
-        "--rounding-ulp",
-        type=non_negative_int,
-        metavar="N",
-        help="float differences of at most N ULP (no NaN or inf) are reported as rounding-size, "
-        "larger ones as large (default 16); forgives nothing",
-        group=TOLERANCE,
-    ),
 )
 
 
@@ -84,19 +61,5 @@ def run(args: Namespace) -> int:
     write_stdout(text)  # the report first: a plot that fails loses nothing of it
     code = exit_code(report)
     if args.plot is not None:
-        from ..render.plot import write_timeline_plot
-
-        try:
-            write_timeline_plot(report, args.plot)
-        except (OSError, FastdiffError) as exc:
-            from ..render.escape import display_path
-
-            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            print(
-                f"fastdiff: error: --plot {display_path(args.plot)}: cannot write the timeline "
-                f"plot ({display_path(why)}); the report above is complete",
-                file=sys.stderr,
-            )
-            return max(code, EXIT_TROUBLE)
-        print(f"fastdiff: timeline plot written to {args.plot}", file=sys.stderr)
+        return write_plot(report, args.plot, code)
     return code

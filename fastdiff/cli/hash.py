@@ -44,9 +44,18 @@ def run(args: Namespace) -> int:
         if cache is not None:
             cache.close()
     print_problems(problems)
-    if problems:
+    if not text:
         print("fastdiff: error: no manifest written: fix the errors above", file=sys.stderr)
         return EXIT_TROUBLE
     if args.output is None:
         write_stdout(text)
+    if problems:  # malformed files: hashed and recorded, and trouble, as compare says
+        where = "written" if args.output is None else f"written to {args.output}"
+        print(
+            f"fastdiff: error: the manifest was {where} with {len(problems)} malformed "
+            f"{'file' if len(problems) == 1 else 'files'} recorded in it (key 'malformed'); "
+            "compare and stats report them as malformed too",
+            file=sys.stderr,
+        )
+        return EXIT_TROUBLE
     return 0

@@ -12,7 +12,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
-    from ..results import Problem
+    from ..results import Problem, Report
 
 
 def write_stdout(text: str) -> None:
@@ -78,3 +78,25 @@ def check_plot_path(path: str, runs: Sequence[str]) -> None:
         import matplotlib  # noqa: F401
     except ImportError:
         raise FastdiffError(MISSING) from None
+
+
+def write_plot(report: Report, path: str, code: int) -> int:
+    """``--plot``: draw the report's timeline to ``path``, after the report;
+    the exit code (``code``, or trouble when the plot cannot be written)."""
+    from ..errors import EXIT_TROUBLE
+    from ..render.plot import write_timeline_plot
+
+    try:
+        write_timeline_plot(report, path)
+    except (OSError, FastdiffError) as exc:
+        from ..render.escape import display_path
+
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        print(
+            f"fastdiff: error: --plot {display_path(path)}: cannot write the timeline "
+            f"plot ({display_path(why)}); the report above is complete",
+            file=sys.stderr,
+        )
+        return max(code, EXIT_TROUBLE)
+    print(f"fastdiff: timeline plot written to {path}", file=sys.stderr)
+    return code

@@ -41,11 +41,14 @@ ARGUMENTS = (
 
 def run(args: Namespace) -> int:
     from ..render.stats import render_stats_json, render_stats_text
+    from ..results import Problem
     from ..stats import stats_for
 
     stats = stats_for(args.run, given_schema(args), args.top)
     for note in stats.notes:
         print(f"fastdiff: {note}", file=sys.stderr)
-    print_problems(stats.errors)
+    # A malformed file is trouble, as compare and hash say: one line each, exit 2.
+    bad = [Problem(m.path or m.name, m.message, kind="malformed") for m in stats.malformed]
+    print_problems([*stats.errors, *bad])
     write_stdout(render_stats_json(stats) if args.format == "json" else render_stats_text(stats))
-    return EXIT_TROUBLE if stats.errors else 0
+    return EXIT_TROUBLE if stats.errors or stats.malformed else 0

@@ -20,10 +20,20 @@ if TYPE_CHECKING:
 
     from ..results import Report
 
+#: compare's options that sweep does not take, and why (``tests/test_cli_help.py``
+#: checks this against the declarations; the description says it).
+NOT_FROM_COMPARE = {
+    "-v": "a sweep's text is a row per pair, not a list of buffers",
+    "--verbose": "a sweep's text is a row per pair, not a list of buffers",
+    "--plot": "a timeline is of one pair: compare that pair",
+}
+
 DESCRIPTION = (
     "Compare many run pairs: one baseline against candidates (--baseline), every pair of a "
-    "set (--all), or pairs listed in a file (--pairs). Each file is hashed once. Exit status: "
-    "2 if any pair had trouble, else 1 if any pair differs, else 0."
+    "set (--all), or pairs listed in a file (--pairs). Each file is hashed once. Every "
+    "option of compare applies but -v and --plot (a row per pair; compare one pair for its "
+    "buffers or its plot); --format is jsonl or text. Exit status: 2 if any pair had "
+    "trouble, else 1 if any pair differs, else 0."
 )
 
 _MODE = Exclusive(required=True)

@@ -8,6 +8,8 @@ import time
 from ..errors import EXIT_INTERRUPTED, FastdiffError
 from ..options import EXECUTORS
 from .common import (
+    PLOT,
+    VERBOSE,
     common_options,
     compare_options,
     digest_cache,
@@ -15,7 +17,7 @@ from .common import (
     non_negative_int,
     options_of,
 )
-from .output import print_problems, write_stdout
+from .output import print_problems, write_plot, write_stdout
 from .spec import STORE_FALSE, STORE_TRUE, Arg, BadValue, Exclusive
 
 TYPE_CHECKING = False
@@ -28,7 +30,9 @@ if TYPE_CHECKING:
 DESCRIPTION = (
     "Compare two runs while they are written: each step as soon as both runs have it, "
     "stopping at the first divergent step. RUN_A and RUN_B are run folders (which may not "
-    "exist yet) or manifests. Exit status: 0 all equal once both runs were idle for "
+    "exist yet) or manifests. Every option of compare applies (-v lists every buffer of "
+    "each step; --plot draws the timeline at the end); --format is text or jsonl. "
+    "Exit status: 0 all equal once both runs were idle for "
     "--idle-timeout, 1 diverged, 2 trouble (a folder that stayed empty, vanished or cannot "
     "be read; a buffer that cannot be compared), 130 interrupted."
 )
@@ -83,10 +87,13 @@ ARGUMENTS = (
     Arg(
         "--lag",
         type=non_negative_int,
-        default=0,
+        default=None,
         metavar="STEPS",
-        help="a step is complete once a run holds a step more than STEPS later (default 0: "
-        "any later step); for writers that begin a step before finishing the one before",
+        help="a step is complete once a run holds a step more than STEPS later, for writers "
+        "that begin a step before finishing the one before (default: any later step, and a "
+        "buffer that a run still writing lacks or holds shorter is waited for, never a "
+        "divergence: an error naming --lag if the run writes other files first; --lag 0 "
+        "makes it a divergence)",
         group=WATCHING,
     ),
     Arg(
@@ -125,9 +132,15 @@ ARGUMENTS = (
         help="no status line, even when stderr is a terminal",
         exclusive=_PROGRESS,
     ),
+    VERBOSE,
+    PLOT,
     *common_options(EXECUTORS),
     *compare_options(default_cache=False),
 )
+
+#: compare's options that watch does not take (``tests/test_cli_help.py``
+#: checks this against the declarations): none. Its --format is text|jsonl.
+NOT_FROM_COMPARE: dict[str, str] = {}
 
 
 class _StatusLine:
@@ -162,6 +175,10 @@ def run(args: Namespace) -> int:
     from ..stages.verdict import exit_code
     from ..watch import Watch
 
+    if args.plot is not None:
+        from .output import check_plot_path
+
+        check_plot_path(args.plot, [args.run_a, args.run_b])
     options = options_of(args)
     fmt = args.format or ("text" if sys.stdout.isatty() else "jsonl")
     show_progress = sys.stderr.isatty() if args.progress is None else args.progress
@@ -172,7 +189,7 @@ def run(args: Namespace) -> int:
         if status is not None:
             status.clear()
         print_problems(step.errors)
-        write_stdout(render_step_record(step) if jsonl else render_step_text(step))
+        write_stdout(render_step_record(step) if jsonl else render_step_text(step, args.verbose))
 
     def on_problem(problem: Problem) -> None:
         if status is not None:
@@ -214,4 +231,7 @@ def run(args: Namespace) -> int:
     if summary.stopped == "interrupted":
         print("fastdiff: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    return exit_code(summary.report)
+    code = exit_code(summary.report)
+    if args.plot is not None:
+        return write_plot(summary.report, args.plot, code)
+    return code

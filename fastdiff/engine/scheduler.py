@@ -47,7 +47,7 @@ from ..sources import (
     reopen,
 )
 from ..sources.schemas import choose_schema
-from ..stages.digest import by_digest
+from ..stages.digest import by_digest, tolerance_undecided
 from ..stages.hash import hash_batch
 from ..stages.prepare import prepare
 from ..stages.verdict import build_report
@@ -525,12 +525,18 @@ class Scheduler:
                 status = "malformed" if bad[0].kind == "malformed" else "error"
                 results.append(p.result(status, message=bad[0].message))
                 continue
-            decided = by_digest(p, da, db, p.a.has_data and p.b.has_data)
+            data = p.a.has_data and p.b.has_data
+            decided = by_digest(p, da, db, data)
             if not isinstance(decided, BufferResult):
                 scan_jobs.append(decided)
                 continue
             if decided.status == "error" and decided.message:
                 errors.append(Problem(p.a.path, decided.message, kind="mismatch"))
+            elif decided.status == "diverged" and not data and not self.opts.tolerance.exact:
+                # Digests say only that bits differ, not whether within tolerance.
+                decided = tolerance_undecided(p, decided, self.opts.tolerance)
+                local = p.a if p.a.has_data else p.b
+                errors.append(Problem(local.path, decided.message or "", kind="undecided"))
             results.append(decided)
         job.found = {}  # the digests are not needed any more
         if not scan_jobs:

@@ -78,6 +78,9 @@ def buffer_dict(b: BufferResult) -> dict[str, Any]:
     d["status"] = b.status
     d["n_elements_a"] = b.n_elements_a
     d["n_elements_b"] = b.n_elements_b
+    if b.status == "malformed":
+        d["size_a"] = b.size_a
+        d["size_b"] = b.size_b
     shared = _SHARED.get(id(b.facts))
     d.update(_facts_dict(b.facts) if shared is None else shared)
     put_text(d, "path_a", b.path_a)

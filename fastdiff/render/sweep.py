@@ -31,6 +31,7 @@ def sweep_summary_dict(summary: SweepSummary) -> dict[str, Any]:
         "identical": summary.identical,
         "diverged": summary.diverged,
         "error": summary.error,
+        "error_and_diverged": summary.error_and_diverged,
         "classes": (
             [[display_path(r) for r in c] for c in summary.classes]
             if summary.classes is not None
@@ -53,12 +54,17 @@ def render_sweep_summary_record(summary: SweepSummary) -> str:
 
 def format_sweep_row(report: Report) -> str:
     """The two runs, then identical / identical within tolerance / diverged
-    at step N [groups] / error (k problems)."""
-    if report.verdict == "error":
-        what = f"error ({plural(len(report.errors), 'problem')}: {report.errors[0].message})"
-    elif report.verdict == "diverged":
+    at step N [groups] / error (k problems), and error, and diverged at step
+    N [groups] (k problems), as compare's verdict says both."""
+    diverged = ""
+    if report.first_divergent_step is not None:
         groups = " ".join(report.first_divergent_groups)
-        what = f"diverged at step {report.first_divergent_step} [{groups}]"
+        diverged = f"diverged at step {report.first_divergent_step} [{groups}]"
+    if report.verdict == "error":
+        problems = f"{plural(len(report.errors), 'problem')}: {report.errors[0].message}"
+        what = f"error, and {diverged} ({problems})" if diverged else f"error ({problems})"
+    elif report.verdict == "diverged":
+        what = diverged
     elif any(b.status == "within_tolerance" for b in report.buffers):
         what = "identical within tolerance"  # not bit-identical: as compare says it
     else:
@@ -69,9 +75,11 @@ def format_sweep_row(report: Report) -> str:
 def render_sweep_summary_text(summary: SweepSummary) -> str:
     lines = [
         f"{summary.pairs} pairs: {summary.identical} identical, {summary.diverged} diverged, "
-        f"{summary.error} with errors ({summary.elapsed_s:.2f} s, "
-        f"{summary.cache_hits} digests from the cache)"
-    ]
+        f"{summary.error} with errors"
+        + (f" ({summary.error_and_diverged} of them diverged too)"
+           if summary.error_and_diverged else "")
+        + f" ({summary.elapsed_s:.2f} s, {summary.cache_hits} digests from the cache)"
+    ]  # fmt: skip
     if summary.interrupted:
         lines[0] = "interrupted; finished " + lines[0]
     if summary.classes is not None:

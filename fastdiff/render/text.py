@@ -20,7 +20,7 @@ from .fmt import plural
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
     from ..kernels.facts import FieldDiff
     from ..results import BufferResult, Report, StepSummary, TimelineRow
@@ -84,14 +84,14 @@ def _count_part(b: BufferResult) -> str | None:
         return None
     total = min(b.n_elements_a or 0, b.n_elements_b or 0)
     if b.n_diff:
-        count = f"{b.n_diff} of {total} elements {_differ(b.n_diff)}"
+        count = f"{b.n_diff:,} of {total:,} elements {_differ(b.n_diff)}"
         if b.diff_fraction is not None:
             count += f" ({_percent(b.diff_fraction)})"
         if b.n_within_tolerance:
-            count += f" and {b.n_within_tolerance} more within tolerance"
+            count += f" and {b.n_within_tolerance:,} more within tolerance"
     else:
         n = b.n_within_tolerance
-        count = f"{n} of {total} elements {_differ(n)}, all within tolerance"
+        count = f"{n:,} of {total:,} elements {_differ(n)}, all within tolerance"
     where = _where(b)  # every element whose bits differ, within tolerance or not
     if where is None:
         return count
@@ -113,13 +113,29 @@ def _first_part(b: BufferResult) -> str | None:
     return first
 
 
+def _nan_inf(b: BufferResult) -> list[str]:
+    out = []
+    if b.n_nan_mismatch:
+        out.append(plural(b.n_nan_mismatch, "NaN mismatch", "NaN mismatches"))
+    if b.n_inf_mismatch:
+        out.append(plural(b.n_inf_mismatch, "inf mismatch", "inf mismatches"))
+    return out
+
+
+def _cause_in_max(b: BufferResult) -> bool:
+    """The max part names the NaN and inf mismatches, as what makes it large."""
+    return b.max_ulp is not None and b.magnitude == "large" and bool(_nan_inf(b))
+
+
 def _max_part(b: BufferResult) -> str | None:
     if b.max_abs_delta_index is None:
         return None
     at = _index(b, b.max_abs_delta_index, b.max_abs_delta_index_nd)
     text = f"max |A-B| {_delta(b.max_abs_delta)} at {at}"
     if b.max_ulp is not None:
-        text += f", max {b.max_ulp:,} ULP ({b.magnitude})"
+        # A NaN or inf mismatch makes a buffer large whatever its ULP distance: say so.
+        why = f": {', '.join(_nan_inf(b))}" if _cause_in_max(b) else ""
+        text += f", max {b.max_ulp:,} ULP ({b.magnitude}{why})"
     return text
 
 
@@ -131,7 +147,7 @@ def _chunk_part(b: BufferResult) -> str | None:
 
 
 def _field_text(f: FieldDiff) -> str:
-    count = f"{f.n_diff} {_differ(f.n_diff)}" if f.n_diff else "all within tolerance"
+    count = f"{f.n_diff:,} {_differ(f.n_diff)}" if f.n_diff else "all within tolerance"
     ulp = f" (max {f.max_ulp:,} ULP)" if f.max_ulp is not None else ""
     return f"{f.name} [{f.start}, {f.stop}) {count}{ulp}"
 
@@ -143,7 +159,7 @@ def _fields_part(b: BufferResult) -> str | None:
     if b.fields and len(b.fields) > SHOWN_FIELDS:
         shown.append(f"and {plural(len(b.fields) - SHOWN_FIELDS, 'more field')}")
     if b.n_diff_outside_fields:
-        shown.append(f"{b.n_diff_outside_fields} outside fields")
+        shown.append(f"{b.n_diff_outside_fields:,} outside fields")
     return "fields: " + ", ".join(shown)
 
 
@@ -160,10 +176,14 @@ TEXT_PARTS: dict[str, Callable[[BufferResult], str | None]] = {
     "first_index": _first_part,
     "max_abs_delta": _max_part,
     "n_nan_mismatch": lambda b: (
-        plural(b.n_nan_mismatch, "NaN mismatch", "NaN mismatches") if b.n_nan_mismatch else None
+        plural(b.n_nan_mismatch, "NaN mismatch", "NaN mismatches")
+        if b.n_nan_mismatch and not _cause_in_max(b)
+        else None
     ),
     "n_inf_mismatch": lambda b: (
-        plural(b.n_inf_mismatch, "inf mismatch", "inf mismatches") if b.n_inf_mismatch else None
+        plural(b.n_inf_mismatch, "inf mismatch", "inf mismatches")
+        if b.n_inf_mismatch and not _cause_in_max(b)
+        else None
     ),
     "first_divergent_chunk": _chunk_part,
     "fields": _fields_part,
@@ -173,18 +193,25 @@ _PARTS = tuple(TEXT_PARTS[f.name] for f in RESULT_FACTS if f.name in TEXT_PARTS)
 
 
 def format_buffer(b: BufferResult) -> str:
+    """A buffer's line, indented under its step's line (a group key of any
+    length, ``other`` too, starts after two spaces: never at the margin)."""
     kind = b.dtype if b.shape is None else f"{b.dtype}, {tuple(b.shape)}"
-    head = f"{display_path(b.group):>5}  {display_path(b.name)} [{kind}]"
+    head = f"{'  ' + display_path(b.group):>5}  {display_path(b.name)} [{kind}]"
     if b.status == "equal":
-        return f"{head}  equal ({b.n_elements_a} elements)"
+        n = b.n_elements_a
+        return f"{head}  equal ({n:,} elements)" if n is not None else f"{head}  equal"
     if b.status in ("only_in_a", "only_in_b"):
         side = "A" if b.status == "only_in_a" else "B"
         return f"{head}  only in run {side}"
     if b.status in ("malformed", "error"):
-        return f"{head}  {b.status.upper()}: {display_path(b.message or '')}"
+        line = f"{head}  {b.status.upper()}: {display_path(b.message or '')}"
+        if b.diverges:  # malformed, and its files differ in size: the runs differ here
+            sizes = ["no file" if n is None else f"{n:,} bytes" for n in (b.size_a, b.size_b)]
+            line += f"; its files differ in size (A {sizes[0]}, B {sizes[1]}): a divergence"
+        return line
     parts = []
     if b.status == "length_mismatch":
-        parts.append(f"LENGTH MISMATCH: A has {b.n_elements_a} elements, B {b.n_elements_b}")
+        parts.append(f"LENGTH MISMATCH: A has {b.n_elements_a:,} elements, B {b.n_elements_b:,}")
         if b.n_diff == 0 and not b.n_within_tolerance:
             parts.append("common prefix equal")
         elif b.n_diff is None and b.first_divergent_chunk is None and b.message:
@@ -210,10 +237,16 @@ def _equal_count(s: StepSummary) -> int | None:
     return None
 
 
-def _step_line(s: StepSummary) -> str:
-    counts = ", ".join(
-        f"{n} {STATUS_TEXT.get(status) or status.replace('_', ' ')}" for status, n in s.counts
+def status_counts(counts: Iterable[tuple[str, int]]) -> str:
+    """``33 equal, 1 only in run B``: how many buffers have each status, as
+    every step line says it (compare's and watch's)."""
+    return ", ".join(
+        f"{n:,} {STATUS_TEXT.get(status) or status.replace('_', ' ')}" for status, n in counts if n
     )
+
+
+def _step_line(s: StepSummary) -> str:
+    counts = status_counts(s.counts)
     keys = " ".join(map(display_path, s.diverged_groups))
     groups = f"  diverged: {keys}" if keys else ""
     return f"step {s.step}: {counts}{groups}"
@@ -303,7 +336,7 @@ def _verdict_lines(report: Report) -> list[str]:
     out = [f"{head}: first divergent step {report.first_divergent_step}; groups: {suspects}"]
     width = max(len(t) for t in titles.values()) + 4
     for g in report.groups:
-        state = g.status.upper() if g.status == "diverged" else g.status
+        state = g.status.upper() if g.status == "diverged" else g.status.replace("_", " ")
         tail = f": {', '.join(map(display_path, g.diverged))}" if g.diverged else ""
         out.append(f"  {keys[g.key]:>5}  {titles[g.key]:<{width}}{state}{tail}")
     for g in report.groups:
@@ -324,10 +357,15 @@ def verdict_lines(report: Report) -> list[str]:
 
 
 #: A timeline cell without element facts, by the statuses of its buffers.
-_FACTLESS = {"only_in_a": "missing", "only_in_b": "missing", "length_mismatch": "length"}
+_FACTLESS = {
+    "only_in_a": "missing",
+    "only_in_b": "missing",
+    "length_mismatch": "length",
+    "malformed": "malformed",
+}
 
 
-def _cell(row: TimelineRow | None, statuses: set[str]) -> str:
+def _cell(row: TimelineRow | None, statuses: set[str], rounding_ulp: int) -> str:
     """One group at one step in the timeline table; ``statuses``: those of
     its buffers that are not equal (a buffer in one run only makes the cell
     "missing", whatever the others show)."""
@@ -337,6 +375,8 @@ def _cell(row: TimelineRow | None, statuses: set[str]) -> str:
         return "missing"  # a buffer absent from a run outweighs any value shown beside it
     if row.magnitude == "rounding":
         return f"{row.max_ulp:,} ulp"
+    if row.magnitude == "large" and row.max_ulp is not None and row.max_ulp <= rounding_ulp:
+        return "nan/inf"  # large through a NaN or infinity, not through its |A-B|
     if row.max_abs_delta is not None:
         d = row.max_abs_delta
         return str(d) if isinstance(d, int) and d < 10**6 else f"{d:.3g}"
@@ -353,7 +393,12 @@ def _cell(row: TimelineRow | None, statuses: set[str]) -> str:
 def _legend(cells: list[list[str]]) -> str:
     """What the factless words in the table mean, for those it holds."""
     used = {c for row in cells for c in row}
-    words = {"missing": "in one run only", "differs": "by digests only"}
+    words = {
+        "nan/inf": "a NaN or infinity differs",
+        "missing": "in one run only",
+        "differs": "by digests only",
+        "malformed": "sizes differ, not whole elements",
+    }
     return "".join(f"; {w}: {meaning}" for w, meaning in words.items() if w in used)
 
 
@@ -376,7 +421,15 @@ def _timeline_lines(report: Report) -> list[str]:
     for b in report.buffers:
         if b.step in shown and b.status != "equal":
             statuses.setdefault((b.step, b.group), set()).add(b.status)
-    cells = [[_cell(by_step[s].get(k), statuses.get((s, k), set())) for k in keys] for s in steps]
+    rounding_ulp = report.tolerance.get("rounding_ulp")
+    if not isinstance(rounding_ulp, int):
+        from ..kernels.types import DEFAULT_ROUNDING_ULP
+
+        rounding_ulp = DEFAULT_ROUNDING_ULP
+    cells = [
+        [_cell(by_step[s].get(k), statuses.get((s, k), set()), rounding_ulp) for k in keys]
+        for s in steps
+    ]
     step_w = max(len("step"), *(len(str(s)) for s in steps))
     widths = [max(len(display_path(k)), *(len(c[i]) for c in cells)) for i, k in enumerate(keys)]
     out = [

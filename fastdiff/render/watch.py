@@ -16,7 +16,7 @@ import json
 from .escape import display_path, json_text
 from .fmt import plural
 from .json import buffer_dict, report_dict
-from .text import format_buffer, note_lines, verdict_lines
+from .text import format_buffer, note_lines, status_counts, verdict_lines
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -43,11 +43,12 @@ def _counts(s: StepReport) -> str:
     counts = dict.fromkeys(_STATUSES, 0)
     for b in s.buffers:
         counts[b.status] += 1
-    return ", ".join(f"{n} {status.replace('_', ' ')}" for status, n in counts.items() if n)
+    return status_counts(counts.items())  # as compare's step lines say them
 
 
-def render_step_text(s: StepReport) -> str:
-    """The step's line, then its buffers that are not equal (newline-terminated)."""
+def render_step_text(s: StepReport, verbose: bool = False) -> str:
+    """The step's line, then its buffers that are not equal (``verbose``:
+    every buffer), newline-terminated."""
     if s.status == "equal":
         close = sum(b.status == "within_tolerance" for b in s.buffers)
         head = f"step {s.step}: {plural(len(s.buffers), 'buffer')} equal"
@@ -60,7 +61,7 @@ def render_step_text(s: StepReport) -> str:
         head = f"step {s.step}: ERROR: {_counts(s) or plural(len(s.errors), 'problem')}"
     if s.reads > 1:
         head += f" (read {s.reads} times: files changed while read)"
-    lines = [head, *(format_buffer(b) for b in s.buffers if b.status != "equal")]
+    lines = [head, *(format_buffer(b) for b in s.buffers if verbose or b.status != "equal")]
     return "\n".join(lines) + "\n"
 
 

@@ -10,11 +10,13 @@ with its first differing chunk instead.
 from __future__ import annotations
 
 from ..dtypes import get_dtype
+from ..options import tolerance_options
 from ..record import Record
 from ..results import COUNT_FIELDS, BufferResult
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from ..kernels import Tolerance
     from ..sources.buffers import BufferDigest
     from .pair import Pair
 
@@ -119,3 +121,23 @@ def by_digest(p: Pair, da: BufferDigest, db: BufferDigest, data: bool) -> Buffer
     if not data:
         fields["message"] = _DIGESTS_ONLY
     return p.result(status, **fields)  # type: ignore[arg-type]
+
+
+def tolerance_undecided(p: Pair, b: BufferResult, tol: Tolerance) -> BufferResult:
+    """A pair whose digests differ, one side without data (a manifest), under
+    a tolerance: an error that says its bits differ and why the tolerance is
+    not judged (digests cannot tell within from beyond)."""
+    assert p.a is not None and p.b is not None
+    sides = [label for label, ref in (("A", p.a), ("B", p.b)) if not ref.has_data]
+    which = "both runs are manifests" if len(sides) == 2 else f"run {sides[0]} is a manifest"
+    chunk = b.first_divergent_chunk
+    where = f" (first in bytes {chunk[0]}..{chunk[1]})" if chunk else ""
+    message = (
+        f"its bits differ{where}, but whether within the tolerance ({tolerance_options(tol)}) "
+        f"is not known: {which}, which holds digests, not values; compare the run folders "
+        "themselves to apply the tolerance"
+    )
+    return BufferResult(
+        b.step, b.name, b.group, b.dtype, "error", b.n_elements_a, b.n_elements_b,
+        b.path_a, b.path_b, message, b.facts,
+    )  # fmt: skip

@@ -85,7 +85,14 @@ class Pair:
         )  # fmt: skip
 
     def result(self, status: Status, **fields: object) -> BufferResult:
-        """A BufferResult for this pair, with its identity filled in."""
+        """A BufferResult for this pair, with its identity filled in; an equal
+        buffer of a declared shape holds it too (``-v`` shows it, as on the
+        lines of buffers that differ)."""
+        layout = self.layout
+        if status == "equal" and layout is not None and layout.shape is not None:
+            n = fields.get("n_elements_a")
+            if isinstance(n, int) and "facts" not in fields:
+                fields["shape"] = layout.resolve(n)
         return BufferResult(
             step=self.step,
             name=self.name,

@@ -14,14 +14,34 @@ from ..results import COUNT_FIELDS, BufferResult, Problem
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from ..schema import Layout
     from .pair import Pair
 
 
-def malformed_message(size: int, itemsize: int, dtype: str) -> str:
+#: What a malformed buffer's message says in a comparison (``stats`` and
+#: ``hash`` compare nothing, and leave it out).
+NOT_COMPARED = "; nothing was compared for this buffer"
+
+
+def malformed_message(size: int, itemsize: int, dtype: str, compared: bool = True) -> str:
     return (
-        f"size {size} bytes is not a whole number of {itemsize}-byte {dtype} elements; "
-        "nothing was compared for this buffer (truncated dump, or wrong dtype in the schema?)"
+        f"size {size} bytes is not a whole number of {itemsize}-byte {dtype} elements"
+        f"{NOT_COMPARED if compared else ''} (truncated dump, or wrong dtype in the schema?)"
     )
+
+
+def size_problem(
+    size: int, dtype: str, layout: Layout | None = None, compared: bool = True
+) -> str | None:
+    """Why a file of ``size`` bytes is malformed as ``dtype`` (and the
+    schema's ``layout``), as the size stage says it; None if it is not.
+    ``compared``: the message says that nothing was compared for it."""
+    itemsize = get_dtype(dtype).itemsize
+    if size % itemsize:
+        return malformed_message(size, itemsize, dtype, compared)
+    if layout is None:
+        return None
+    return layout.misfit_message(size, itemsize, dtype, compared)
 
 
 def size_stage(
@@ -67,7 +87,8 @@ def size_stage(
             problems += [
                 Problem(f.path, m, kind="malformed") for f, m in zip(bad, messages, strict=True)
             ]
-            decided.append(p.result("malformed", message=messages[0]))
+            size_a, size_b = (None if f is None else f.size for f in (a, b))
+            decided.append(p.result("malformed", message=messages[0], size_a=size_a, size_b=size_b))
             continue
         if a is None:
             assert b is not None

@@ -1,6 +1,7 @@
 """Stage 6: from per-buffer results to the verdict.
 
-The earliest step with a divergent buffer wins; the groups diverging at that
+The earliest step with a divergent buffer wins (a malformed buffer whose
+files differ in size is one: the runs are known to differ there); the groups diverging at that
 step, in pipeline order, are the suspects, and the upstream one is listed
 first, its hint followed by what the size of its differences points at
 (rounding-size: the order of floating-point operations; large: logic).
@@ -20,7 +21,6 @@ from operator import attrgetter
 from ..errors import EXIT_DIVERGED, EXIT_IDENTICAL, EXIT_TROUBLE
 from ..kernels.types import DEFAULT_ROUNDING_ULP
 from ..results import (
-    DIVERGENT,
     TIMELINE_STATUSES,
     TROUBLE,
     BufferResult,
@@ -67,9 +67,9 @@ MAGNITUDE_HINTS = {
         "the logic."
     ),
     "large": (
-        "Its differences are large (beyond {ulp} ULP, a NaN or infinity, or integers that "
-        "differ): look for a logic change, such as a branch taken differently, a wrong index, "
-        "or memory read before it is written (uninitialised or stale), rather than rounding."
+        "Its differences are large ({why}): look for a logic change, such as a branch taken "
+        "differently, a wrong index, or memory read before it is written (uninitialised or "
+        "stale), rather than rounding."
     ),
 }
 
@@ -88,10 +88,34 @@ def combined_magnitude(magnitudes: Iterable[str | None]) -> str | None:
     return "large" if "large" in found else "rounding" if "rounding" in found else None
 
 
-def _hint(hint: str, magnitude: str | None, rounding_ulp: object) -> str:
+def large_causes(buffers: Iterable[BufferResult], rounding_ulp: object) -> str:
+    """What makes these buffers' differences large, as a hint says it:
+    beyond the rounding line, NaN or infinity mismatches, integers."""
+    n_nan = n_inf = 0
+    beyond = integers = False
+    for b in buffers:
+        n_nan += b.n_nan_mismatch or 0
+        n_inf += b.n_inf_mismatch or 0
+        if b.max_ulp is not None:
+            beyond = beyond or (isinstance(rounding_ulp, int) and b.max_ulp > rounding_ulp)
+        elif b.magnitude == "large" and not (b.n_nan_mismatch or b.n_inf_mismatch):
+            integers = True  # no ULP distance: integers (or no finite differing pair)
+    causes = [f"beyond {rounding_ulp} ULP"] if beyond else []
+    if n_nan:
+        causes.append(f"{n_nan:,} NaN {'mismatch' if n_nan == 1 else 'mismatches'}")
+    if n_inf:
+        causes.append(f"{n_inf:,} inf {'mismatch' if n_inf == 1 else 'mismatches'}")
+    if integers:
+        causes.append("integers that differ")
+    if not causes:
+        return f"beyond {rounding_ulp} ULP, a NaN or infinity, or integers that differ"
+    return ", ".join(causes)
+
+
+def _hint(hint: str, magnitude: str | None, rounding_ulp: object, why: str = "") -> str:
     if magnitude is None:
         return hint
-    extra = MAGNITUDE_HINTS[magnitude].format(ulp=rounding_ulp)
+    extra = MAGNITUDE_HINTS[magnitude].format(ulp=rounding_ulp, why=why)
     if not hint:
         return extra
     hint = hint.rstrip()
@@ -108,22 +132,28 @@ def _group_verdicts(
     out = []
     for g in groups:
         members = [b for b in at_step if b.group == g.key]
-        diverged = tuple(b.name for b in members if b.status in DIVERGENT)
-        magnitude = None
+        diverged = tuple(b.name for b in members if b.diverges)
+        # Over the buffers the timeline's row of this group and step sums up.
+        differing = [b for b in members if b.diverges or b.status in TIMELINE_STATUSES]
+        magnitude = combined_magnitude(b.magnitude for b in differing)
         if diverged:
             status = "diverged"
-            magnitude = combined_magnitude(b.magnitude for b in members if b.status in DIVERGENT)
         elif any(b.status in TROUBLE for b in members):
             status = "error"
+        elif any(b.status == "within_tolerance" for b in members):
+            status = "within_tolerance"  # bits differ, all within the tolerance
         elif members:
             status = "equal"
         else:
             status = "absent"
         hint = g.hint
-        if diverged and g.key == OTHER and all(b.dtype == "u8" for b in members):
+        as_bytes = [b.dtype == "u8" and (g.key == OTHER or schema.dtype_unset(b.name))
+                    for b in members if b.diverges]  # fmt: skip
+        if as_bytes and all(as_bytes):
             hint = BYTES_HINT  # the size of a difference in raw bytes says nothing
         elif diverged:
-            hint = _hint(g.hint, magnitude, rounding_ulp)
+            why = large_causes(differing, rounding_ulp) if magnitude == "large" else ""
+            hint = _hint(g.hint, magnitude, rounding_ulp, why)
         out.append(GroupVerdict(g.key, g.title, status, diverged, hint, magnitude))  # type: ignore[arg-type]
     return tuple(out)
 
@@ -160,13 +190,17 @@ class _Spread:
 
 def _steps(
     buffers: tuple[BufferResult, ...], schema: Schema
-) -> tuple[tuple[StepSummary, ...], tuple[TimelineRow, ...], set[str]]:
-    """One summary per step, the timeline, and the names of buffers compared
-    as raw bytes outside the schema: one pass over buffers sorted by step."""
+) -> tuple[tuple[StepSummary, ...], tuple[TimelineRow, ...], set[str], dict[str, str]]:
+    """One summary per step, the timeline, the names of buffers compared as
+    raw bytes outside the schema, and those whose dtype the schema leaves
+    unset (with the dtype they were read as): one pass over buffers sorted
+    by step."""
     order = schema.order
     out = []
     timeline: list[TimelineRow] = []
     as_bytes: set[str] = set()
+    unset: dict[str, str] = {}
+    has_unset = schema.has_unset
     for step, at in groupby(buffers, key=attrgetter("step")):
         counts = dict.fromkeys(STATUS_ORDER, 0)
         diverged: set[str] = set()
@@ -174,15 +208,18 @@ def _steps(
         for b in at:
             status = b.status
             counts[status] += 1
-            if status in DIVERGENT:
+            diverges = b.diverges
+            if diverges:
                 diverged.add(b.group)
-            if status in TIMELINE_STATUSES:
+            if diverges or status in TIMELINE_STATUSES:
                 row = spread.get(b.group)
                 if row is None:
                     row = spread[b.group] = _Spread()
                 row.add(b)
             if b.group == OTHER and b.dtype == "u8":
                 as_bytes.add(b.name)
+            elif has_unset and b.name not in unset and schema.dtype_unset(b.name):
+                unset[b.name] = b.dtype
         out.append(
             StepSummary(
                 step,
@@ -191,7 +228,7 @@ def _steps(
             )
         )
         timeline += [row.row(step, group) for group, row in spread.items()]
-    return tuple(out), tuple(timeline), as_bytes
+    return tuple(out), tuple(timeline), as_bytes, unset
 
 
 def bytes_note(names: set[str]) -> str:
@@ -206,6 +243,38 @@ def bytes_note(names: set[str]) -> str:
         "values bytes. To compare them as numbers, give their element type: --default-dtype "
         "f32 (or another dtype), or a schema file (fastdiff schema > my.toml, add them to a "
         "group, then --schema my.toml)"
+    )
+
+
+def unset_note(schema: str, unset: dict[str, str]) -> str:
+    """The note for buffers whose dtype the schema leaves unset ("u8?")."""
+    shown = sorted(unset)
+    listed = ", ".join(shown[:3]) + (f" and {len(shown) - 3} more" if len(shown) > 3 else "")
+    one = len(shown) == 1
+    read = sorted(set(unset.values()))
+    how = " or ".join(read)
+    if read == ["u8"]:
+        how = (
+            "raw bytes (u8): indices are byte offsets, values bytes, and how large a "
+            "difference is says nothing"
+        )
+    whose = "its" if one else "each one's"
+    return (
+        f"{len(shown)} {'buffer' if one else 'buffers'} ({listed}) {'has' if one else 'have'} "
+        f"a dtype the schema {schema!r} does not set yet (written with a '?', as \"u8?\"), "
+        f"so {'it was' if one else 'they were'} read as {how}. Write {whose} dtype in "
+        "the schema file, without the '?'"
+    )
+
+
+def undecided_note(n: int) -> str:
+    """The note for buffers whose differing bits a tolerance could not judge."""
+    which = "1 buffer whose bits differ was" if n == 1 else f"{n} buffers whose bits differ were"
+    return (
+        f"{which} compared by digests only (a manifest holds digests, not values), so the "
+        f"tolerance could not be judged for {'it' if n == 1 else 'them'}: "
+        f"{'it is an error' if n == 1 else 'they are errors'}, neither within tolerance nor "
+        "diverged. Compare the run folders themselves to apply the tolerance"
     )
 
 
@@ -224,7 +293,7 @@ def build_report(
     the report adds its own."""
     ordered = sort_buffers(buffers, schema)
     problems = tuple(sorted(set(errors), key=lambda p: (p.path, p.message)))
-    divergent = [b for b in ordered if b.status in DIVERGENT]
+    divergent = [b for b in ordered if b.diverges]
     first_step = min((b.step for b in divergent), default=None)
     groups: tuple[GroupVerdict, ...] = ()
     first_groups: tuple[str, ...] = ()
@@ -233,10 +302,15 @@ def build_report(
         at = [b for b in ordered if b.step == first_step]
         groups = _group_verdicts(at, schema, rounding_ulp)
         first_groups = tuple(g.key for g in groups if g.status == "diverged")
-    steps, timeline, as_bytes = _steps(ordered, schema)
+    steps, timeline, as_bytes, unset = _steps(ordered, schema)
     all_notes = list(dict.fromkeys(notes))
     if as_bytes:
         all_notes.append(bytes_note(as_bytes))
+    if unset:
+        all_notes.append(unset_note(schema.name, unset))
+    undecided = sum(1 for p in problems if p.kind == "undecided")
+    if undecided:
+        all_notes.append(undecided_note(undecided))
     verdict: Verdict = "error" if problems else "diverged" if divergent else "identical"
     return Report(
         run_a=run_a,

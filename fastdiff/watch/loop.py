@@ -21,7 +21,14 @@ times, changing each time, reports the buffers that changed as errors
 ("kept changing while fastdiff read it"), never as a divergence.
 
 (With ``lag`` K, a step is complete once the run holds a step later than
-N + K: for writers that begin a step before they finish the one before.)
+N + K: for writers that begin a step before they finish the one before.
+Without a lag given, a buffer that one run lacks, or holds shorter than
+the other, while that run is still writing, is never a divergence: the
+run may yet write it. The step waits: if the run writes it, the step is
+read again; if the run writes other files first, the buffer is an error
+that names ``--lag``; if it stops writing, what it lacks it lacks. With a
+lag given, even 0, the caller has said how far a writer runs ahead, and it
+is a divergence once the run is past it.)
 A run's newest step is complete when the run has been quiet for ``settle``
 seconds; a writer that merely paused mid-step would then look as if it
 lacked buffers or wrote short files. So when a step is the newest of a run
@@ -47,7 +54,7 @@ from ..engine.pool import default_jobs, open_runner, resolve_executor_kind
 from ..engine.scheduler import Plan, Scheduler, gc_paused
 from ..options import CompareOptions, tolerance_dict
 from ..render.fmt import plural
-from ..results import DIVERGENT, TROUBLE, BufferResult, Problem, Skipped, Work
+from ..results import TROUBLE, BufferResult, Problem, Skipped, Work
 from ..sources import RunSource, dump_subfolder, folder_format, open_run
 from ..sources.buffers import RunListing
 from ..sources.folder import list_entries
@@ -85,8 +92,8 @@ class _Step:
     held (``held``, see the module's docstring), or ``final``, waiting to be
     reported in order."""
 
-    __slots__ = ("changes", "complete_at", "holding", "n", "not_before", "plan", "reads",
-                 "report", "state")  # fmt: skip
+    __slots__ = ("changes", "complete_at", "held_at", "holding", "n", "not_before", "plan",
+                 "reads", "report", "state", "waiting")  # fmt: skip
 
     def __init__(self, n: int) -> None:
         self.n = n
@@ -98,13 +105,19 @@ class _Step:
         self.plan: Plan | None = None
         self.report: Report | None = None
         self.holding: tuple[Side, ...] = ()
+        #: Without a lag: the runs still writing that lack (or hold shorter) a
+        #: buffer of it, and since when it waits for them (``Watch._wait``).
+        self.waiting: tuple[RunPoller, ...] = ()
+        self.held_at = 0.0
 
 
 class Watch:
     """Compare two runs while they are written (``watch_runs`` is the function form).
 
     ``lag``: a step is complete once a run holds a step more than ``lag``
-    later (default 0: any later step; see the module's docstring).
+    later (default None: any later step, as 0, but a buffer that a run
+    still writing lacks or holds shorter is an error, not a divergence;
+    see the module's docstring).
     ``run()`` polls until the first divergent step (unless ``keep_going``),
     until both runs are idle for ``idle_timeout`` seconds, until trouble (a
     folder that vanishes or cannot be read, a folder that stays empty for
@@ -127,7 +140,7 @@ class Watch:
         settle: float = DEFAULT_SETTLE,
         idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
         keep_going: bool = False,
-        lag: int = 0,
+        lag: int | None = None,
         cache: DigestCache | None = None,
         on_step: Callable[[StepReport], None] | None = None,
         on_problem: Callable[[Problem], None] | None = None,
@@ -141,7 +154,7 @@ class Watch:
             raise ValueError(f"settle must be >= 0 seconds, got {settle}")
         if not idle_timeout > 0:
             raise ValueError(f"idle_timeout must be > 0 seconds, got {idle_timeout}")
-        if isinstance(lag, bool) or not isinstance(lag, int) or lag < 0:
+        if lag is not None and (isinstance(lag, bool) or not isinstance(lag, int) or lag < 0):
             raise ValueError(f"lag must be a whole number of steps >= 0, got {lag!r}")
         self.spec_a, self.spec_b = os.fspath(run_a), os.fspath(run_b)
         self.opts = options or CompareOptions()
@@ -217,7 +230,7 @@ class Watch:
                 side.trouble = src.listing.errors[0]
                 side.problems = []
             return side
-        return RunPoller(spec, self.settle, self.idle_timeout, now, self.lag)
+        return RunPoller(spec, self.settle, self.idle_timeout, now, self.lag or 0)
 
     def _choose_schema(self) -> Schema:
         sources = []
@@ -401,6 +414,7 @@ class Watch:
         step.reads += 1
         step.state = "reading"
         step.report = None
+        step.holding, step.waiting = (), ()
         step.plan = Plan(self.a.source(n), self.b.source(n), self.schema, self._on_report, n)
         self._sched.submit(step.plan)
 
@@ -427,6 +441,8 @@ class Watch:
             holding = self._holding(n, report)
             if holding:
                 step.state, step.report, step.holding = "held", report, holding
+                return
+            if self._wait(step, report):
                 return
         else:
             report = self._incomplete_at_end(n, report)
@@ -495,10 +511,23 @@ class Watch:
             step.state, step.report = "final", self._incomplete_at_end(step.n, step.report)
             step.complete_at = max(step.complete_at, now)
             return
+        if step.waiting:
+            wrote = [side for side in step.waiting if side.last_activity > step.held_at]
+            if wrote:  # it writes on, and not this buffer: it may come later still
+                step.state = "final"
+                step.report = self._still_writing(step.n, step.report, wrote)
+            elif all(side.idle(now) for side in step.waiting):
+                step.state = "final"  # it stopped writing: what it lacks, it lacks
+            if step.state == "final":
+                step.complete_at = max(step.complete_at, now)
+            return
         if all(not side.provisional(step.n) for side in step.holding):
-            step.state = "final"  # the run moved on: what it lacks, it lacks
+            # The run moved on: what it lacks, it lacks (with a lag given; else see _wait).
             passed = [t for side in step.holding if (t := side.passed(step.n)) is not None]
             step.complete_at = max([step.complete_at, *passed])
+            step.holding = ()
+            if not self._wait(step, step.report):
+                step.state = "final"
 
     def _rebuilt(
         self, report: Report, buffers: list[BufferResult], errors: list[Problem]
@@ -524,6 +553,80 @@ class Watch:
         errors = [e for e in report.errors if not (e.kind == "changed" and e.path in changed)]
         errors += [Problem(path, message, kind="changed") for path in sorted(changed)]
         # (A file that appeared during the last read is among them: it was not compared.)
+        return self._rebuilt(report, buffers, errors)
+
+    def _lacking(self, report: Report) -> list[tuple[int, int, str]]:
+        """The buffers of a step that a run lacks, or holds shorter than the
+        other run (a length, or a malformed size): (index in ``report.buffers``,
+        the run that lacks it: 0 A, 1 B, what it holds)."""
+        out = []
+        for i, b in enumerate(report.buffers):
+            if b.status == "only_in_a":
+                out.append((i, 1, "does not hold it"))
+            elif b.status == "only_in_b":
+                out.append((i, 0, "does not hold it"))
+            elif b.status == "length_mismatch" or b.diverges:
+                if b.status == "length_mismatch":
+                    sizes, unit = (b.n_elements_a or 0, b.n_elements_b or 0), "elements"
+                else:  # malformed, of another size than the other run's file
+                    sizes, unit = (b.size_a or 0, b.size_b or 0), "bytes"
+                if sizes[0] != sizes[1]:
+                    short = 0 if sizes[0] < sizes[1] else 1
+                    what = (
+                        f"holds it shorter ({sizes[short]:,} {unit} against {sizes[1 - short]:,})"
+                    )
+                    out.append((i, short, what))
+        return out
+
+    def _wait(self, step: _Step, report: Report) -> bool:
+        """Without a lag given, a buffer that a run still writing lacks (or
+        holds shorter) may yet be written: the step waits (held) until that
+        run writes it (the step is read again), writes something else (an
+        error naming --lag: ``_still_writing``), or stops writing (then what
+        it lacks, it lacks). With a lag given, the caller has said how far the
+        writer runs ahead: no wait. True if the step waits."""
+        if self.lag is not None:
+            return False
+        now = self.clock()
+        sides = (self.a, self.b)
+        waiting = {
+            sides[k]
+            for _, k, _ in self._lacking(report)
+            if isinstance(sides[k], RunPoller) and not sides[k].idle(now)
+        }
+        if not waiting:
+            return False
+        step.state, step.report = "held", report
+        step.waiting = tuple(side for side in sides if side in waiting)  # type: ignore[misc]
+        step.held_at = now
+        return True
+
+    def _still_writing(self, n: int, report: Report, writing: list[RunPoller]) -> Report:
+        """The buffers of step ``n`` that the runs in ``writing`` lack (or hold
+        shorter), while those runs write other files: errors naming --lag,
+        never a divergence."""
+        labels, sides = ("A", "B"), (self.a, self.b)
+        buffers, errors = list(report.buffers), list(report.errors)
+        for i, k, what in self._lacking(report):
+            side = sides[k]
+            if side not in writing:
+                continue
+            b = buffers[i]
+            mine, other = labels[k], labels[1 - k]
+            at = f" (it is at step {side.newest})" if isinstance(side, RunPoller) else ""
+            message = (
+                f"run {other} holds buffer {b.name} of step {n}, run {mine} {what} and is "
+                f"still writing{at}, so it may yet write it: not called a divergence. If "
+                f"its writer finishes a step's files after beginning the next (asynchronous "
+                "or per-rank checkpointing), give --lag 1 (or how many steps it runs ahead); "
+                "if it finishes each step first, --lag 0 makes this a divergence"
+            )
+            path = b.path_b if k and b.path_b else b.path_a or b.path_b or self.spec_a
+            buffers[i] = BufferResult(
+                b.step, b.name, b.group, b.dtype, "error", b.n_elements_a, b.n_elements_b,
+                b.path_a, b.path_b, message,
+            )  # fmt: skip
+            errors.append(Problem(path, message, kind="changed"))
         return self._rebuilt(report, buffers, errors)
 
     def _incomplete_at_end(self, n: int, report: Report) -> Report:
@@ -581,7 +684,7 @@ class Watch:
             for side, src in ((self.a, plan.src_a), (self.b, plan.src_b)):
                 side.release(step.n, tuple(f for f in src.listing.files if f.path not in unread))
             latency = max(0.0, self.clock() - step.complete_at)
-            divergent = any(b.status in DIVERGENT for b in report.buffers)
+            divergent = any(b.diverges for b in report.buffers)
             trouble = bool(report.errors) or any(b.status in TROUBLE for b in report.buffers)
             status = "diverged" if divergent else "error" if trouble else "equal"
             groups = report.steps[0].diverged_groups if report.steps else ()
