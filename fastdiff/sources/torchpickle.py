@@ -24,7 +24,7 @@ None, bytes) and the records of this module (``Storage``, ``Tensor``,
 Against pickle bombs: the pickle is at most the caller's bytes, and the
 objects it builds are counted against ``MAX_MEMORY`` (an estimate of their
 size, references included: ``DUP`` and memo references cost too, so a small
-file cannot make a large heap); memo entries at most ``MAX_MEMO``. The
+file cannot make a large heap). The
 result is walked by the caller (``walk``) with caps on depth, on the nodes
 visited (shared sub-lists cannot multiply the work) and on the tensors.
 """
@@ -41,15 +41,14 @@ if TYPE_CHECKING:
 
     from ..dtypes import DType
 
-#: The objects a pickle builds, estimated in bytes, at most this much.
-MAX_MEMORY = 512 << 20
-#: At most this many memo entries.
-MAX_MEMO = 1 << 22
+#: The objects a pickle builds, memo entries and references included,
+#: estimated in bytes: at most this much (about 170,000 tensors).
+MAX_MEMORY = 256 << 20
 #: ``walk``: nesting at most this deep, at most this many nodes visited and
 #: tensors found, names at most this long.
 MAX_DEPTH = 100
-MAX_NODES = 1 << 23
-MAX_TENSORS = 1 << 20
+MAX_NODES = 1 << 21
+MAX_TENSORS = 1 << 18
 MAX_NAME = 4096
 #: Shapes of at most this many dimensions.
 MAX_DIMS = 64
@@ -294,7 +293,7 @@ def _global(module: str, name: str) -> object:
             kind = "storage class" if name.endswith("Storage") else "dtype"
             raise PickleRefused(
                 f"the pickle holds a tensor or value of torch {kind} {_shown(name)}, which "
-                "fastdiff does not compare (complex, quantized or sub-byte types)"
+                "fastdiff does not compare (it compares real, integer and bool tensors)"
             ) from None
         if name.endswith("Storage"):
             return StorageType(name, dt)
@@ -315,7 +314,6 @@ def _global(module: str, name: str) -> object:
 
 #: Opcodes that are refused, with what they are.
 _REFUSED = {
-    ord("i"): "INST (builds an object of a class)",
     ord("o"): "OBJ (builds an object of a class)",
     0x81: "NEWOBJ (builds an object of a class)",
     0x92: "NEWOBJ_EX (builds an object of a class)",
@@ -406,9 +404,7 @@ def load(data: bytes, storage: Callable[[str, StorageType, str, int], Storage]) 
             raise _damaged("a string that is not UTF-8", pos) from None
 
     def put(index: int, value: object) -> None:
-        if index not in memo and len(memo) >= MAX_MEMO:
-            raise PickleRefused(f"the pickle stores more than {MAX_MEMO:,} memo entries")
-        memo[index] = value
+        memo[index] = value  # (its cost is counted with the opcode's)
 
     def get(index: int) -> object:
         try:
@@ -643,6 +639,22 @@ def load(data: bytes, storage: Callable[[str, StorageType, str, int], Storage]) 
                 if pos != n:
                     raise _damaged(f"{n - pos:,} bytes after STOP", pos)
                 return stack[0]
+            elif op == 0x69:  # i INST: a class named inline, called
+                module = text(line())
+                name = text(line())
+                raise PickleRefused(
+                    f"the pickle asks to call {_shown(module)}.{_shown(name)} (opcode INST), "
+                    "which torch.save does not write: refused, nothing of it was run"
+                )
+            elif op in (0x6F, 0x81, 0x92):  # OBJ, NEWOBJ, NEWOBJ_EX: an object of a class
+                depth = {0x81: 2, 0x92: 3}.get(op)
+                cls = (stack[-depth] if depth else stack[0]) if stack else None
+                what = getattr(cls, "name", None) or type(cls).__name__
+                raise PickleRefused(
+                    f"the pickle asks to build an object of {_shown(str(what))} (opcode "
+                    f"{_REFUSED[op].split()[0]}), which torch.save does not write: refused, "
+                    "nothing of it was run"
+                )
             elif op in _REFUSED:
                 raise PickleRefused(
                     f"the pickle uses opcode {_REFUSED[op]} at byte {at:,}, which torch.save "

@@ -73,19 +73,27 @@ class Archive:
 
 
 def _member_bytes(fd: int, m: ZipMember, cap: int) -> bytes:
-    """A small member's bytes (stored or deflated), its CRC-32 checked
-    (torch writes 0 when told not to compute it)."""
+    """A small member's bytes (stored, or deflated: inflated piece by piece,
+    never past its listed size), its CRC-32 checked (torch writes 0 when
+    told not to compute it)."""
     if m.size > cap:
         raise TorchError(f"member {m.name!r} is {m.size:,} bytes, over the {cap:,} fastdiff reads")
-    raw = os.pread(fd, m.stored, m.data_offset)
-    if len(raw) != m.stored:
-        raise TorchError("the archive ended early (truncated, or it changed while read)")
-    if m.method == 8:
+    if m.method == 0:
+        raw = os.pread(fd, m.size, m.data_offset)
+    else:
         z = zlib.decompressobj(-15)
+        parts, got, pos, end = [], 0, m.data_offset, m.data_offset + m.stored
         try:
-            raw = z.decompress(raw, m.size + 1)
+            while pos < end and got <= m.size and not z.eof:
+                piece = os.pread(fd, min(1 << 20, end - pos), pos)
+                if not piece:
+                    break
+                pos += len(piece)
+                parts.append(z.decompress(piece, m.size + 1 - got))
+                got += len(parts[-1])
         except zlib.error as exc:
             raise TorchError(f"member {m.name!r} is not a valid deflate stream ({exc})") from None
+        raw = b"".join(parts)
     if len(raw) != m.size:
         raise TorchError(f"member {m.name!r} holds {len(raw):,} bytes, not the {m.size:,} listed")
     if m.crc and zlib.crc32(raw) != m.crc:
