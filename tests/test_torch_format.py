@@ -209,6 +209,24 @@ def test_a_refused_step_file_is_an_error_and_the_rest_is_compared(tmp_path: Path
     assert not (tmp_path / "ran").exists()
 
 
+def test_manifests_and_the_cache_of_archives(tmp_path: Path) -> None:
+    manifest = tmp_path / "checkpoint_a.manifest.json"
+    r = fastdiff("hash", DATA / "checkpoint_a.pt", "-o", manifest)
+    assert r.returncode == 0, r.stderr
+    rc, rep, err = compare(manifest, DATA / "checkpoint_b.pt")
+    assert rc == 1, err
+    assert list(diverged(rep)) == ["optimizer.state.3.exp_avg_sq"]
+    # Views hashed once into the cache read back alike (keyed by their strides).
+    cache = ("--cache", "--cache-dir", str(tmp_path / "cache"), "--cache-min-age", "0")
+    first = compare(DATA / "views_a.pt", DATA / "views_b.pt", *cache)
+    again = compare(DATA / "views_a.pt", DATA / "views_b.pt", *cache)
+    assert first[0] == again[0] == 1
+    assert diverged(first[1]).keys() == diverged(again[1]).keys() == {
+        "base", "t", "step", "tail", "tied", "same",
+    }  # fmt: skip
+    assert again[1]["work"]["files_hashed"] == 0
+
+
 def _swapped(path: Path, out: Path) -> None:
     """``path`` as a big-endian machine would have saved it."""
     with zipfile.ZipFile(path) as z:
