@@ -232,9 +232,8 @@ def read_archive(path: str, step: int, fd: int, st: os.stat_result) -> Archive:
         placed.append((name, t.shape, dt.name, view))
     dev, ino, mtime, ctime, size = st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size
     out = []
-    first: dict[
-        tuple[object, ...], BufferRef
-    ] = {}  # the very same bytes: hashed once, as the first
+    # Views that are the very same bytes are hashed once, as the first of them.
+    first: dict[tuple[object, ...], BufferRef] = {}
     for name, shape, dtype, view in placed:
         ref = BufferRef(
             path, step, name, view[1], dev, ino, mtime, ctime, view[0], size, dtype, shape,
