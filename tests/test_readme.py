@@ -38,3 +38,26 @@ def test_install_hints_name_the_distribution_not_the_unrelated_fastdiff() -> Non
         text = path.read_text(encoding="utf-8")
         assert "fastdiff[" not in text, path
         assert not re.search(r"pip install\s+'?fastdiff(?!-dumps)\b", text), path
+
+
+def test_the_torch_example_shows_what_the_cli_prints() -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index("### torch.save archives")
+    section = text[start : text.index("\n## ", start)]
+    at = section.index("```\n$ fastdiff compare") + 4
+    block = section[at : section.index("\n```\n", at)]
+    command, *lines = block.splitlines()
+    args = command.split()[2:]
+    p = subprocess.run(
+        [sys.executable, "-m", "fastdiff", *args], cwd=ROOT, capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert p.returncode == 1, p.stderr
+    out = p.stdout.splitlines()
+    for line in lines:
+        if line == "...":
+            continue
+        shown = line.removesuffix(" ...")
+        assert any(o.startswith(shown) for o in out), line
+    assert "26 values that are not tensors (numbers, strings, ...) are not compared" in p.stdout
+    assert "26 values that are not tensors" in section

@@ -40,6 +40,10 @@ FORMATS: dict[str, tuple[str, str]] = {
     "torch": ("torchzip", "a torch.save archive (.pt, .pth, pytorch_model.bin)"),
 }
 
+#: How a ``torch.save`` file of the format before the zip one begins (torch
+#: before 1.6, or ``_use_new_zipfile_serialization=False``): pickle protocol
+#: 2, then torch's magic number.
+LEGACY_TORCH = b"\x80\x02\x8a\x0a" + (0x1950A86A20F9469CFC6C).to_bytes(10, "little")
 #: Bytes read to tell a file's format.
 _SNIFF = 64
 
@@ -47,7 +51,8 @@ _SNIFF = 64
 def sniff(path: str) -> str:
     """The format of a regular file, from its first bytes (``FORMATS``): a
     safetensors header, a zip archive (an ``.npz`` when its members are
-    ``.npy`` arrays, else a ``torch.save`` archive), else a manifest, whose
+    ``.npy`` arrays, else a ``torch.save`` archive), a ``torch.save`` file of
+    the legacy format (which that reader refuses), else a manifest, whose
     loader says why a file is not one. A file that cannot be read is left
     to the manifest loader too, which names the trouble."""
     from .reader import open_fd
@@ -72,6 +77,8 @@ def sniff(path: str) -> str:
                 names = []
             if names and all(n.endswith(".npy") for n in names):
                 return "npz"
+            return "torch"
+        if head.startswith(LEGACY_TORCH):  # refused there, saying what it is
             return "torch"
     except OSError:
         pass

@@ -1,0 +1,293 @@
+"""The ``torch.save`` format: a zip archive of a pickle and its storages.
+
+``torch.save(obj, "x.pt")`` writes a zip archive whose members sit in one
+folder (``x/``, named after the file): ``data.pkl``, the pickle of ``obj``
+in which each tensor is a rebuild call (``torch._utils._rebuild_tensor_v2``
+or ``_v3``) of a view of a storage, named by a persistent id
+``('storage', type, key, location, numel)``; ``data/<key>``, each storage's
+bytes, stored uncompressed; ``byteorder`` (``little`` or ``big``),
+``version`` and a few more records.
+
+fastdiff reads it without torch and without ever running code from the
+file: the members are located through the central directory and each local
+header (``ziparchive``), and ``data.pkl`` is read by a restricted pickle
+interpreter of fastdiff's own (``torchpickle``), which allows only what
+``torch.save`` writes for tensors and containers and refuses everything
+else, naming it. Nested dicts, lists and tuples give dotted names
+(``model.fc.weight``, ``optimizer.state.0.exp_avg``); values that are not
+tensors (an optimizer's ``lr``, a step counter) are counted, not compared.
+
+Each tensor is a buffer, its dtype and shape from its rebuild call: a
+contiguous tensor is a byte range of its storage's member (from
+``storage_offset`` x itemsize); any other view (transposed, sliced with
+steps, expanded) is gathered in logical order, strides honoured
+(``buffers.Strided``). Tensors that are the very same view of one storage
+(tied weights) share a ``span``: their bytes are hashed once. A view that
+reaches past its storage, a storage whose member is missing, compressed or
+not the size its pickle says, a ``data.pkl`` over ``MAX_PICKLE`` bytes, and
+every archive ``ziparchive`` refuses, are refused.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+
+from ..dtypes import DTYPES
+from .buffers import BufferRef, RunListing, Strided, step_filter
+from .run import RunSource, refused
+from .torchpickle import PickleRefused, Storage, load, walk
+from .ziparchive import ZipError, read_members
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..dtypes import DType
+    from .buffers import StepFilter
+    from .torchpickle import StorageType, Tensor
+    from .ziparchive import ZipMember
+
+#: ``data.pkl`` is read whole: at most this many bytes.
+MAX_PICKLE = 256 << 20
+#: A view that repeats elements (a stride of 0: ``expand``) may hold at
+#: most this many times the bytes of storage it spans, or ``MIN_VIEW``
+#: bytes: a few bytes of file cannot make terabytes to hash.
+MAX_EXPANSION = 1024
+MIN_VIEW = 64 << 20
+#: The name of a tensor pickled alone (``torch.save(tensor, ...)``).
+LONE = "tensor"
+
+
+class TorchError(ValueError):
+    """An archive that is not a usable ``torch.save`` archive: the message says why."""
+
+
+class Archive:
+    """What one archive holds: its buffers, and how many values that are
+    not tensors it holds (not compared)."""
+
+    __slots__ = ("buffers", "left_out")
+
+    def __init__(self, buffers: list[BufferRef], left_out: int) -> None:
+        self.buffers = buffers
+        self.left_out = left_out
+
+
+def _member_bytes(fd: int, m: ZipMember, cap: int) -> bytes:
+    """A small member's bytes (stored, or deflated: inflated piece by piece,
+    never past its listed size), its CRC-32 checked (torch writes 0 when
+    told not to compute it)."""
+    if m.size > cap:
+        raise TorchError(f"member {m.name!r} is {m.size:,} bytes, over the {cap:,} fastdiff reads")
+    if m.method == 0:
+        raw = os.pread(fd, m.size, m.data_offset)
+    else:
+        z = zlib.decompressobj(-15)
+        parts, got, pos, end = [], 0, m.data_offset, m.data_offset + m.stored
+        try:
+            while pos < end and got <= m.size and not z.eof:
+                piece = os.pread(fd, min(1 << 20, end - pos), pos)
+                if not piece:
+                    break
+                pos += len(piece)
+                parts.append(z.decompress(piece, m.size + 1 - got))
+                got += len(parts[-1])
+        except zlib.error as exc:
+            raise TorchError(f"member {m.name!r} is not a valid deflate stream ({exc})") from None
+        raw = b"".join(parts)
+    if len(raw) != m.size:
+        raise TorchError(f"member {m.name!r} holds {len(raw):,} bytes, not the {m.size:,} listed")
+    if m.crc and zlib.crc32(raw) != m.crc:
+        raise TorchError(f"member {m.name!r} fails its CRC-32 check (damaged)")
+    return raw
+
+
+def _prefix(members: list[ZipMember]) -> str:
+    """The folder of the archive's records (where ``data.pkl`` is)."""
+    pickles = [m.name[:-9] for m in members if m.name.endswith("/data.pkl")]
+    pickles = [p for p in pickles if p and "/" not in p]
+    if not pickles:
+        raise TorchError("no <name>/data.pkl member: not a torch.save archive")
+    if len(pickles) > 1:
+        raise TorchError(f"{len(pickles)} data.pkl members (in {', '.join(pickles[:3])}); "
+                         "a torch.save archive holds one")  # fmt: skip
+    prefix = pickles[0]
+    names = {m.name for m in members}
+    if f"{prefix}/constants.pkl" in names or any(n.startswith(f"{prefix}/code/") for n in names):
+        raise TorchError(
+            "a TorchScript archive (torch.jit.save), not torch.save: fastdiff reads the "
+            "tensors torch.save writes (save the model's state_dict())"
+        )
+    return prefix
+
+
+def _byte_order(fd: int, members: dict[str, ZipMember], prefix: str) -> bool:
+    """Whether the storages are big-endian (the ``byteorder`` record; when
+    there is none, torch reads them as little-endian)."""
+    m = members.get(f"{prefix}/byteorder")
+    if m is None:
+        return False
+    order = _member_bytes(fd, m, 16)
+    if order not in (b"little", b"big"):
+        raise TorchError(f"byteorder record {order[:16]!r} is neither 'little' nor 'big'")
+    return order == b"big"
+
+
+def _view(t: Tensor, name: str, dt: DType) -> tuple[int, int, Strided | None]:
+    """(byte offset in the storage, logical bytes, codec) of a tensor,
+    checked against its storage."""
+    w = dt.itemsize
+    s = t.storage
+    numel = 1
+    for d in t.shape:
+        numel *= d
+    start = t.offset * w
+    if numel == 0:
+        return min(start, s.nbytes), 0, None
+    expected = 1
+    contiguous = True
+    for d, stride in zip(reversed(t.shape), reversed(t.strides), strict=True):
+        if d != 1:
+            if stride != expected:
+                contiguous = False
+            expected *= d
+    if contiguous:
+        extent = numel * w
+        codec = None
+    else:
+        extent = (sum((d - 1) * st for d, st in zip(t.shape, t.strides, strict=True)) + 1) * w
+        if numel * w > max(MIN_VIEW, MAX_EXPANSION * extent):
+            raise TorchError(
+                f"tensor {name!r}: a view of {numel * w:,} bytes that repeats {extent:,} bytes "
+                "of its storage, more than fastdiff expands (a view bomb?)"
+            )
+        strides = tuple(0 if d == 1 else st for d, st in zip(t.shape, t.strides, strict=True))
+        codec = Strided(w, t.shape, strides, extent)
+    if start + extent > s.nbytes:
+        raise TorchError(
+            f"tensor {name!r}: its view (element {t.offset:,} on, shape {t.shape}, strides "
+            f"{t.strides}) reaches byte {start + extent:,} of storage data/{s.key}, which "
+            f"holds {s.nbytes:,}"
+        )
+    return start, numel * w, codec
+
+
+def read_archive(path: str, step: int, fd: int, st: os.stat_result) -> Archive:
+    """The buffers of an open ``torch.save`` archive (at ``step``); raises TorchError."""
+    try:
+        members = read_members(fd, st.st_size)
+    except ZipError as exc:
+        from . import LEGACY_TORCH
+
+        if os.pread(fd, len(LEGACY_TORCH), 0) == LEGACY_TORCH:
+            raise TorchError(
+                "a torch.save file of the legacy format (torch before 1.6, or "
+                "_use_new_zipfile_serialization=False): fastdiff reads the zip format torch.save "
+                "writes by default; load and save it again with a newer torch"
+            ) from None
+        raise TorchError(str(exc)) from None
+    prefix = _prefix(members)
+    by_name = {m.name: m for m in members}
+    big = _byte_order(fd, by_name, prefix)
+    data = _member_bytes(fd, by_name[f"{prefix}/data.pkl"], MAX_PICKLE)
+    storages: dict[str, tuple[StorageType, int, Storage]] = {}
+
+    def storage(key: str, kind: StorageType, location: str, numel: int) -> Storage:
+        seen = storages.get(key)
+        if seen is not None:
+            if seen[0].dtype is not kind.dtype or seen[1] != numel:
+                raise TorchError(f"storage {key!r} is named twice, as two different storages")
+            return seen[2]
+        m = by_name.get(f"{prefix}/data/{key}")
+        if m is None:
+            raise TorchError(f"storage {key!r}: its member data/{key} is not in the archive")
+        if m.method != 0:
+            raise TorchError(
+                f"storage data/{key} is compressed (torch.save stores storages uncompressed; "
+                "fastdiff reads those: was the archive zipped again?)"
+            )
+        nbytes = numel * kind.dtype.itemsize
+        if m.size != nbytes:
+            raise TorchError(
+                f"storage data/{key} holds {m.size:,} bytes, but its pickle says {numel:,} "
+                f"elements of {kind.name} ({nbytes:,} bytes)"
+            )
+        s = Storage(key, kind.dtype, nbytes, m.data_offset)
+        storages[key] = (kind, numel, s)
+        return s
+
+    try:
+        tensors, left_out = walk(load(data, storage))
+    except PickleRefused as exc:
+        raise TorchError(f"data.pkl: {exc}") from None
+    placed = []
+    count: dict[tuple[object, ...], int] = {}
+    for name, t in tensors:
+        dt = t.dtype
+        if big and dt.itemsize > 1:
+            dt = DTYPES[dt.name + "be"]
+        start, nbytes, codec = _view(t, name, dt)
+        offset = t.storage.data_offset + start
+        view = (offset, nbytes, dt.name, t.shape, codec)
+        count[view] = count.get(view, 0) + 1
+        placed.append((name, t.shape, dt.name, view))
+    dev, ino, mtime, ctime, size = st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size
+    out = []
+    # Views that are the very same bytes are hashed once, as the first of them.
+    first: dict[tuple[object, ...], BufferRef] = {}
+    for name, shape, dtype, view in placed:
+        ref = BufferRef(
+            path, step, name, view[1], dev, ino, mtime, ctime, view[0], size, dtype, shape,
+            view[4], span=first.get(view),
+        )  # fmt: skip
+        if count[view] > 1:
+            first.setdefault(view, ref)
+        out.append(ref)
+    return Archive(out, left_out)
+
+
+def archive_buffers(path: str, step: int, fd: int, st: os.stat_result) -> list[BufferRef]:
+    """The buffers of an open ``torch.save`` archive (at ``step``); raises TorchError."""
+    return read_archive(path, step, fd, st).buffers
+
+
+def read_file(path: str, step: int) -> Archive:
+    """The archive at ``path``; raises OSError or TorchError."""
+    import stat
+
+    from .reader import open_fd
+
+    fd = open_fd(path)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise TorchError("not a regular file")
+        return read_archive(path, step, fd, st)
+    finally:
+        os.close(fd)
+
+
+def open_source(spec: str, steps: StepFilter | None = None) -> RunSource:
+    """A ``torch.save`` archive as a run source: one step (0) of buffers."""
+    from ..results import Skipped
+
+    try:
+        archive = read_file(spec, 0)
+    except OSError as exc:
+        return refused(spec, f"cannot read: {exc.strerror}", "unreadable")
+    except TorchError as exc:
+        return refused(spec, f"not a usable torch.save archive: {exc}", "malformed")
+    refs = archive.buffers
+    want = step_filter(steps)
+    if want is not None and not want(0):
+        refs = []
+    skipped: tuple[Skipped, ...] = ()
+    if archive.left_out:
+        n = archive.left_out
+        what = (
+            "value that is not a tensor (a number, string, ...) is"
+            if n == 1
+            else ("values that are not tensors (numbers, strings, ...) are")
+        )
+        skipped = (Skipped(spec, f"{n:,} {what} not compared"),)
+    listing = RunListing(spec, tuple(refs), skipped, ())
+    return RunSource(spec, listing, steps=steps, kind="torch")
