@@ -165,12 +165,15 @@ class _Inflater:
 
 
 class _Gather:
-    """The elements of a strided view, gathered in logical order."""
+    """The elements of a strided view, gathered in logical (C) order: a
+    read-only numpy view with the tensor's strides over a map of its
+    storage, copied a block of whole rows (or a part of one row) at a time."""
 
-    __slots__ = ("_cells", "_map", "codec", "f")
+    __slots__ = ("_logical", "_map", "codec", "f")
 
     def __init__(self, fd: int, f: BufferRef) -> None:
         import numpy as np
+        from numpy.lib.stride_tricks import as_strided
 
         assert isinstance(f.codec, Strided)
         self.f = f
@@ -184,10 +187,14 @@ class _Gather:
                                   offset=base)  # fmt: skip
         except ValueError:
             raise FileChanged("ended early; the file changed while it was read", f.path) from None
-        n_cells = c.extent // c.itemsize
-        self._cells = np.frombuffer(
-            self._map, dtype=np.dtype((np.void, c.itemsize)), count=n_cells,
-            offset=f.offset - base,
+        w = c.itemsize
+        reach = sum((d - 1) * s for d, s in zip(c.shape, c.strides, strict=True) if d)
+        if any(s < 0 for s in c.strides) or (reach + 1) * w > c.extent:
+            raise BadData(f"a strided view reaches past its storage ({c!r})", f.path)
+        storage = np.frombuffer(self._map, dtype=np.uint8, count=c.extent, offset=f.offset - base)
+        self._logical = as_strided(
+            storage, shape=(*c.shape, w), strides=(*(s * w for s in c.strides), 1),
+            writeable=False,
         )  # fmt: skip
 
     def read_into(self, into: memoryview, offset: int) -> memoryview:
@@ -197,20 +204,37 @@ class _Gather:
         w = c.itemsize
         if offset % w or len(into) % w:
             raise ValueError(f"strided reads must be whole elements: {offset}, {len(into)}")
-        first = offset // w
-        index = np.arange(first, first + len(into) // w, dtype=np.int64)
-        cells = np.zeros(len(index), dtype=np.int64)
-        for dim, stride in zip(reversed(c.shape), reversed(c.strides), strict=True):
-            index, rem = np.divmod(index, dim)
-            cells += rem * stride
-        np.frombuffer(into, dtype=self._cells.dtype)[:] = self._cells[cells]
+        count = len(into) // w
+        out = np.frombuffer(into, dtype=np.uint8).reshape(count, w)
+        logical, shape = self._logical, c.shape
+        if not shape:  # a scalar
+            out[:] = logical
+            return into
+        row = shape[-1]
+        pos, done = offset // w, 0
+        while done < count:
+            r, col = divmod(pos, row)
+            lead = np.unravel_index(r, shape[:-1]) if len(shape) > 1 else ()
+            if col == 0 and len(shape) > 1 and count - done >= row:
+                # Whole rows: as many as follow in this run of the next-to-last index.
+                j = int(lead[-1])
+                k = min(shape[-2] - j, (count - done) // row)
+                block = logical[tuple(lead[:-1])][j : j + k]
+                out[done : done + k * row].reshape(k, row, w)[...] = block
+                done += k * row
+                pos += k * row
+                continue
+            take = min(row - col, count - done)
+            out[done : done + take] = logical[tuple(lead)][col : col + take]
+            done += take
+            pos += take
         return into
 
     def finish(self) -> None:
         pass
 
     def close(self) -> None:
-        self._cells = None
+        self._logical = None
         try:  # noqa: SIM105 - a consumer may still hold a view
             self._map.close()
         except BufferError:

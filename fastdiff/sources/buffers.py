@@ -102,9 +102,10 @@ class BufferRef:
     ``dtype`` and ``shape``: what the file's header says (None: the schema
     decides); ``digest``: the chunk digests known in advance (a manifest's,
     a recorder's digest log), if any; ``has_data``: whether the bytes can be
-    read (False for a manifest's entries: only digests); ``span``: an
-    object other buffers share when they are the very same bytes (views of
-    one storage), so they are hashed once; None: the buffer itself.
+    read (False for a manifest's entries: only digests); ``span``: the
+    first ``BufferRef`` of a group of buffers that are the very same bytes
+    (tied views of one storage), whose digest they all take, so they are
+    hashed once; None: the buffer itself.
 
     Equality is identity: the scheduler keys digests by the very buffer a
     listing holds, so a run listed afresh is read afresh.
