@@ -12,6 +12,7 @@ array's own shape.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,8 @@ from typing import Any
 import numpy as np
 import pytest
 from helpers import fastdiff
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 DATA = Path(__file__).parent / "data" / "formats"
 
@@ -513,3 +516,63 @@ def test_a_compressed_member_is_streamed_in_bounded_memory(tmp_path: Path) -> No
     (buf,) = json.loads(out)["buffers"]
     assert buf["first_index"] == n - 10 and buf["n_diff"] == 1
     assert int(peak_kib) < 96 << 10  # KiB: under 96 MiB, half the array's size
+
+
+# --- the strided decoder against numpy ------------------------------------------------
+
+
+@st.composite
+def strided_views(draw: st.DrawFn) -> tuple[np.ndarray, tuple[int, ...], tuple[int, ...], int]:
+    """A storage and a view of it: a shape, element strides (permuted,
+    stepped, size-1 dimensions, a scalar) and an element offset."""
+    dims = draw(st.lists(st.integers(1, 6), min_size=0, max_size=4))
+    perm = draw(st.permutations(range(len(dims))))
+    steps = [draw(st.integers(1, 3)) for _ in dims]
+    # Strides of a C-contiguous array of the stepped shape, then permuted.
+    full = [d * s for d, s in zip(dims, steps, strict=True)]
+    strides, acc = [], 1
+    for d in reversed(full):
+        strides.insert(0, acc)
+        acc *= d
+    strides = [strides[i] * steps[i] for i in range(len(dims))]
+    shape = tuple(dims[i] for i in perm)
+    strides_p = tuple(strides[i] for i in perm)
+    offset = draw(st.integers(0, 5))
+    itemsize = draw(st.sampled_from([1, 2, 4, 8]))
+    reach = sum((d - 1) * s for d, s in zip(shape, strides_p, strict=True))
+    n = offset + reach + 1 + draw(st.integers(0, 3))
+    storage = np.frombuffer(np.random.default_rng(0).bytes(n * itemsize), f"u{itemsize}")
+    return storage, shape, strides_p, offset
+
+
+@settings(max_examples=200, deadline=None)
+@given(view=strided_views(), piece=st.integers(1, 40))
+def test_the_strided_decoder_reads_what_numpy_views(
+    tmp_path_factory: pytest.TempPathFactory,
+    view: tuple[np.ndarray, tuple[int, ...], tuple[int, ...], int],
+    piece: int,
+) -> None:
+    from numpy.lib.stride_tricks import as_strided
+
+    from fastdiff.sources.access import open_buffer
+    from fastdiff.sources.buffers import BufferRef, Strided
+
+    storage, shape, strides, offset = view
+    w = storage.itemsize
+    path = tmp_path_factory.mktemp("strided") / "storage.bin"
+    head = b"h" * 13  # the storage starts at an odd file offset
+    path.write_bytes(head + storage.tobytes())
+    st_ = os.stat(path)
+    want = as_strided(storage[offset:], shape=shape, strides=tuple(s * w for s in strides)).copy()
+    count = want.size
+    codec = Strided(w, shape, strides, (len(storage) - offset) * w)
+    ref = BufferRef(
+        str(path), 0, "x", count * w, st_.st_dev, st_.st_ino, st_.st_mtime_ns, st_.st_ctime_ns,
+        len(head) + offset * w, st_.st_size, None, shape, codec,
+    )  # fmt: skip
+    got = bytearray()
+    with open_buffer(ref) as reader:
+        for start in range(0, count, piece):
+            n = min(piece, count - start)
+            got += reader.read_into(memoryview(bytearray(n * w)), start * w)
+    assert bytes(got) == want.tobytes()
