@@ -6,6 +6,9 @@ The library API (the CLI is a thin layer over it)::
     report = compare_runs("runs/a", "runs/b")
     print(render_text(report))
 
+A training loop writes runs with ``Recorder`` (``fastdiff.recorder``); a test
+asserts two runs equal with ``fastdiff.testing.assert_runs_equal``.
+
 Names are imported lazily so that ``import fastdiff`` stays cheap.
 """
 
@@ -28,6 +31,7 @@ _EXPORTS = {
     "resolve_schema": "schema",
     "Schema": "schema",
     "exit_code": "stages.verdict",
+    "Recorder": "recorder",
 }
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
@@ -35,6 +39,7 @@ if TYPE_CHECKING:
     from .compare import compare_runs
     from .kernels import Tolerance, scan_bytes
     from .options import CompareOptions
+    from .recorder import Recorder
     from .render import render_json, render_text, report_dict
     from .results import BufferResult, Report
     from .schema import Schema, load_schema, resolve_schema
@@ -53,6 +58,7 @@ def __getattr__(name: str) -> object:
 __all__ = [
     "BufferResult",
     "CompareOptions",
+    "Recorder",
     "Report",
     "Schema",
     "Tolerance",

@@ -37,7 +37,7 @@ import os
 import time
 
 from ..options import CompareOptions, tolerance_dict
-from ..results import BufferResult, Problem, Report, Skipped, Work
+from ..results import DIVERGENT, BufferResult, Problem, Report, Skipped, Work
 from ..sources import (
     RunSource,
     dump_subfolder,
@@ -47,7 +47,7 @@ from ..sources import (
     reopen,
 )
 from ..sources.schemas import choose_schema
-from ..stages.digest import by_digest, tolerance_undecided
+from ..stages.digest import RECORDED_DIGESTS_ONLY, by_digest, tolerance_undecided
 from ..stages.hash import hash_batch
 from ..stages.prepare import prepare
 from ..stages.verdict import build_report
@@ -306,7 +306,18 @@ class Scheduler:
             raise RuntimeError("this scheduler was stopped; make a new one")
         request = _Digests(list(files), chunk_size, on_done)
         for f in request.files:
-            self._need(request, f, "", chunk_size)
+            d = f.digest
+            if d is not None and d.chunk_size == chunk_size:
+                request.found[f] = d  # known in advance (a recorder's digest log)
+            elif not f.has_data:
+                request.found[f] = Problem(
+                    f.path,
+                    f"recorded as digests only at chunk size {d.chunk_size if d else '?'}: "
+                    "nothing to hash at another (give that --chunk-size)",
+                    kind="mismatch",
+                )
+            else:
+                self._need(request, f, "", chunk_size)
         self._opened(request)
 
     def run(self, executor: Executor | None = None) -> bool:
@@ -526,7 +537,14 @@ class Scheduler:
                 results.append(p.result(status, message=bad[0].message))
                 continue
             data = p.a.has_data and p.b.has_data
-            decided = by_digest(p, da, db, data)
+            # Without data on a side: a manifest's, or a buffer a recorder
+            # wrote as digests only (in a folder).
+            recorded = not data and not (job.plan.src_a if not p.a.has_data
+                                         else job.plan.src_b).is_manifest  # fmt: skip
+            if recorded:
+                decided = by_digest(p, da, db, data, RECORDED_DIGESTS_ONLY)
+            else:
+                decided = by_digest(p, da, db, data)
             if not isinstance(decided, BufferResult):
                 scan_jobs.append(decided)
                 continue
@@ -534,7 +552,7 @@ class Scheduler:
                 errors.append(Problem(p.a.path, decided.message, kind="mismatch"))
             elif decided.status == "diverged" and not data and not self.opts.tolerance.exact:
                 # Digests say only that bits differ, not whether within tolerance.
-                decided = tolerance_undecided(p, decided, self.opts.tolerance)
+                decided = tolerance_undecided(p, decided, self.opts.tolerance, recorded)
                 local = p.a if p.a.has_data else p.b
                 errors.append(Problem(local.path, decided.message or "", kind="undecided"))
             results.append(decided)
@@ -608,6 +626,10 @@ class Scheduler:
             work=work,
             notes=(*plan.notes, *job.notes),
         )
+        if report.first_divergent_step is not None and not (
+            plan.src_a.is_manifest and plan.src_b.is_manifest
+        ):
+            report = _with_rerecord_notes(report, plan)
         if self.progress is not None:
             self.progress.pair_done()
         if plan.on_done is not None:
@@ -636,6 +658,30 @@ class gc_paused:  # a lowercase name: used as ``with gc_paused():``
     def __exit__(self, *exc: object) -> None:
         if self.was_on:
             gc.enable()
+
+
+def _with_rerecord_notes(report: Report, plan: Plan) -> Report:
+    """``report`` with a note on how to record the first divergent step in
+    full, where a side of it holds digests only that a recorder wrote."""
+    step = report.first_divergent_step
+    sides: list[tuple[str, str]] = []
+    names: dict[str, None] = {}
+    for side, src in (("A", plan.src_a), ("B", plan.src_b)):
+        if src.is_manifest:
+            continue
+        only = {f.name for f in src.listing.buffers if f.step == step and not f.has_data}
+        if only:
+            hit = [b.name for b in report.buffers
+                   if b.step == step and b.status in DIVERGENT and b.name in only]  # fmt: skip
+            if hit:
+                sides.append((side, src.spec))
+                names.update(dict.fromkeys(hit))
+    if not sides:
+        return report
+    from ..sources.digestlog import rerecord_note
+
+    assert step is not None
+    return report.replace(notes=(*report.notes, rerecord_note(step, sides, list(names))))
 
 
 def _empty_sides(sa: RunSource, sb: RunSource, hints: dict[str, str | None]) -> list[Problem]:
@@ -706,6 +752,7 @@ def _compare_pairs(
     for i, (ra, rb) in enumerate(pairs):
         sa, sb = sources[os.fspath(ra)], sources[os.fspath(rb)]
         schema, said = choose_schema((sa, sb), opts.schema)
+        said = (*said, *dict.fromkeys((*sa.notes, *sb.notes)))
         notes.update(dict.fromkeys(said))
         empty = _empty_sides(sa, sb, hints)
         sched.submit(Plan(sa, sb, schema, done, i, empty, paired=not empty, notes=said))

@@ -16,7 +16,7 @@ import os
 
 from ..results import Problem
 from .buffers import RunListing
-from .names import DUMPS, is_dump_name, split_name
+from .names import DIGEST_LOG, DUMPS, is_dump_name, split_name
 from .run import RunSource, refused
 
 TYPE_CHECKING = False
@@ -196,9 +196,11 @@ def no_dumps_problem(src: RunSource, side: str | None, subfolder: str | None = N
 
 
 def _holds_dump_names(folder: str) -> bool:
+    """Whether ``folder`` holds an entry named like a dump, or a recorder's
+    digest log (a run recorded as digests only holds nothing else)."""
     try:
         with os.scandir(folder) as it:
-            return any(is_dump_name(entry.name) for entry in it)
+            return any(is_dump_name(e.name) or e.name == DIGEST_LOG for e in it)
     except OSError:
         return False
 

@@ -2,13 +2,14 @@
 
 A regular file named like a dump (``names``: ``step_<N>_<name>.bin``, N >= 0,
 any number of ASCII digits up to ``MAX_STEP_DIGITS``) is buffer ``name`` at
-step N; a symbolic link is followed. Every other entry is reported as
-skipped, with the reason; entries named like dumps that cannot be compared
-(a folder, FIFO, socket or device, a broken link or link loop, a name that
-is not UTF-8, a step number too long to read) are errors. A raw dump is not
-opened here (so a FIFO cannot block): one ``stat`` per entry (two for a
-symbolic link: the link, then what it points to), and folders are never
-written to.
+step N; a symbolic link is followed. Hidden entries (a name starting with
+``.``: a recorder's temporaries and digest log) are passed over in silence;
+every other entry is reported as skipped, with the reason; entries named
+like dumps that cannot be compared (a folder, FIFO, socket or device, a
+broken link or link loop, a name that is not UTF-8, a step number too long
+to read) are errors. A raw dump is not opened here (so a FIFO cannot
+block): one ``stat`` per entry (two for a symbolic link: the link, then
+what it points to), and folders are never written to.
 
 ``discover(run, steps=...)`` lists only the dumps of the steps chosen (a
 set, a range, or a predicate on the step number): entries of other steps,
@@ -24,7 +25,7 @@ import stat
 from ..render.escape import is_utf8
 from ..results import Problem, Skipped
 from .buffers import BufferRef, RunListing, step_filter
-from .names import DUMP_PATTERN, MAX_STEP_DIGITS, split_name
+from .names import DIGEST_LOG, DUMP_PATTERN, MAX_STEP_DIGITS, split_name
 from .reader import open_fd
 from .run import RunSource
 
@@ -125,6 +126,8 @@ def list_entries(root: str, names: Iterable[str], steps: StepFilter | None = Non
                 broken.setdefault(parsed, problem)  # type: ignore[arg-type]
 
     for entry_name in names:
+        if entry_name[:1] == ".":
+            continue  # hidden (a recorder's temporaries and digest log): not even skipped
         path = prefix + entry_name
         parts = split_name(entry_name)
         parsed: tuple[int, str | None] | None = None
@@ -249,5 +252,18 @@ def headed_buffers(path: str, step: int, name: str | None, fmt: str) -> list[Buf
 
 
 def open_source(spec: str, steps: StepFilter | None = None) -> RunSource:
-    """A run folder as a run source (``sources.FORMATS``)."""
-    return RunSource(spec, discover(spec, steps), steps=steps)
+    """A run folder as a run source (``sources.FORMATS``). A folder a recorder
+    wrote holds a digest log (``digestlog``): its digests are attached to the
+    dumps they still describe, its digests-only buffers are added, and the
+    source takes the log's chunk size."""
+    listing = discover(spec, steps)
+    if listing.readable:
+        try:
+            os.stat(os.path.join(spec, DIGEST_LOG))
+        except OSError:
+            pass  # no log (or none readable): the usual case, one stat
+        else:
+            from .digestlog import attach_log
+
+            return attach_log(spec, listing, steps)
+    return RunSource(spec, listing, steps=steps)

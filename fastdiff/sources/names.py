@@ -11,8 +11,11 @@ A run folder holds, per step N (ASCII digits, any number up to
   file (safetensors, a ``torch.save`` archive, an ``.npz``) whose tensors
   are step N's buffers.
 
-``name`` is at least one character, any character (a dot, a newline). This
-module is the one place that parses or builds such names; it reads no file.
+``name`` is at least one character, any character (a dot, a newline).
+Names starting with ``.`` are hidden: a recorder's temporaries and its
+digest log (``DIGEST_LOG``); every command passes over them in silence.
+This module is the one place that parses or builds such names; it reads no
+file.
 """
 
 from __future__ import annotations
@@ -26,6 +29,11 @@ CONTAINER_SUFFIXES = {".safetensors": "safetensors", ".pt": "torch", ".pth": "to
 #: the smallest limit Python may put on int/str conversions (640 digits), and
 #: far above the 255 bytes most file systems allow a file name.
 MAX_STEP_DIGITS = 600
+
+#: The digest log a recorder keeps in a run folder (``sources.digestlog``).
+DIGEST_LOG = ".fastdiff-digests.jsonl"
+#: The prefix of a recorder's temporary files (renamed into place once whole).
+TEMP_PREFIX = ".fastdiff-tmp-"
 
 #: How messages name a dump.
 DUMP_PATTERN = "step_<N>_<name>.bin"

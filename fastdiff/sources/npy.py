@@ -42,21 +42,25 @@ class NpyError(ValueError):
 
 class NpyHeader:
     """What an ``.npy`` header says: the dtype (fastdiff's name; None for raw
-    bytes of a type numpy cannot name, ``<V2``: the schema names it), the shape,
-    where the data starts and how many bytes it has, and its layout
-    (``codec``: None for C order, a ``Strided`` view for Fortran order)."""
+    bytes of a type numpy cannot name, ``<V2``: the schema names it, or a
+    recorder's digest log), the shape (None with such a dtype), where the
+    data starts and how many bytes it has, and its layout (``codec``: None
+    for C order, a ``Strided`` view for Fortran order). ``itemsize`` and
+    ``dims``: the element width and the shape as written, whatever the dtype."""
 
-    __slots__ = ("codec", "data_offset", "dtype", "nbytes", "shape")
+    __slots__ = ("codec", "data_offset", "dims", "dtype", "itemsize", "nbytes", "shape")
 
     def __init__(
         self, dtype: str | None, shape: tuple[int, ...] | None, data_offset: int, nbytes: int,
-        codec: Strided | None,
+        codec: Strided | None, itemsize: int = 0, dims: tuple[int, ...] = (),
     ) -> None:  # fmt: skip
         self.dtype = dtype
         self.shape = shape
         self.data_offset = data_offset
         self.nbytes = nbytes
         self.codec = codec
+        self.itemsize = itemsize
+        self.dims = dims
 
 
 def header_length(preamble: bytes) -> tuple[int, int]:
@@ -248,7 +252,8 @@ def parse_header(head: bytes, file_size: int) -> NpyHeader:
             strides.append(step)
             step *= d
         codec = Strided(itemsize, tuple(shape), tuple(strides), nbytes)
-    return NpyHeader(name, None if name is None else tuple(shape), end, nbytes, codec)
+    dims = tuple(shape)
+    return NpyHeader(name, None if name is None else dims, end, nbytes, codec, itemsize, dims)
 
 
 def _void_size(descr: str) -> int | None:

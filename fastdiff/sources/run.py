@@ -20,10 +20,12 @@ class RunSource:
     are hashed alike to be compared with them); ``schema`` is the schema a
     manifest records (None: a folder, or an older manifest); ``dtypes`` a
     manifest's dtype per buffer name; ``steps`` the step filter the listing
-    was made with.
+    was made with; ``notes``: remarks on how the run was read (a recorder's
+    digest log: lines ignored, dumps changed since they were recorded),
+    which every report on it carries.
     """
 
-    __slots__ = ("chunk_size", "dtypes", "kind", "listing", "schema", "spec", "steps")
+    __slots__ = ("chunk_size", "dtypes", "kind", "listing", "notes", "schema", "spec", "steps")
 
     spec: str
     listing: RunListing
@@ -32,6 +34,7 @@ class RunSource:
     dtypes: dict[str, str]
     steps: StepFilter | None
     kind: str
+    notes: tuple[str, ...]
 
     def __init__(
         self,
@@ -42,6 +45,7 @@ class RunSource:
         dtypes: dict[str, str] | None = None,
         steps: StepFilter | None = None,
         kind: str = "folder",
+        notes: tuple[str, ...] = (),
     ) -> None:
         self.spec = spec
         self.listing = listing
@@ -50,6 +54,7 @@ class RunSource:
         self.dtypes = {} if dtypes is None else dtypes
         self.steps = steps
         self.kind = kind
+        self.notes = notes
 
     def __repr__(self) -> str:
         return f"RunSource({self.spec!r}, {self.kind}, {self.listing!r})"
@@ -64,7 +69,7 @@ class RunSource:
         (a manifest's digests are shared, not copied)."""
         return RunSource(
             self.spec, self.listing.select(steps), self.chunk_size, self.schema, self.dtypes,
-            steps, self.kind,
+            steps, self.kind, self.notes,
         )  # fmt: skip
 
 

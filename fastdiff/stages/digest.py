@@ -3,8 +3,8 @@
 Two buffers of equal size whose chunk digests all agree are equal; where
 digests disagree, only the byte ranges of those chunks (and the chunk where
 the shorter buffer ends) are handed to the kernel (``ScanJob``). Where a
-side holds no data (a manifest: digests only), a differing pair is reported
-with its first differing chunk instead.
+side holds no data (a manifest, or a buffer a recorder wrote as digests
+only), a differing pair is reported with its first differing chunk instead.
 """
 
 from __future__ import annotations
@@ -77,13 +77,19 @@ def differing_ranges(a: BufferDigest, b: BufferDigest) -> tuple[tuple[tuple[int,
 #: Every count of a buffer whose compared elements all agree.
 _ZEROS = dict.fromkeys(COUNT_FIELDS, 0)
 _DIGESTS_ONLY = "compared by digests only (a manifest holds no data)"
+#: The message of a pair a side of which a recorder wrote as digests only.
+RECORDED_DIGESTS_ONLY = "compared by digests only (recorded without data)"
 
 
-def by_digest(p: Pair, da: BufferDigest, db: BufferDigest, data: bool) -> BufferResult | ScanJob:
+def by_digest(
+    p: Pair, da: BufferDigest, db: BufferDigest, data: bool, no_data: str = _DIGESTS_ONLY
+) -> BufferResult | ScanJob:
     """Decide a pair from its chunk digests; a ScanJob when only a scan can tell.
 
-    ``data``: both files can be read. Without data (a manifest on one side)
-    a differing pair is reported with its first differing chunk instead.
+    ``data``: both files can be read. Without data (a manifest on one side,
+    or a buffer a recorder wrote as digests only) a differing pair is
+    reported with its first differing chunk instead; ``no_data``: the
+    message such a result carries.
     """
     assert p.a is not None and p.b is not None
     itemsize = get_dtype(p.dtype).itemsize
@@ -99,9 +105,7 @@ def by_digest(p: Pair, da: BufferDigest, db: BufferDigest, data: bool) -> Buffer
     if da.size == db.size and da.chunks == db.chunks:  # the usual case: equal
         if data:
             return p.result("equal", n_elements_a=n_a, n_elements_b=n_b, **_ZEROS)
-        return p.result(
-            "equal", n_elements_a=n_a, n_elements_b=n_b, message=_DIGESTS_ONLY, **_ZEROS
-        )
+        return p.result("equal", n_elements_a=n_a, n_elements_b=n_b, message=no_data, **_ZEROS)
     ranges, mismatched = differing_ranges(da, db)
     if ranges and data:
         return ScanJob(p, ranges, mismatched)
@@ -119,23 +123,33 @@ def by_digest(p: Pair, da: BufferDigest, db: BufferDigest, data: bool) -> Buffer
         lo = k * da.chunk_size
         fields["first_divergent_chunk"] = (lo, min(lo + da.chunk_size, min(da.size, db.size)))
     if not data:
-        fields["message"] = _DIGESTS_ONLY
+        fields["message"] = no_data
     return p.result(status, **fields)  # type: ignore[arg-type]
 
 
-def tolerance_undecided(p: Pair, b: BufferResult, tol: Tolerance) -> BufferResult:
-    """A pair whose digests differ, one side without data (a manifest), under
-    a tolerance: an error that says its bits differ and why the tolerance is
+def tolerance_undecided(
+    p: Pair, b: BufferResult, tol: Tolerance, recorded: bool = False
+) -> BufferResult:
+    """A pair whose digests differ, one side without data (a manifest, or,
+    ``recorded``, a buffer a recorder wrote as digests only), under a
+    tolerance: an error that says its bits differ and why the tolerance is
     not judged (digests cannot tell within from beyond)."""
     assert p.a is not None and p.b is not None
     sides = [label for label, ref in (("A", p.a), ("B", p.b)) if not ref.has_data]
-    which = "both runs are manifests" if len(sides) == 2 else f"run {sides[0]} is a manifest"
     chunk = b.first_divergent_chunk
     where = f" (first in bytes {chunk[0]}..{chunk[1]})" if chunk else ""
+    if recorded:
+        which = (
+            "both runs recorded" if len(sides) == 2 else f"run {sides[0]} recorded"
+        ) + f" digests only at step {p.step}"
+        fix = f"record step {p.step} in full (Recorder(..., data={{{p.step}}})) to apply it"
+    else:
+        which = "both runs are manifests" if len(sides) == 2 else f"run {sides[0]} is a manifest"
+        which += ", which holds digests, not values"
+        fix = "compare the run folders themselves to apply the tolerance"
     message = (
         f"its bits differ{where}, but whether within the tolerance ({tolerance_options(tol)}) "
-        f"is not known: {which}, which holds digests, not values; compare the run folders "
-        "themselves to apply the tolerance"
+        f"is not known: {which}; {fix}"
     )
     return BufferResult(
         b.step, b.name, b.group, b.dtype, "error", b.n_elements_a, b.n_elements_b,

@@ -20,8 +20,8 @@ if TYPE_CHECKING:
 
 def pair_chunk_size(src_a: RunSource, src_b: RunSource, opts: CompareOptions) -> int:
     """The chunk size a pair's buffers are hashed at: that of the digests a
-    side knows in advance (a manifest's; run A's when both know some), else
-    the options'. The same for the pair in a sweep as for it alone."""
+    side knows in advance (a manifest's, a recorder's digest log; run A's
+    when both know some), else the options'. The same for the pair in a sweep as for it alone."""
     for src in (src_a, src_b):
         if src.chunk_size is not None:
             return src.chunk_size
@@ -63,10 +63,16 @@ def prepare(
     both = paired and src_a.listing.readable and src_b.listing.readable
     pairs = pair_runs(src_a.listing, src_b.listing, schema) if both else ()
     decided, problems, to_hash = size_stage(pairs)
+    # A manifest's digests are all it has: they keep their chunk size. A
+    # folder's (a recorder's digest log) are used at the pair's, else hashed.
     return Prepared(
-        src_a.chunk_size or pair_cs, src_b.chunk_size or pair_cs, decided, problems, to_hash,
-        header_notes(pairs, schema),
+        _side_chunk_size(src_a, pair_cs), _side_chunk_size(src_b, pair_cs), decided, problems,
+        to_hash, header_notes(pairs, schema),
     )  # fmt: skip
+
+
+def _side_chunk_size(src: RunSource, pair_cs: int) -> int:
+    return src.chunk_size if src.is_manifest and src.chunk_size is not None else pair_cs
 
 
 def header_notes(pairs: tuple[Pair, ...], schema: Schema) -> tuple[str, ...]:

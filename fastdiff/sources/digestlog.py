@@ -1,0 +1,460 @@
+"""A recorder's digest log: the chunk digests of each dump, written with it.
+
+``fastdiff.Recorder`` appends one line to ``names.DIGEST_LOG`` (a hidden
+file in the run folder) per dump it writes: JSON Lines, one self-contained
+object a line, so a job killed mid-line leaves a valid prefix. A line holds
+the step and buffer name, the dump's file name (None for a dump recorded as
+digests only: no file), its dtype, shape and byte size, the chunk size and
+chunk digests of its bytes (``stages.hash.chunk_digests``, the very digests
+``compare`` computes), where the bytes start in the file, and the file's
+identity as ``fstat`` saw it just after the rename that put it in place:
+size, mtime_ns, ctime_ns, inode and device. ``check``: the xxh3-64 of the
+rest of the line, so a damaged line is refused whole.
+
+**When a logged digest is used.** Only while the file's identity, as the
+listing ``stat``\\ s it now, is the logged one in full: (device, inode, size,
+mtime_ns, ctime_ns). Any later write, truncation, ``utime`` or ``chmod`` of
+the file moves its ctime to the current time, and the kernel offers no way
+to set a ctime back; a file replaced by another has another inode (or, if
+an inode number is reused, a later ctime); a copy (``cp -a``, ``rsync``)
+has a new inode and ctime. A file whose identity changed is hashed again,
+as any unrecorded file is. One case no ``stat`` can see: a rewrite within
+the same tick of the file system's clock as the recording (timestamps are
+coarse on many file systems, up to 1 or 2 s). So a recorder writes a
+file's line only once the file system's clock has moved past the file's
+ctime (``sealed_ns``: a later timestamp of the same file system, read
+after the line's file was in place); a rewrite after that has a later
+ctime. A line whose ``sealed_ns`` is not later than its ctime is refused.
+What is left is a second writer rewriting the file in place within one
+clock tick of its creation, while the recorder still runs: two writers
+racing on one file, which no stat-based check (``make``, git's index) sees.
+
+**Trust.** Every line is validated (types, ranges, digests that fit the
+size and chunk size, the file name that the step and name give, its check)
+and a line that fails is ignored with a note, never trusted; the log is
+read up to ``MAX_LOG_BYTES``, a line up to ``MAX_LINE_BYTES``. A log line
+cannot make a file compare equal to anything unless the file is still the
+very file that was recorded, by the rule above. A line's dtype and shape
+serve a file whose ``.npy`` header cannot name its type (numpy saves
+bfloat16 and the 8-bit floats as raw bytes, ``<V2``, ``|V1``) when the
+header's width and shape agree with them; that says how values are
+printed, never whether bytes are equal.
+
+The newest valid line of each (step, name) describes it. Lines of a chunk
+size other than the newest line's are not used (their files are hashed).
+"""
+
+from __future__ import annotations
+
+import os
+
+from xxhash import xxh3_64_hexdigest
+
+from ..dtypes import DTYPES
+from ..options import check_chunk_size
+from .buffers import BufferDigest, BufferRef, RunListing, step_filter
+from .names import DIGEST_LOG, dump_name
+from .run import RunSource
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from .buffers import StepFilter
+
+#: The format of a line (its ``v``).
+LOG_VERSION = 1
+#: A log is read up to this many bytes; a larger one is not used at all.
+MAX_LOG_BYTES = 1 << 30
+#: A longer line is refused (at 4 MiB chunks, 35 bytes per chunk digest: a
+#: buffer of about 900 GiB).
+MAX_LINE_BYTES = 8 << 20
+#: Lines named in a note about ignored lines.
+_SHOWN = 3
+
+_KEYS = (
+    "v", "step", "name", "file", "dtype", "shape", "size", "chunk_size", "chunks", "offset",
+    "file_size", "dev", "ino", "mtime_ns", "ctime_ns", "sealed_ns", "time_ns",
+)  # fmt: skip
+_KEY_SET = frozenset(_KEYS)
+#: The keys of a file's identity: None together in a digests-only line.
+_FILE_KEYS = ("offset", "file_size", "dev", "ino", "mtime_ns", "ctime_ns", "sealed_ns")
+_CHECK = b',"check":"'
+_CHECK_LEN = len(_CHECK) + 16 + 2  # the key, 16 hex digits, '"}'
+_HEX = "0123456789abcdef"
+
+
+class LogLineError(ValueError):
+    """A line of a digest log that is not used: the message says why."""
+
+
+class LogEntry:
+    """One valid line of a digest log (an immutable value). ``file``: the
+    dump's file name in the run folder, None for digests only; the identity
+    fields are None then too. ``lineno``: where it is in the log (1-based)."""
+
+    __slots__ = (
+        "chunk_size", "chunks", "ctime_ns", "dev", "dtype", "file", "file_size", "ino",
+        "lineno", "mtime_ns", "name", "offset", "sealed_ns", "shape", "size", "step",
+    )  # fmt: skip
+
+    step: int
+    name: str
+    file: str | None
+    dtype: str
+    shape: tuple[int, ...]
+    size: int
+    chunk_size: int
+    chunks: tuple[bytes, ...]
+    offset: int | None
+    file_size: int | None
+    dev: int | None
+    ino: int | None
+    mtime_ns: int | None
+    ctime_ns: int | None
+    sealed_ns: int | None
+    lineno: int
+
+    def __init__(self, fields: dict[str, object], chunks: tuple[bytes, ...], lineno: int) -> None:
+        for key in self.__slots__:
+            if key not in ("chunks", "lineno"):
+                setattr(self, key, fields[key])
+        self.shape = tuple(fields["shape"])  # type: ignore[call-overload]
+        self.chunks = chunks
+        self.lineno = lineno
+
+    @property
+    def file_key(self) -> tuple[object, ...]:
+        """The logged identity, in the order of ``BufferRef.file_key``."""
+        return (self.dev, self.ino, self.file_size, self.mtime_ns, self.ctime_ns)
+
+    def __repr__(self) -> str:
+        return f"LogEntry(step={self.step}, name={self.name!r}, file={self.file!r})"
+
+
+# --- writing (the recorder's side) ---------------------------------------------------
+
+
+def log_line(
+    step: int,
+    name: str,
+    dtype: str,
+    shape: Sequence[int],
+    size: int,
+    chunk_size: int,
+    chunks: Sequence[bytes],
+    file: str | None = None,
+    offset: int | None = None,
+    identity: os.stat_result | None = None,
+    sealed_ns: int | None = None,
+    time_ns: int = 0,
+) -> bytes:
+    """One line of the log, newline included: a dump written as ``file``
+    (its data at ``offset``, ``identity`` its ``fstat`` after the rename,
+    ``sealed_ns`` a later timestamp of the same file system), or, with
+    ``file`` None, a dump recorded as digests only."""
+    import json
+
+    fields: dict[str, object] = dict.fromkeys(_KEYS)
+    fields.update(
+        v=LOG_VERSION, step=step, name=name, file=file, dtype=dtype, shape=list(shape),
+        size=size, chunk_size=chunk_size, chunks=[c.hex() for c in chunks], time_ns=time_ns,
+    )  # fmt: skip
+    if file is not None:
+        assert identity is not None and offset is not None and sealed_ns is not None
+        fields.update(
+            offset=offset, file_size=identity.st_size, dev=identity.st_dev,
+            ino=identity.st_ino, mtime_ns=identity.st_mtime_ns, ctime_ns=identity.st_ctime_ns,
+            sealed_ns=sealed_ns,
+        )  # fmt: skip
+    body = json.dumps(fields, separators=(",", ":")).encode()  # ASCII: names are escaped
+    return body[:-1] + _CHECK + xxh3_64_hexdigest(body).encode() + b'"}\n'
+
+
+# --- reading -----------------------------------------------------------------------
+
+
+def _int(fields: dict[str, object], key: str, low: int = 0, high: int = 1 << 62) -> int:
+    value = fields[key]
+    if type(value) is not int or not low <= value < high:
+        raise LogLineError(f"{key} must be an integer in [{low}, {high})")
+    return value
+
+
+def parse_line(raw: bytes, lineno: int = 0) -> LogEntry:
+    """A line of the log (without its newline) as an entry; LogLineError says
+    what is wrong with it."""
+    import json
+
+    if len(raw) > MAX_LINE_BYTES:
+        raise LogLineError(f"longer than {MAX_LINE_BYTES:,} bytes")
+    if len(raw) < _CHECK_LEN or raw[-_CHECK_LEN:][: len(_CHECK)] != _CHECK or raw[-2:] != b'"}':
+        raise LogLineError("damaged or cut short (no check at its end)")
+    body = raw[:-_CHECK_LEN] + b"}"
+    check = raw[-_CHECK_LEN + len(_CHECK) : -2]
+    if xxh3_64_hexdigest(body).encode() != check:
+        raise LogLineError("damaged (its check does not match its content)")
+    try:
+        fields = json.loads(body)
+    except (ValueError, RecursionError):
+        raise LogLineError("not JSON") from None
+    if not isinstance(fields, dict) or fields.keys() != _KEY_SET:
+        raise LogLineError("not a digest log line (other keys)")
+    if fields["v"] != LOG_VERSION or type(fields["v"]) is not int:
+        raise LogLineError(f"format version {fields['v']!r}, not {LOG_VERSION} (a newer fastdiff?)")
+    step = _int(fields, "step", 0, 1 << 2000)
+    name, file, dtype = fields["name"], fields["file"], fields["dtype"]
+    if not isinstance(name, str) or not name or "/" in name or "\0" in name:
+        raise LogLineError("name must be a buffer name")
+    if file is not None and file != dump_name(step, name, ".npy"):
+        raise LogLineError("file is not the dump name of its step and name")
+    if not isinstance(dtype, str) or dtype not in DTYPES:
+        raise LogLineError(f"unknown dtype {dtype!r}")
+    size = _int(fields, "size")
+    shape = fields["shape"]
+    if not isinstance(shape, list) or len(shape) > 64:
+        raise LogLineError("shape must be a list of at most 64 dimensions")
+    count = 1
+    for d in shape:
+        if type(d) is not int or not 0 <= d < 1 << 62:
+            raise LogLineError("shape must be a list of dimensions >= 0")
+        count *= d
+    if count * DTYPES[dtype].itemsize != size:
+        raise LogLineError(f"size {size} is not shape {tuple(shape)} of {dtype}")
+    chunk_size = _int(fields, "chunk_size")
+    try:
+        check_chunk_size(chunk_size)
+    except ValueError as exc:
+        raise LogLineError(str(exc)) from None
+    chunks = fields["chunks"]
+    if not isinstance(chunks, list) or len(chunks) != (size + chunk_size - 1) // chunk_size:
+        raise LogLineError(f"chunk digests do not fit size {size} and chunk size {chunk_size}")
+    if not all(isinstance(c, str) and len(c) == 32 and not c.strip(_HEX) for c in chunks):
+        raise LogLineError("chunk digests must be 32 lowercase hex digits")
+    _int(fields, "time_ns", 0, 1 << 64)
+    if file is None:
+        if any(fields[k] is not None for k in _FILE_KEYS):
+            raise LogLineError("a digests-only line has no file identity")
+    else:
+        offset = _int(fields, "offset")
+        if _int(fields, "file_size") != offset + size:
+            raise LogLineError("file_size is not offset + size")
+        for key in ("dev", "ino"):
+            _int(fields, key, 0, 1 << 64)
+        for key in ("mtime_ns", "ctime_ns", "sealed_ns"):
+            _int(fields, key, -(1 << 63), 1 << 63)
+        if fields["sealed_ns"] <= fields["ctime_ns"]:  # type: ignore[operator]
+            raise LogLineError("written before the clock passed its file's ctime (not sealed)")
+    return LogEntry(fields, tuple(bytes.fromhex(c) for c in chunks), lineno)  # type: ignore[arg-type]
+
+
+class LogContents:
+    """What a log holds for the steps asked: the newest valid entry of each
+    (step, name), the chunk size of the newest, and what was wrong (one
+    line each: ``line N: why``; ``unusable``: why the whole log was not used)."""
+
+    __slots__ = ("bad", "chunk_size", "entries", "unusable")
+
+    def __init__(
+        self,
+        entries: dict[tuple[int, str], LogEntry],
+        chunk_size: int | None,
+        bad: list[str],
+        unusable: str | None = None,
+    ) -> None:
+        self.entries = entries
+        self.chunk_size = chunk_size
+        self.bad = bad
+        self.unusable = unusable
+
+
+def read_log(path: str, want: Callable[[int], bool] | None = None) -> LogContents:
+    """Read a digest log: every line validated, at most ``MAX_LOG_BYTES``;
+    ``want``: the steps to keep (None: all). Never raises for bad content."""
+    from .reader import open_fd
+
+    try:
+        fd = open_fd(path)
+        try:
+            size = os.fstat(fd).st_size
+            if size > MAX_LOG_BYTES:
+                return LogContents({}, None, [], f"{size:,} bytes, more than {MAX_LOG_BYTES:,}")
+            raw = bytearray()
+            while len(raw) <= MAX_LOG_BYTES:
+                piece = os.read(fd, min(1 << 24, MAX_LOG_BYTES + 1 - len(raw)))
+                if not piece:
+                    break
+                raw += piece
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        return LogContents({}, None, [], f"cannot be read ({exc.strerror or exc})")
+    if len(raw) > MAX_LOG_BYTES:
+        return LogContents({}, None, [], f"grew past {MAX_LOG_BYTES:,} bytes while it was read")
+    lines = bytes(raw).split(b"\n")
+    torn = lines.pop()  # after the last newline: empty, unless a writer was cut short
+    entries: dict[tuple[int, str], LogEntry] = {}
+    bad: list[str] = []
+    newest: LogEntry | None = None
+    for lineno, line in enumerate(lines, 1):
+        try:
+            entry = parse_line(line, lineno)
+        except LogLineError as exc:
+            bad.append(f"line {lineno}: {exc}")
+            continue
+        newest = entry
+        if want is None or want(entry.step):
+            entries[(entry.step, entry.name)] = entry  # a later line replaces an earlier one
+    if torn:
+        bad.append(f"line {len(lines) + 1}: cut short (the job stopped while writing it)")
+    cs = newest.chunk_size if newest is not None else None
+    return LogContents(entries, cs, bad)
+
+
+def _listed_npy_header(ref: BufferRef) -> tuple[int, tuple[int, ...]] | None:
+    """(element width, shape) from the ``.npy`` header of ``ref``'s file, read
+    again; None when it cannot be read or is no longer what was listed."""
+    from .npy import MAX_HEADER_SIZE, PREAMBLE, parse_header
+    from .reader import open_fd
+
+    try:
+        fd = open_fd(ref.path)
+        try:
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) != ref.file_key:
+                return None
+            h = parse_header(os.pread(fd, PREAMBLE + MAX_HEADER_SIZE, 0), st.st_size)
+        finally:
+            os.close(fd)
+    except (OSError, ValueError):
+        return None
+    return h.itemsize, h.dims
+
+
+def _described(ref: BufferRef, e: LogEntry) -> tuple[str | None, tuple[int, ...] | None] | None:
+    """The dtype and shape ``ref`` takes from entry ``e`` (its header's when
+    it names its type; the entry's for a ``.npy`` of raw bytes whose width
+    and shape agree), or None when the entry disagrees with the header."""
+    if ref.dtype is not None:
+        if ref.dtype != e.dtype or ref.shape != e.shape:
+            return None
+        return ref.dtype, ref.shape
+    if not ref.path.endswith(".npy"):
+        return None, None
+    head = _listed_npy_header(ref)
+    if head is None or head != (DTYPES[e.dtype].itemsize, e.shape):
+        return None
+    return e.dtype, e.shape
+
+
+def _changed_note(spec: str, changed: list[str]) -> str:
+    shown = ", ".join(changed[:_SHOWN]) + (f" and {len(changed) - _SHOWN} more"
+                                           if len(changed) > _SHOWN else "")  # fmt: skip
+    n = len(changed)
+    what = "1 dump changed since it was" if n == 1 else f"{n} dumps changed since they were"
+    return f"{spec}: {what} recorded ({shown}): hashed again, not taken from the digest log"
+
+
+def attach_log(spec: str, listing: RunListing, steps: StepFilter | None = None) -> RunSource:
+    """The run folder ``spec`` (listed as ``listing``) as a source, with what
+    its digest log says: digests attached to the dumps still as recorded,
+    the buffers recorded as digests only added, the log's chunk size, and
+    notes on what was not used."""
+    log_path = os.path.join(spec, DIGEST_LOG)
+    log = read_log(log_path, step_filter(steps))
+    notes: list[str] = []
+    if log.unusable is not None:
+        notes.append(
+            f"warning: {log_path}: not used: {log.unusable}; every dump is hashed, and buffers "
+            "recorded as digests only are missing"
+        )
+    if log.bad:
+        n = len(log.bad)
+        shown = "; ".join(log.bad[:_SHOWN]) + (f"; and {n - _SHOWN} more" if n > _SHOWN else "")
+        notes.append(
+            f"warning: {log_path}: {n} {'line' if n == 1 else 'lines'} ignored ({shown}); the "
+            "dumps they describe are hashed, and buffers they recorded as digests only are missing"
+        )
+    cs = log.chunk_size
+    entries = log.entries
+    if not entries or cs is None:
+        return RunSource(spec, listing, steps=steps, notes=tuple(notes))
+    buffers: list[BufferRef] = []
+    changed: list[str] = []
+    disagree: list[str] = []
+    used = False
+    for ref in listing.buffers:
+        e = entries.get((ref.step, ref.name))
+        if e is None or e.file is None or os.path.basename(ref.path) != e.file:
+            buffers.append(ref)  # not recorded, or a data file beside a digests-only line
+            continue
+        described = _described(ref, e)
+        if described is None:
+            disagree.append(e.file)
+            buffers.append(ref)
+            continue
+        dtype, shape = described
+        digest = None
+        same = ref.codec is None and ref.offset == e.offset and ref.size == e.size
+        if same and ref.file_key == e.file_key:
+            if e.chunk_size == cs:
+                digest = BufferDigest(ref.path, ref.size, cs, e.chunks)
+                used = True
+        else:
+            changed.append(e.file)
+        described_ref = BufferRef(
+            ref.path, ref.step, ref.name, ref.size, ref.dev, ref.ino, ref.mtime_ns,
+            ref.ctime_ns, ref.offset, ref.file_size, dtype, shape, ref.codec, digest,
+            ref.has_data, ref.span,
+        )  # fmt: skip
+        buffers.append(described_ref)
+    present = {(f.step, f.name) for f in listing.buffers}
+    present.update(key for key, _ in listing.broken)
+    lost = {step for step, _ in listing.lost}
+    other_cs = 0
+    for key, e in entries.items():
+        if e.file is not None or key in present or e.step in lost:
+            continue
+        if e.chunk_size != cs:
+            other_cs += 1
+            continue
+        path = f"{log_path}:{dump_name(e.step, e.name, '.npy')}"
+        digest = BufferDigest(path, e.size, cs, e.chunks)
+        only = BufferRef(
+            path, e.step, e.name, e.size, 0, 0, 0, 0, 0, e.size, e.dtype, e.shape, None, digest,
+            False,
+        )  # fmt: skip
+        buffers.append(only)
+        used = True
+    if changed:
+        notes.append(_changed_note(spec, changed))
+    if disagree:
+        notes.append(
+            f"warning: {log_path}: {len(disagree)} lines disagree with the header of the file "
+            f"they name ({', '.join(disagree[:_SHOWN])}): not used; the files are hashed"
+        )
+    if other_cs:
+        notes.append(
+            f"warning: {log_path}: {other_cs} buffers recorded as digests only at another chunk "
+            f"size than the log's newest lines ({cs}): missing"
+        )
+    out = RunListing(
+        listing.root, tuple(buffers), listing.skipped, listing.errors, listing.readable,
+        listing.broken, listing.lost,
+    )  # fmt: skip
+    return RunSource(spec, out, cs if used else None, steps=steps, notes=tuple(notes))
+
+
+def rerecord_note(step: int, sides: Sequence[tuple[str, str]], names: Sequence[str]) -> str:
+    """What to do when runs ``sides`` ((side, spec): ("A", "runs/a")) hold
+    digests only for the buffers ``names`` that diverge first, at ``step``:
+    record that step in full."""
+    shown = ", ".join(names[:_SHOWN]) + (f" and {len(names) - _SHOWN} more"
+                                         if len(names) > _SHOWN else "")  # fmt: skip
+    runs = " and ".join(f"{side} ({spec})" for side, spec in sides)
+    return (
+        f"{'runs' if len(sides) > 1 else 'run'} {runs} recorded digests only at step {step}, "
+        f"where the runs first diverge ({shown}): the digests show where, not the values; to "
+        f"see them, record step {step} in full, Recorder(..., data={{{step}}}) (or data=lambda "
+        f"step: step >= {step}), run the job again and compare again"
+    )
