@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 from fastdiff import cli
 from fastdiff.cli import COMMANDS, command_module, common, full, hints
-from fastdiff.cli.spec import DEBUG, STORE, Arg, BadValue, fast_parse
+from fastdiff.cli.spec import APPEND, DEBUG, STORE, Arg, BadValue, fast_parse
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -73,14 +73,15 @@ def option_words(draw: st.DrawFn, arg: Arg, clean: bool) -> list[str]:
     """An option as a user may type it; if ``clean``, as the fast parser takes it."""
     if clean:
         name = draw(st.sampled_from(arg.names))
-        if arg.action != STORE:
+        if arg.action not in (STORE, APPEND):
             return [name]
-        good = [v for v in (*(arg.choices or ()), "1", "0.5", "64K", "a", "") if accepts(arg, v)]
+        candidates = (*(arg.choices or ()), "1", "3", "0.5", "64K", "a", "")
+        good = [v for v in candidates if accepts(arg, v)]
         value = draw(st.sampled_from(good) if draw(st.integers(0, 4)) else TRICKY)
         return draw(st.sampled_from([[name, value], [f"{name}={value}"]]))
     name = draw(st.sampled_from(spellings(arg)))
     value = draw(st.sampled_from(arg.choices) | VALUES) if arg.choices else draw(VALUES)
-    if arg.action != STORE:
+    if arg.action not in (STORE, APPEND):
         return draw(st.sampled_from([[name], [f"{name}={value}"]]))
     return draw(st.sampled_from([[name, value], [f"{name}={value}"], [name]]))
 
@@ -381,8 +382,8 @@ def test_unknown_command_suggests_the_closest() -> None:
     p = fastdiff("xyz")
     assert p.returncode == 2
     assert p.stderr == (
-        "fastdiff: error: unknown command 'xyz'; the commands are compare, watch, sweep, hash, "
-        "stats, bench, schema (see 'fastdiff --help')\n"
+        "fastdiff: error: unknown command 'xyz'; the commands are compare, watch, sweep, rerun, "
+        "hash, stats, bench, schema (see 'fastdiff --help')\n"
     )
 
 

@@ -25,6 +25,10 @@ COMMANDS = {
         "fastdiff.cli.sweep",
         "compare many run pairs, hashing each file once (JSON Lines)",
     ),
+    "rerun": (
+        "fastdiff.cli.rerun",
+        "run a job N times and say whether it is deterministic, and where it diverges",
+    ),
     "hash": ("fastdiff.cli.hash", "write a run's manifest (file list and chunk digests)"),
     "stats": (
         "fastdiff.cli.stats",

@@ -13,7 +13,7 @@ import sys
 from .. import __version__
 from ..errors import EXIT_TROUBLE
 from .commands import COMMANDS, DESCRIPTION, command_module
-from .spec import DEBUG, STORE, SUPPRESS, VERSION, BadValue
+from .spec import APPEND, DEBUG, STORE, SUPPRESS, VERSION, BadValue
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -119,7 +119,7 @@ def add_arguments(parser: argparse.ArgumentParser, arguments: Sequence[Arg]) -> 
         if arg.names:
             keywords["dest"] = arg.dest
         keywords["default"] = argparse.SUPPRESS if arg.default is SUPPRESS else arg.default
-        if arg.action == STORE:
+        if arg.action in (STORE, APPEND):
             if arg.type is not None:
                 keywords["type"] = _argparse_type(arg.type)
             if arg.choices is not None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import difflib
 import re
 
-from .spec import STORE
+from .spec import APPEND, STORE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ def unknown_options(arguments: Sequence[Arg], words: Sequence[str]) -> list[str]
     order, each once, without any ``=value``. A word right after an option
     that takes a value is left to argparse ("expected one argument")."""
     names = _option_names(arguments)
-    takes_value = {name for arg in arguments if arg.action == STORE for name in arg.names}
+    takes_value = {n for arg in arguments if arg.action in (STORE, APPEND) for n in arg.names}
     found: list[str] = []
     value_next = False
     for word in words:

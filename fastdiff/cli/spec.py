@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 #: argparse's SUPPRESS: an attribute left unset unless given.
 SUPPRESS = "==SUPPRESS=="
 
-#: How an option stores what it is given.
-STORE, STORE_TRUE, STORE_FALSE = "store", "store_true", "store_false"
+#: How an option stores what it is given (``APPEND``: each value, in a list).
+STORE, STORE_TRUE, STORE_FALSE, APPEND = "store", "store_true", "store_false", "append"
 
 
 class BadValue(ValueError):
@@ -83,7 +83,7 @@ class Arg:
         self.dest = dest or (names[0] if positional else _dest_of(names))
         self.action = action
         self.type = type
-        if default is None and action != STORE:
+        if default is None and action in (STORE_TRUE, STORE_FALSE):
             default = action == STORE_FALSE  # argparse's defaults: False, True
         if isinstance(default, str) and type is not None:
             # argparse would convert such a default; fast_parse does not.
@@ -155,7 +155,7 @@ def fast_parse(arguments: Sequence[Arg], words: Sequence[str]) -> Args | None:
         arg = options.get(name)
         if arg is None:
             return None  # unknown, abbreviated, "--", "-", a negative number, -abc
-        if arg.action != STORE:
+        if arg.action in (STORE_TRUE, STORE_FALSE):
             if eq:
                 return None  # a flag given a value: argparse's error
             values[arg.dest] = arg.action == STORE_TRUE
@@ -175,6 +175,9 @@ def fast_parse(arguments: Sequence[Arg], words: Sequence[str]) -> Args | None:
                     return None
             if arg.choices is not None and converted not in arg.choices:
                 return None
+            if arg.action == APPEND:
+                earlier = values.get(arg.dest)
+                converted = [*(earlier if isinstance(earlier, list) else ()), converted]
             values[arg.dest] = converted
         if arg.exclusive is not None and chosen.setdefault(arg.exclusive, arg) is not arg:
             return None  # two of a mutually exclusive set

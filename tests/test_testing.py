@@ -1,0 +1,166 @@
+"""``fastdiff.testing.assert_runs_equal``: the determinism gate for test suites."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers import REPO
+
+from fastdiff import Recorder
+from fastdiff.testing import assert_runs_equal
+
+
+def run(folder: Path, values: dict[tuple[int, str], np.ndarray]) -> Path:
+    with Recorder(folder) as rec:
+        for (step, name), array in values.items():
+            rec.dump(step, name, array)
+    return folder
+
+
+def base() -> dict[tuple[int, str], np.ndarray]:
+    return {
+        (s, n): np.arange(24, dtype=np.float32).reshape(4, 6) * (s + 1)
+        for s in range(5)
+        for n in ("loss", "weights")
+    }
+
+
+def test_equal_runs_pass(tmp_path: Path) -> None:
+    assert_runs_equal(run(tmp_path / "a", base()), run(tmp_path / "b", base()))
+
+
+def test_the_message_names_the_first_divergence_as_assert_close_would(tmp_path: Path) -> None:
+    changed = base()
+    for s in (2, 3, 4):
+        w = changed[(s, "weights")].copy()
+        w[1, 2] += 0.5
+        w[3, 5] = -7.0
+        changed[(s, "weights")] = w
+    changed[(2, "loss")] = changed[(2, "loss")] + 1
+    a, b = run(tmp_path / "a", base()), run(tmp_path / "b", changed)
+    with pytest.raises(AssertionError) as info:
+        assert_runs_equal(a, b)
+    lines = str(info.value).splitlines()
+    assert lines[0] == f"Runs are not equal: {a} (A) and {b} (B) first diverge at step 2."
+    assert lines[2:9] == [
+        "Buffer 'loss' at step 2 (group loss, f32, shape (4, 6)):",
+        "  Mismatched elements: 24 / 24 (100.0%)",
+        "  Greatest absolute difference: 1 at index (0, 0) (up to 0 allowed)",
+        "  Greatest relative difference: 1 at index (0, 0) (up to 0 allowed)",
+        "  Greatest ULP distance: 1,065,353,216 (up to 0 allowed)",
+        "  First difference at index (0, 0): A=0 (0x00000000), B=1 (0x3f800000)",
+        "Also diverged at step 2: weights.",
+    ]
+    assert lines[9:] == ["Diverged later: 2 buffers at 2 steps, 3 to 4.", "Equal: 6 of 10 buffers."]
+
+
+def test_a_single_buffer_message_gives_indices_in_its_shape(tmp_path: Path) -> None:
+    changed = base()
+    w = changed[(1, "weights")].copy()
+    w[1, 2] += 0.5
+    w[3, 5] = -7.0
+    changed[(1, "weights")] = w
+    a, b = run(tmp_path / "a", base()), run(tmp_path / "b", changed)
+    with pytest.raises(AssertionError) as info:
+        assert_runs_equal(a, b, atol=1e-9)
+    text = str(info.value)
+    assert "Buffer 'weights' at step 1 (group weights, f32, shape (4, 6)):" in text
+    assert "  Mismatched elements: 2 / 24 (8.3%)" in text
+    assert "  Greatest absolute difference: 53 at index (3, 5) (up to 1e-09 allowed)" in text
+    assert "  Greatest relative difference: 7.57143 at index (3, 5) (up to 0 allowed)" in text
+    assert "  First difference at index (1, 2): A=16 (0x41800000), B=16.5 (0x41840000)" in text
+    assert "Diverged later" not in text
+
+
+def test_tolerances_and_nan_equal(tmp_path: Path) -> None:
+    near = base()
+    loss = near[(0, "loss")].copy()
+    loss[2, 4] = np.nextafter(loss[2, 4], np.float32(np.inf))
+    near[(0, "loss")] = loss
+    a, b = run(tmp_path / "a", base()), run(tmp_path / "b", near)
+    with pytest.raises(AssertionError, match="Greatest ULP distance: 1 "):
+        assert_runs_equal(a, b)
+    assert_runs_equal(a, b, ulp=1)
+    assert_runs_equal(a, b, atol=1e-3)
+    assert_runs_equal(a, b, rtol=1e-6)
+    nan_a = {(0, "x"): np.array([np.nan, 1], np.float32)}
+    payload = np.array([np.nan, 1], np.float32)
+    payload.view(np.uint32)[0] |= 1
+    na, nb = run(tmp_path / "na", nan_a), run(tmp_path / "nb", {(0, "x"): payload})
+    with pytest.raises(AssertionError, match="with a NaN: 1 of them"):
+        assert_runs_equal(na, nb)
+    assert_runs_equal(na, nb, nan_equal=True)
+
+
+def test_a_signed_zero_differs_without_a_tolerance(tmp_path: Path) -> None:
+    a = run(tmp_path / "a", {(0, "x"): np.array([0.0], np.float64)})
+    b = run(tmp_path / "b", {(0, "x"): np.array([-0.0], np.float64)})
+    with pytest.raises(AssertionError, match="Mismatched elements: 1 / 1"):
+        assert_runs_equal(a, b)
+
+
+def test_runs_that_cannot_be_compared_fail_naming_the_problem(tmp_path: Path) -> None:
+    a = run(tmp_path / "a", base())
+    with pytest.raises(AssertionError) as info:
+        assert_runs_equal(a, tmp_path / "missing")
+    assert str(info.value).splitlines() == [
+        f"Runs are not equal: {a} (A) and {tmp_path / 'missing'} (B) could not be compared:",
+        f"  {tmp_path / 'missing'}: run folder not found; check the path",
+    ]
+
+
+def test_a_schema_by_name_or_path(tmp_path: Path) -> None:
+    a, b = run(tmp_path / "a", base()), run(tmp_path / "b", base())
+    assert_runs_equal(a, b, schema="raw")
+    schema = tmp_path / "s.toml"
+    schema.write_text('name = "mine"\n[[group]]\nkey = "L"\ntitle = "loss"\n'
+                      '[group.members]\nloss = "f32"\n')  # fmt: skip
+    assert_runs_equal(a, b, schema=schema)
+    with pytest.raises(Exception, match="no such preset or file"):
+        assert_runs_equal(a, b, schema="nope")
+
+
+def test_importing_it_imports_no_numpy() -> None:
+    code = "import sys, fastdiff.testing, fastdiff.recorder; print('numpy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
+    assert out.stdout.strip() == "False", out.stderr
+
+
+def test_the_readme_pytest_gate_runs(tmp_path: Path) -> None:
+    """The README's determinism gate, run by pytest as a user would."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Determinism gates in CI") :]
+    code = section[section.index("```python\n") + 10 : section.index("```\n", 1)]
+    (tmp_path / "test_gate.py").write_text(code)
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "2 passed" in r.stdout
+
+
+def test_the_readme_message_is_what_it_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    start = text.index("```\nRuns are not equal: runs/a (A)") + 4
+    shown = text[start : text.index("```", start)].rstrip("\n")
+    monkeypatch.chdir(tmp_path)
+    for side in "ab":
+        with Recorder(f"runs/{side}") as rec:
+            for step in range(5):
+                w = np.arange(24, dtype=np.float32).reshape(4, 6) * (step + 1)
+                if side == "b" and step >= 1:
+                    w[1, 2] += 0.5
+                    w[3, 5] = -7
+                rec.dump(step, "weights", w)
+                rec.dump(step, "weights_ema", w * 0.5)
+    with pytest.raises(AssertionError) as info:
+        assert_runs_equal("runs/a", "runs/b")
+    assert str(info.value) == shown
