@@ -19,8 +19,8 @@ A write that fails (a full disk) raises OSError naming the dump, and
 leaves nothing under the dump's name.
 
 While writing, the recorder computes the chunk digests ``compare`` computes
-(``stages.hash.chunk_digests``; a large array on other threads, segments of
-whole chunks each, while the main thread writes it) and appends them, with the file's identity, to
+(``stages.hash.chunk_digests``; a large array on a second thread while the
+main thread writes it, or, recorded as digests only, on several) and appends them, with the file's identity, to
 the run's digest log (``sources.digestlog``, which says when they are
 trusted). ``data`` chooses the steps written in full; at the others only
 the digests are recorded, and ``compare`` still names the first divergent
@@ -36,6 +36,7 @@ import contextlib
 import os
 import threading
 import time
+from functools import lru_cache
 
 from .options import DEFAULT_CHUNK_SIZE, check_chunk_size
 from .sources.names import DIGEST_LOG, TEMP_PREFIX, dump_name, split_name
@@ -62,16 +63,23 @@ RANK_VARIABLES = (
     ("PMI_RANK", "PMI_SIZE"),
     ("SLURM_PROCID", "SLURM_NTASKS"),
 )
-#: Arrays of at least this many bytes are hashed on other threads, while
-#: the main thread writes them (xxhash and ``os.write`` release the GIL).
+#: An array of at least this many bytes written in full is hashed on a
+#: second thread while the main thread writes it (xxhash and ``os.write``
+#: release the GIL).
 OVERLAP_MIN = 4 << 20
-#: ... on up to ``HASH_THREADS`` threads, each given at least this many
-#: bytes: whole chunks, so each chunk's digest is the one ``chunk_digests``
-#: gives for the whole array.
+#: An array recorded as digests only is hashed on up to ``HASH_THREADS``
+#: threads (one core is left to the training loop), each given at least
+#: ``PARALLEL_MIN`` bytes of whole chunks, so that each chunk's digest is the
+#: one ``chunk_digests`` gives for the whole array.
 PARALLEL_MIN = 16 << 20
-HASH_THREADS = min(4, os.cpu_count() or 1)
+HASH_THREADS = max(1, min(4, (os.cpu_count() or 1) - 1))
 #: The most bytes one ``os.write`` is given.
 _WRITE_MAX = 1 << 30
+#: Lines of whole dumps, once sealed, are written in batches: when this many
+#: bytes are waiting, when the oldest has waited ``BATCH_S`` seconds, with a
+#: digests-only line (which is written at once: it is the dump), or at close.
+BATCH_BYTES = 64 << 10
+BATCH_S = 1.0
 #: How long ``close`` waits for the file system's clock to pass the last
 #: dump's ctime (``sources.digestlog``): coarse file systems tick every 1-2 s.
 SEAL_TIMEOUT_S = 5.0
@@ -108,6 +116,7 @@ def _npy_descr(name: str) -> str:
     return "|" + dt.numpy[1:] if dt.itemsize == 1 else dt.numpy
 
 
+@lru_cache(maxsize=256)
 def _npy_header(descr: str, shape: tuple[int, ...]) -> bytes:
     """The ``.npy`` header numpy writes for a C-order array (format 1.0)."""
     import io
@@ -228,8 +237,8 @@ class Recorder:
     """
 
     __slots__ = (
-        "_fs_now", "_lock", "_log_fd", "_pending", "_pool", "_seq", "_want", "chunk_size",
-        "closed", "path", "rank", "run",
+        "_batch", "_batch_since", "_fs_now", "_lock", "_log_fd", "_pending", "_pool", "_seq",
+        "_want", "chunk_size", "closed", "path", "rank", "run",
     )  # fmt: skip
 
     def __init__(
@@ -258,6 +267,8 @@ class Recorder:
         self._want = _wants(data)
         self._log_fd: int | None = None
         self._pending: list[_Pending] = []
+        self._batch: list[bytes] = []  # sealed lines not written yet
+        self._batch_since = 0.0
         self._fs_now = -(1 << 63)  # the latest timestamp of the run's file system seen
         self._seq = 0
         self._lock = threading.Lock()
@@ -320,15 +331,16 @@ class Recorder:
         # A newer dump of the same buffer replaces any line still held back.
         self._pending = [p for p in self._pending if p.key != key]
         if not self._want(step):
-            hashing = self._start_digests(flat)
+            hashing = self._start_digests(flat, HASH_THREADS)
             chunks = _joined(hashing) if hashing else chunk_digests((memoryview(flat),), cs)
             self._unlink_stale(final)
-            self._append(log_line(step, name, dtype, shape, size, cs, chunks,
-                                  time_ns=time.time_ns()), final)  # fmt: skip
+            line = log_line(step, name, dtype, shape, size, cs, chunks, time_ns=time.time_ns())
+            self._batch.append(line)
+            self._flush(f"the digests of {filename}")
             self._seal(os.fstat(self._log_fd).st_mtime_ns)  # type: ignore[arg-type]
             return
         header = _npy_header(_npy_descr(dtype), shape)
-        hashing = self._start_digests(flat)
+        hashing = self._start_digests(flat, 1) if size >= OVERLAP_MIN else []
         try:
             st = self._write(final, header, memoryview(flat), step, name)
         finally:
@@ -346,20 +358,24 @@ class Recorder:
         self._seal(st.st_ctime_ns)
         self._pending.append(_Pending(key, st.st_ctime_ns, line))
 
-    def _start_digests(self, flat: Any) -> list[Future[tuple[bytes, ...]]]:
-        """The digests of a large array, started on the hashing threads: one
-        task per segment of whole chunks (none for a small array)."""
+    def _start_digests(self, flat: Any, threads: int) -> list[Future[tuple[bytes, ...]]]:
+        """The digests of ``flat`` started on ``threads`` hashing threads, one
+        task per segment of whole chunks of at least ``PARALLEL_MIN`` bytes;
+        none (hash it here) when that makes a single segment of an array
+        recorded as digests only (``threads`` > 1)."""
         from .stages.hash import chunk_digests
 
         size, cs = flat.nbytes, self.chunk_size
-        if size < OVERLAP_MIN or size == 0:
+        n_chunks = (size + cs - 1) // cs
+        parts = max(1, min(threads, size // max(PARALLEL_MIN, 1), n_chunks))
+        if size == 0 or (parts == 1 and threads > 1):
             return []
         if self._pool is None:
             from concurrent.futures import ThreadPoolExecutor
 
-            self._pool = ThreadPoolExecutor(HASH_THREADS, thread_name_prefix="fastdiff-recorder")
-        n_chunks = (size + cs - 1) // cs
-        parts = max(1, min(HASH_THREADS, size // max(PARALLEL_MIN, 1), n_chunks))
+            self._pool = ThreadPoolExecutor(
+                max(HASH_THREADS, 1), thread_name_prefix="fastdiff-recorder"
+            )
         per = (n_chunks + parts - 1) // parts * cs  # bytes per task, whole chunks
         view = memoryview(flat)
         return [
@@ -392,8 +408,7 @@ class Recorder:
             raise _dump_error(exc, final, step, name) from exc
         try:
             try:
-                _write_all(fd, header)
-                _write_all(fd, data)
+                _write_all(fd, header, data)
                 os.replace(tmp, final)
             except BaseException:
                 with contextlib.suppress(OSError):
@@ -415,21 +430,24 @@ class Recorder:
             raise OSError(exc.errno, f"{exc.strerror} (fastdiff Recorder: cannot replace the "
                           "earlier dump)", final) from exc  # fmt: skip
 
-    def _append(self, line: bytes, final: str) -> None:
-        """Append one line to the log, whole or not at all (a short write is cut
-        off again, so the log keeps only whole lines)."""
+    def _flush(self, what: str) -> None:
+        """Append the batched lines to the log, whole or not at all (a short
+        write is cut off again, so the log keeps only whole lines)."""
+        if not self._batch:
+            return
+        data = b"".join(self._batch)
+        self._batch = []
         fd = self._log_fd
         assert fd is not None
         try:
-            n = os.write(fd, line)
-            if n != len(line):
+            n = os.write(fd, data)
+            if n != len(data):
                 end = os.fstat(fd).st_size
                 os.ftruncate(fd, end - n)
                 raise OSError(28, "No space left on device")
         except OSError as exc:
             log = os.path.join(self.path, DIGEST_LOG)
-            what = os.path.basename(final)
-            why = f"{exc.strerror} (fastdiff Recorder: the digests of {what} were not recorded)"
+            why = f"{exc.strerror} (fastdiff Recorder: {what} were not recorded)"
             raise OSError(exc.errno, why, log) from exc
 
     def _seal(self, fs_now: int) -> None:
@@ -440,11 +458,17 @@ class Recorder:
         pending = self._pending
         done = 0
         while done < len(pending) and pending[done].ctime_ns < self._fs_now:
-            p = pending[done]
-            self._append(p.line(self._fs_now), os.path.join(self.path, dump_name(*p.key, ".npy")))
+            if not self._batch:
+                self._batch_since = time.monotonic()
+            self._batch.append(pending[done].line(self._fs_now))
             done += 1
         if done:
             del pending[:done]
+        batch = self._batch
+        if batch and (
+            sum(map(len, batch)) >= BATCH_BYTES or time.monotonic() - self._batch_since >= BATCH_S
+        ):
+            self._flush(f"the digests of {len(batch)} dumps")
 
     # --- closing
 
@@ -467,6 +491,8 @@ class Recorder:
                         if self._pending:
                             time.sleep(0.001)
                     self._pending = []
+                if fd is not None:
+                    self._flush(f"the digests of {len(self._batch)} dumps")
             finally:
                 if self._pool is not None:
                     self._pool.shutdown()
@@ -490,13 +516,18 @@ def _joined(tasks: list[Future[tuple[bytes, ...]]]) -> tuple[bytes, ...]:
     return tuple(out)
 
 
-def _write_all(fd: int, data: bytes | memoryview) -> None:
-    view = memoryview(data)
-    while view:
-        n = os.write(fd, view[:_WRITE_MAX])
+def _write_all(fd: int, *parts: bytes | memoryview) -> None:
+    """Write ``parts`` in order, in as few ``writev`` calls as the kernel allows."""
+    views = [memoryview(p)[:] for p in parts if len(p)]
+    while views:
+        n = os.writev(fd, [v[:_WRITE_MAX] for v in views])
         if n == 0:
             raise OSError(28, "No space left on device")
-        view = view[n:]
+        while views and n >= len(views[0]):
+            n -= len(views[0])
+            views.pop(0)
+        if views and n:
+            views[0] = views[0][n:]
 
 
 def _dump_error(exc: OSError, final: str, step: int, name: str) -> OSError:

@@ -415,25 +415,50 @@ def test_a_write_that_fails_raises_with_the_path_and_leaves_no_dump(
     real_write = os.write
     budget = [300]
 
-    def full_disk(fd: int, data: object) -> int:
-        n = min(len(data), budget[0])  # type: ignore[arg-type]
+    def full_disk(fd: int, buffers: list[memoryview]) -> int:
+        data = b"".join(bytes(b) for b in buffers)
+        n = min(len(data), budget[0])
         if n == 0:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         budget[0] -= n
-        return real_write(fd, memoryview(data)[:n])  # type: ignore[arg-type]
+        return real_write(fd, data[:n])
 
-    monkeypatch.setattr(recorder_module.os, "write", full_disk)
+    monkeypatch.setattr(recorder_module.os, "writev", full_disk)
     with pytest.raises(OSError) as info:
         rec.dump(1, "y", np.arange(1000.0))
     assert info.value.errno == errno.ENOSPC
     assert str(run / "step_1_y.npy") in str(info.value)
     assert "was not written" in str(info.value)
-    monkeypatch.setattr(recorder_module.os, "write", real_write)
+    monkeypatch.undo()
     rec.close()
     names = sorted(p.name for p in run.iterdir())
     assert names == [DIGEST_LOG, "step_0_x.npy"]  # no torn dump, no temporary
     assert [line["name"] for line in log_lines(run)] == ["x"]
     assert fastdiff("compare", run, run).returncode == 0
+
+
+def test_a_log_write_cut_short_leaves_only_whole_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = tmp_path / "r"
+    rec = Recorder(run, data=False)
+    rec.dump(0, "x", np.arange(10.0))
+    real_write = os.write
+
+    def half(fd: int, data: bytes) -> int:
+        return real_write(fd, data[: len(data) // 2])
+
+    monkeypatch.setattr(recorder_module.os, "write", half)
+    with pytest.raises(OSError) as info:
+        rec.dump(1, "x", np.arange(10.0))
+    assert info.value.errno == errno.ENOSPC
+    assert str(run / DIGEST_LOG) in str(info.value)
+    assert "the digests of step_1_x.npy were not recorded" in str(info.value)
+    monkeypatch.undo()
+    rec.close()
+    assert [(line["step"], line["file"]) for line in log_lines(run)] == [(0, None)]
+    src = open_run(str(run))
+    assert src.notes == () and [f.step for f in src.listing.buffers] == [0]
 
 
 def test_a_full_disk_for_real(tmp_path: Path) -> None:
@@ -787,3 +812,19 @@ def test_watch_follows_runs_a_recorder_writes(tmp_path: Path) -> None:
     summary = json.loads(w.stdout.splitlines()[-1])
     assert summary["verdict"] == "identical" and summary["steps_compared"] == 6
     assert summary["skipped"] == [] and summary["errors"] == []
+
+
+def test_the_readme_recording_example_runs(tmp_path: Path) -> None:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Recording from Python") :]
+    code = section[section.index("```python\n") + 10 : section.index("```\n", 1)]
+    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                       text=True, env={**os.environ, "PYTHONPATH": str(REPO)})  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    run = tmp_path / "runs" / "a"
+    got = {(k[0], k[1]): (f.dtype, f.shape) for k, f in refs(run).items()}
+    assert got == {
+        **{(s, "weights"): ("f32", (1000,)) for s in range(3)},
+        **{(s, "loss"): ("f64", ()) for s in range(3)},
+    }
+    assert fastdiff("compare", run, run).returncode == 0

@@ -24,7 +24,8 @@ coarse on many file systems, up to 1 or 2 s). So a recorder writes a
 file's line only once the file system's clock has moved past the file's
 ctime (``sealed_ns``: a later timestamp of the same file system, read
 after the line's file was in place); a rewrite after that has a later
-ctime. A line whose ``sealed_ns`` is not later than its ctime is refused.
+ctime. (It writes such lines in batches; a line of a digests-only dump,
+which is all there is of it, at once.) A line whose ``sealed_ns`` is not later than its ctime is refused.
 What is left is a second writer rewriting the file in place within one
 clock tick of its creation, while the recorder still runs: two writers
 racing on one file, which no stat-based check (``make``, git's index) sees.
