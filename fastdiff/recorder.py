@@ -20,11 +20,12 @@ leaves nothing under the dump's name.
 
 While writing, the recorder computes the chunk digests ``compare`` computes
 (``stages.hash.chunk_digests``; a large array on a second thread while the
-main thread writes it, or, recorded as digests only, on several) and appends them, with the file's identity, to
-the run's digest log (``sources.digestlog``, which says when they are
-trusted). ``data`` chooses the steps written in full; at the others only
-the digests are recorded, and ``compare`` still names the first divergent
-step and buffers.
+main thread writes it, or, recorded as digests only, on several) and
+appends them, with the file's identity, to the run's digest log
+(``sources.digestlog``, which says when they are trusted). ``data``
+chooses the steps written in full; at the others only the digests are
+recorded, and ``compare`` still names the first divergent step and
+buffers.
 
 numpy is imported at the first dump, never at import; torch, jax and cupy
 never (their arrays are recognised by their type's module).

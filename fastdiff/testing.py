@@ -52,24 +52,17 @@ def assert_runs_equal(
     picks). Runs that cannot be compared (a folder missing, a damaged file)
     raise AssertionError too, naming each problem.
     """
-    import os
-
     from .compare import compare_runs
-    from .kernels import Tolerance
     from .options import CompareOptions
-    from .schema import Schema, resolve_schema
 
-    if schema is None or isinstance(schema, Schema):
-        chosen = schema
-    else:
-        chosen = resolve_schema(os.fspath(schema), what="schema")
-    tolerance = Tolerance(
+    options = CompareOptions(
+        schema=schema,
         atol=float(atol) if atol else None,
         rtol=float(rtol) if rtol else None,
         ulp=int(ulp) if ulp else None,
         nan_equal=nan_equal,
     )
-    report = compare_runs(run_a, run_b, CompareOptions(schema=chosen, tolerance=tolerance))
+    report = compare_runs(run_a, run_b, options)
     if report.verdict != "identical":
         raise AssertionError(format_mismatch(report))
 

@@ -707,6 +707,26 @@ def test_digests_only_runs_name_the_first_divergent_step_and_how_to_see_the_valu
     assert any("run B" in n and "recorded digests only" in n for n in mixed.notes)
 
 
+def test_a_tolerance_against_digests_only_is_undecided_and_says_how_to_judge_it(
+    tmp_path: Path,
+) -> None:
+    a = _job(tmp_path / "a", False, False)
+    b = _job(tmp_path / "b", {4}, True)
+    report = compare_runs(a, b, CompareOptions(atol=1.0))
+    w3 = next(x for x in report.buffers if (x.step, x.name) == (3, "w"))
+    assert w3.status == "error" and report.verdict == "error"
+    assert w3.message is not None and w3.message.endswith(
+        "is not known: both runs recorded digests only at step 3; record step 3 in full "
+        "(Recorder(..., data={3})) to apply it"
+    )
+    assert any(e.kind == "undecided" for e in report.errors)
+    a4 = _job(tmp_path / "a4", {3}, False)
+    b4 = _job(tmp_path / "b4", {3}, True)
+    judged = compare_runs(a4, b4, CompareOptions(atol=1.0))
+    w3 = next(x for x in judged.buffers if (x.step, x.name) == (3, "w"))
+    assert w3.status == "within_tolerance"
+
+
 def test_a_data_predicate_chooses_the_steps_written_in_full(tmp_path: Path) -> None:
     run = _job(tmp_path / "r", lambda step: step % 2 == 0, False)
     files = sorted(p.name for p in run.iterdir() if not p.name.startswith("."))

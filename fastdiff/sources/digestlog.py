@@ -25,17 +25,21 @@ file's line only once the file system's clock has moved past the file's
 ctime (``sealed_ns``: a later timestamp of the same file system, read
 after the line's file was in place); a rewrite after that has a later
 ctime. (It writes such lines in batches; a line of a digests-only dump,
-which is all there is of it, at once.) A line whose ``sealed_ns`` is not later than its ctime is refused.
-What is left is a second writer rewriting the file in place within one
-clock tick of its creation, while the recorder still runs: two writers
-racing on one file, which no stat-based check (``make``, git's index) sees.
+which is all there is of it, at once.) A line whose ``sealed_ns`` is not
+later than its ctime is refused. What is left is a second writer
+rewriting the file in place within one clock tick of its creation, while
+the recorder still runs: two writers racing on one file, which no
+stat-based check (``make``, git's index) sees.
 
 **Trust.** Every line is validated (types, ranges, digests that fit the
 size and chunk size, the file name that the step and name give, its check)
 and a line that fails is ignored with a note, never trusted; the log is
 read up to ``MAX_LOG_BYTES``, a line up to ``MAX_LINE_BYTES``. A log line
 cannot make a file compare equal to anything unless the file is still the
-very file that was recorded, by the rule above. A line's dtype and shape
+very file that was recorded, by the rule above (a log copied from another
+folder or machine names other inodes and ctimes). The log is not a
+signature: someone who can write the run folder can forge a line for a
+file as it is now, as they could change the data itself. A line's dtype and shape
 serve a file whose ``.npy`` header cannot name its type (numpy saves
 bfloat16 and the 8-bit floats as raw bytes, ``<V2``, ``|V1``) when the
 header's width and shape agree with them; that says how values are
