@@ -143,6 +143,7 @@ def _buffer_lines(b: BufferResult, report: Report) -> list[str]:
 
 def format_mismatch(report: Report) -> str:
     """The message of ``assert_runs_equal`` for a report that is not identical."""
+    from .render.fmt import first_few
     from .results import DIVERGENT
 
     head = f"Runs are not equal: {report.run_a} (A) and {report.run_b} (B)"
@@ -156,9 +157,7 @@ def format_mismatch(report: Report) -> str:
         lines += _buffer_lines(at[0], report)
         others = [b.name for b in at[1:]]
         if others:
-            shown = ", ".join(others[:_SHOWN]) + (
-                f" and {len(others) - _SHOWN} more" if len(others) > _SHOWN else ""
-            )
+            shown = first_few(others, _SHOWN)
             lines.append(f"Also diverged at step {step}: {shown}.")
         later = sorted({b.step for b in divergent if b.step != step})
         if later:

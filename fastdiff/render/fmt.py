@@ -5,12 +5,21 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:
     """'1 error', '2 errors', '1,234 entries'."""
     return f"{n:,} {word if n == 1 else many or word + 's'}"
+
+
+def first_few(items: Sequence[str], n: int = 3, sep: str = ", ") -> str:
+    """The first ``n`` items joined, and how many more: ``a, b, c and 2 more``
+    (with ``sep="; "``: ``a; b; c; and 2 more``)."""
+    more = len(items) - n
+    if more <= 0:
+        return sep.join(items)
+    return sep.join(items[:n]) + ("" if sep == ", " else sep.rstrip()) + f" and {more} more"
 
 
 def format_bytes(n: float) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import shlex
 
 from .escape import display_path
-from .fmt import plural
+from .fmt import first_few, plural
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -25,8 +25,7 @@ def _first_buffers(report: Report) -> list[str]:
 
 
 def _names(names: list[str]) -> str:
-    more = len(names) - _SHOWN
-    return ", ".join(names[:_SHOWN]) + (f" and {more} more" if more > 0 else "")
+    return first_few(names, _SHOWN)
 
 
 def format_arm_start(index: int, arms: int, folder: str) -> str:

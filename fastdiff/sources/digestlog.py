@@ -57,6 +57,7 @@ from xxhash import xxh3_64_hexdigest
 
 from ..dtypes import DTYPES
 from ..options import check_chunk_size
+from ..render.fmt import first_few
 from .buffers import BufferDigest, BufferRef, RunListing, step_filter
 from .names import DIGEST_LOG, dump_name
 from .run import RunSource
@@ -353,8 +354,7 @@ def _described(ref: BufferRef, e: LogEntry) -> tuple[str | None, tuple[int, ...]
 
 
 def _changed_note(spec: str, changed: list[str]) -> str:
-    shown = ", ".join(changed[:_SHOWN]) + (f" and {len(changed) - _SHOWN} more"
-                                           if len(changed) > _SHOWN else "")  # fmt: skip
+    shown = first_few(changed, _SHOWN)
     n = len(changed)
     what = "1 dump changed since it was" if n == 1 else f"{n} dumps changed since they were"
     return f"{spec}: {what} recorded ({shown}): hashed again, not taken from the digest log"
@@ -375,7 +375,7 @@ def attach_log(spec: str, listing: RunListing, steps: StepFilter | None = None) 
         )
     if log.bad:
         n = len(log.bad)
-        shown = "; ".join(log.bad[:_SHOWN]) + (f"; and {n - _SHOWN} more" if n > _SHOWN else "")
+        shown = first_few(log.bad, _SHOWN, "; ")
         notes.append(
             f"warning: {log_path}: {n} {'line' if n == 1 else 'lines'} ignored ({shown}); the "
             "dumps they describe are hashed, and buffers they recorded as digests only are missing"
@@ -436,7 +436,7 @@ def attach_log(spec: str, listing: RunListing, steps: StepFilter | None = None) 
     if disagree:
         notes.append(
             f"warning: {log_path}: {len(disagree)} lines disagree with the header of the file "
-            f"they name ({', '.join(disagree[:_SHOWN])}): not used; the files are hashed"
+            f"they name ({first_few(disagree, _SHOWN)}): not used; the files are hashed"
         )
     if other_cs:
         notes.append(
@@ -454,8 +454,7 @@ def rerecord_note(step: int, sides: Sequence[tuple[str, str]], names: Sequence[s
     """What to do when runs ``sides`` ((side, spec): ("A", "runs/a")) hold
     digests only for the buffers ``names`` that diverge first, at ``step``:
     record that step in full."""
-    shown = ", ".join(names[:_SHOWN]) + (f" and {len(names) - _SHOWN} more"
-                                         if len(names) > _SHOWN else "")  # fmt: skip
+    shown = first_few(names, _SHOWN)
     runs = " and ".join(f"{side} ({spec})" for side, spec in sides)
     return (
         f"{'runs' if len(sides) > 1 else 'run'} {runs} recorded digests only at step {step}, "
