@@ -14,31 +14,22 @@ from __future__ import annotations
 
 from .kernels.facts import COUNT_FIELDS, RESULT_FACTS, UNKNOWN, named_facts
 from .record import Record, plain
+from .statuses import DIVERGENT, verdict_word
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Literal
+    from typing import Any
 
-    Status = Literal[
-        "equal",
-        "diverged",
-        "within_tolerance",
-        "length_mismatch",
-        "only_in_a",
-        "only_in_b",
-        "malformed",
-        "error",
-    ]
-    Verdict = Literal["identical", "diverged", "error"]
-    GroupStatus = Literal["equal", "within_tolerance", "diverged", "absent", "error"]
+    from .statuses import GroupStatusValue as GroupStatus
+    from .statuses import StatusValue as Status
+    from .statuses import VerdictValue as Verdict
+    from .statuses import Word
 else:
     Status = Verdict = GroupStatus = str
 
 __all__ = [
     "COUNT_FIELDS",
-    "DIVERGENT",
     "PROBLEM_KINDS",
-    "TROUBLE",
     "BufferResult",
     "GroupVerdict",
     "Problem",
@@ -75,13 +66,6 @@ PROBLEM_KINDS = (
     "worker",
     "error",
 )
-
-#: Statuses that make a run pair diverge.
-DIVERGENT: frozenset[str] = frozenset({"diverged", "length_mismatch", "only_in_a", "only_in_b"})
-#: Statuses that are trouble (exit 2): nothing trustworthy was compared.
-TROUBLE: frozenset[str] = frozenset({"malformed", "error"})
-#: Statuses the timeline counts: a buffer that is not equal (trouble is not a difference).
-TIMELINE_STATUSES: frozenset[str] = DIVERGENT | {"within_tolerance"}
 
 Number = int | float
 
@@ -234,7 +218,7 @@ class GroupVerdict(Record):
 
 class TimelineRow(Record):
     """One group at one step where some of its buffers are not equal
-    (``TIMELINE_STATUSES``): how many (``n_buffers``), their differing
+    (``statuses.TIMELINE``): how many (``n_buffers``), their differing
     elements (``n_diff``, beyond tolerance, summed; None where none was
     compared), the largest ``max_abs_delta`` and ``max_ulp`` among them, and
     the ``magnitude``: "large" if any buffer's is, else "rounding" if any
@@ -398,3 +382,20 @@ class Report(Record):
         """A divergence was found, whatever else went wrong: also under the
         verdict ``error`` (exit 2), when ``first_divergent_step`` is set."""
         return self.first_divergent_step is not None
+
+    @property
+    def n_within_tolerance(self) -> int:
+        """How many buffers differ only within tolerance."""
+        return sum(b.status == "within_tolerance" for b in self.buffers)
+
+    @property
+    def bit_identical(self) -> bool:
+        """Every buffer bitwise equal: an ``identical`` verdict reached through
+        the tolerance (a ``within_tolerance`` buffer) is not."""
+        return self.verdict == "identical" and all(b.status == "equal" for b in self.buffers)
+
+    @property
+    def verdict_word(self) -> Word:
+        """The verdict's words (``statuses``): "identical within tolerance" for
+        an ``identical`` one that is not bit-identical."""
+        return verdict_word(self.verdict, self.n_within_tolerance)

@@ -140,7 +140,7 @@ def read_pairs_file(path: str) -> list[RunPair]:
 def bit_identical(report: Report) -> bool:
     """True when every buffer of the pair is bitwise equal: an ``identical``
     verdict reached through a tolerance (a ``within_tolerance`` buffer) is not."""
-    return report.verdict == "identical" and all(b.status == "equal" for b in report.buffers)
+    return report.bit_identical
 
 
 class UnclassifiedRun:

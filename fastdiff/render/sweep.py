@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from ..statuses import VERDICT
 from .escape import display_path
 from .fmt import plural
 from .json import JSON_SCHEMA_VERSION, report_dict
@@ -59,16 +60,15 @@ def format_sweep_row(report: Report) -> str:
     diverged = ""
     if report.first_divergent_step is not None:
         groups = " ".join(report.first_divergent_groups)
-        diverged = f"diverged at step {report.first_divergent_step} [{groups}]"
+        diverged = f"{VERDICT['diverged'].phrase} at step {report.first_divergent_step} [{groups}]"
+    word = report.verdict_word.phrase
     if report.verdict == "error":
         problems = f"{plural(len(report.errors), 'problem')}: {report.errors[0].message}"
-        what = f"error, and {diverged} ({problems})" if diverged else f"error ({problems})"
+        what = f"{word}, and {diverged} ({problems})" if diverged else f"{word} ({problems})"
     elif report.verdict == "diverged":
         what = diverged
-    elif any(b.status == "within_tolerance" for b in report.buffers):
-        what = "identical within tolerance"  # not bit-identical: as compare says it
     else:
-        what = "identical"
+        what = word  # "identical within tolerance" where not bit-identical, as compare says it
     return f"{display_path(report.run_a)}  {display_path(report.run_b)}  {display_path(what)}"
 
 

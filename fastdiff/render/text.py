@@ -15,6 +15,7 @@ import math
 
 from ..dtypes import DTYPES
 from ..kernels.facts import RESULT_FACTS
+from ..statuses import EQUAL, GROUP_STATUS, STATUS, VERDICT, WITHIN_TOLERANCE
 from .escape import display_path
 from .fmt import plural
 
@@ -33,8 +34,6 @@ SHOWN_RANGES = 4
 SHOWN_FIELDS = 6
 #: How many steps the timeline table shows.
 TIMELINE_ROWS = 20
-#: Status names as the step lines say them.
-STATUS_TEXT = {"only_in_a": "only in run A", "only_in_b": "only in run B"}
 
 
 def format_value(value: int | float | None, dtype: str) -> str:
@@ -88,10 +87,10 @@ def _count_part(b: BufferResult) -> str | None:
         if b.diff_fraction is not None:
             count += f" ({_percent(b.diff_fraction)})"
         if b.n_within_tolerance:
-            count += f" and {b.n_within_tolerance:,} more within tolerance"
+            count += f" and {b.n_within_tolerance:,} more {WITHIN_TOLERANCE.phrase}"
     else:
         n = b.n_within_tolerance
-        count = f"{n:,} of {total:,} elements {_differ(n)}, all within tolerance"
+        count = f"{n:,} of {total:,} elements {_differ(n)}, all {WITHIN_TOLERANCE.phrase}"
     where = _where(b)  # every element whose bits differ, within tolerance or not
     if where is None:
         return count
@@ -147,7 +146,7 @@ def _chunk_part(b: BufferResult) -> str | None:
 
 
 def _field_text(f: FieldDiff) -> str:
-    count = f"{f.n_diff:,} {_differ(f.n_diff)}" if f.n_diff else "all within tolerance"
+    count = f"{f.n_diff:,} {_differ(f.n_diff)}" if f.n_diff else f"all {WITHIN_TOLERANCE.phrase}"
     ulp = f" (max {f.max_ulp:,} ULP)" if f.max_ulp is not None else ""
     return f"{f.name} [{f.start}, {f.stop}) {count}{ulp}"
 
@@ -197,27 +196,27 @@ def format_buffer(b: BufferResult) -> str:
     length, ``other`` too, starts after two spaces: never at the margin)."""
     kind = b.dtype if b.shape is None else f"{b.dtype}, {tuple(b.shape)}"
     head = f"{'  ' + display_path(b.group):>5}  {display_path(b.name)} [{kind}]"
+    word = STATUS[b.status]
     if b.status == "equal":
         n = b.n_elements_a
-        return f"{head}  equal ({n:,} elements)" if n is not None else f"{head}  equal"
+        return f"{head}  {word.label}" + ("" if n is None else f" ({n:,} elements)")
     if b.status in ("only_in_a", "only_in_b"):
-        side = "A" if b.status == "only_in_a" else "B"
-        return f"{head}  only in run {side}"
+        return f"{head}  {word.label}"
     if b.status in ("malformed", "error"):
-        line = f"{head}  {b.status.upper()}: {display_path(b.message or '')}"
+        line = f"{head}  {word.label}: {display_path(b.message or '')}"
         if b.diverges:  # malformed, and its files differ in size: the runs differ here
             sizes = ["no file" if n is None else f"{n:,} bytes" for n in (b.size_a, b.size_b)]
             line += f"; its files differ in size (A {sizes[0]}, B {sizes[1]}): a divergence"
         return line
     parts = []
     if b.status == "length_mismatch":
-        parts.append(f"LENGTH MISMATCH: A has {b.n_elements_a:,} elements, B {b.n_elements_b:,}")
+        parts.append(f"{word.label}: A has {b.n_elements_a:,} elements, B {b.n_elements_b:,}")
         if b.n_diff == 0 and not b.n_within_tolerance:
             parts.append("common prefix equal")
         elif b.n_diff is None and b.first_divergent_chunk is None and b.message:
             parts.append(display_path(b.message))  # a prefix digests alone cannot decide
     else:
-        parts.append("DIVERGED" if b.status == "diverged" else "within tolerance")
+        parts.append(word.label)  # diverged, or within tolerance
         if b.n_diff is None and b.message:
             parts.append(display_path(b.message))  # decided without reading: headers differ
     for part in _PARTS:
@@ -240,9 +239,7 @@ def _equal_count(s: StepSummary) -> int | None:
 def status_counts(counts: Iterable[tuple[str, int]]) -> str:
     """``33 equal, 1 only in run B``: how many buffers have each status, as
     every step line says it (compare's and watch's)."""
-    return ", ".join(
-        f"{n:,} {STATUS_TEXT.get(status) or status.replace('_', ' ')}" for status, n in counts if n
-    )
+    return ", ".join(f"{n:,} {STATUS[status].phrase}" for status, n in counts if n)
 
 
 def _step_line(s: StepSummary) -> str:
@@ -263,8 +260,8 @@ def _folded_line(run: list[StepSummary]) -> str:
     counts = [_equal_count(s) or 0 for s in run]
     lo, hi = min(counts), max(counts)
     if lo == hi:
-        return f"{label}: {plural(lo, 'buffer')} equal each"
-    return f"{label}: all equal, {lo:,} to {hi:,} buffers a step ({sum(counts):,} in all)"
+        return f"{label}: {plural(lo, 'buffer')} {EQUAL.phrase} each"
+    return f"{label}: all {EQUAL.phrase}, {lo:,} to {hi:,} buffers a step ({sum(counts):,} in all)"
 
 
 def note_lines(report: Report) -> list[str]:
@@ -314,29 +311,32 @@ def render_text(report: Report, verbose: bool = False) -> str:
 def _verdict_lines(report: Report) -> list[str]:
     n = len(report.buffers)
     n_steps = len(report.steps)
+    word = report.verdict_word
     if report.first_divergent_step is None:
         if report.verdict == "identical":
-            close = sum(b.status == "within_tolerance" for b in report.buffers)
+            close = report.n_within_tolerance
             counted = f"{plural(n, 'buffer')} over {plural(n_steps, 'step')}"
             if close:
                 which = "differing" if n == 1 else f"{close} of them differing"
                 return [
-                    f"VERDICT: identical within tolerance: {counted}, {which} only within tolerance"
+                    f"VERDICT: {word.phrase}: {counted}, {which} only {WITHIN_TOLERANCE.phrase}"
                 ]
             verb = "is" if n == 1 else "are"
-            return [f"VERDICT: identical: {counted} {verb} bit-for-bit equal"]
+            return [f"VERDICT: {word.phrase}: {counted} {verb} bit-for-bit {EQUAL.phrase}"]
         return [
-            f"VERDICT: error: {plural(len(report.errors), 'problem')} (above); "
+            f"VERDICT: {word.phrase}: {plural(len(report.errors), 'problem')} (above); "
             "no divergence among the buffers that could be compared"
         ]
-    head = "VERDICT: diverged" if report.verdict == "diverged" else "VERDICT: error, and diverged"
+    diverged = VERDICT["diverged"].phrase
+    state = diverged if report.verdict == "diverged" else f"{word.phrase}, and {diverged}"
+    head = f"VERDICT: {state}"
     keys = {g.key: display_path(g.key) for g in report.groups}
     titles = {g.key: display_path(g.title) for g in report.groups}
     suspects = ", ".join(f"{keys[k]} ({titles[k]})" for k in report.first_divergent_groups)
     out = [f"{head}: first divergent step {report.first_divergent_step}; groups: {suspects}"]
     width = max(len(t) for t in titles.values()) + 4
     for g in report.groups:
-        state = g.status.upper() if g.status == "diverged" else g.status.replace("_", " ")
+        state = GROUP_STATUS[g.status].label
         tail = f": {', '.join(map(display_path, g.diverged))}" if g.diverged else ""
         out.append(f"  {keys[g.key]:>5}  {titles[g.key]:<{width}}{state}{tail}")
     for g in report.groups:

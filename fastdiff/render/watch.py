@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 
+from ..statuses import DIVERGED, EQUAL, ERROR, STATUS_ORDER, WITHIN_TOLERANCE
 from .escape import display_path, json_text
 from .fmt import plural
 from .json import buffer_dict, report_dict
@@ -34,13 +35,8 @@ __all__ = [
 ]
 
 
-#: The order statuses are counted in (compare's step lines use the same).
-_STATUSES = ("equal", "within_tolerance", "diverged", "length_mismatch", "only_in_a",
-             "only_in_b", "malformed", "error")  # fmt: skip
-
-
 def _counts(s: StepReport) -> str:
-    counts = dict.fromkeys(_STATUSES, 0)
+    counts = dict.fromkeys(STATUS_ORDER, 0)  # compare's step lines count in the same order
     for b in s.buffers:
         counts[b.status] += 1
     return status_counts(counts.items())  # as compare's step lines say them
@@ -51,14 +47,14 @@ def render_step_text(s: StepReport, verbose: bool = False) -> str:
     every buffer), newline-terminated."""
     if s.status == "equal":
         close = sum(b.status == "within_tolerance" for b in s.buffers)
-        head = f"step {s.step}: {plural(len(s.buffers), 'buffer')} equal"
+        head = f"step {s.step}: {plural(len(s.buffers), 'buffer')} {EQUAL.phrase}"
         if close:
-            head += f" ({close} within tolerance)"
+            head += f" ({close} {WITHIN_TOLERANCE.phrase})"
     elif s.status == "diverged":
         groups = " ".join(map(display_path, s.diverged_groups))
-        head = f"step {s.step}: DIVERGED [{groups}]: {_counts(s)}"
+        head = f"step {s.step}: {DIVERGED.label} [{groups}]: {_counts(s)}"
     else:
-        head = f"step {s.step}: ERROR: {_counts(s) or plural(len(s.errors), 'problem')}"
+        head = f"step {s.step}: {ERROR.label}: {_counts(s) or plural(len(s.errors), 'problem')}"
     if s.reads > 1:
         head += f" (read {s.reads} times: files changed while read)"
     lines = [head, *(format_buffer(b) for b in s.buffers if verbose or b.status != "equal")]

@@ -21,8 +21,6 @@ from operator import attrgetter
 from ..errors import EXIT_DIVERGED, EXIT_IDENTICAL, EXIT_TROUBLE
 from ..kernels.types import DEFAULT_ROUNDING_ULP
 from ..results import (
-    TIMELINE_STATUSES,
-    TROUBLE,
     BufferResult,
     GroupVerdict,
     Problem,
@@ -33,6 +31,7 @@ from ..results import (
     Work,
 )
 from ..schema import OTHER, OTHER_GROUP
+from ..statuses import STATUS_ORDER, TIMELINE, TROUBLE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -40,17 +39,6 @@ if TYPE_CHECKING:
 
     from ..results import Verdict
     from ..schema import Schema
-
-STATUS_ORDER = (
-    "equal",
-    "within_tolerance",
-    "diverged",
-    "length_mismatch",
-    "only_in_a",
-    "only_in_b",
-    "malformed",
-    "error",
-)
 
 
 def sort_buffers(buffers: Iterable[BufferResult], schema: Schema) -> tuple[BufferResult, ...]:
@@ -134,7 +122,7 @@ def _group_verdicts(
         members = [b for b in at_step if b.group == g.key]
         diverged = tuple(b.name for b in members if b.diverges)
         # Over the buffers the timeline's row of this group and step sums up.
-        differing = [b for b in members if b.diverges or b.status in TIMELINE_STATUSES]
+        differing = [b for b in members if b.diverges or b.status in TIMELINE]
         magnitude = combined_magnitude(b.magnitude for b in differing)
         if diverged:
             status = "diverged"
@@ -211,7 +199,7 @@ def _steps(
             diverges = b.diverges
             if diverges:
                 diverged.add(b.group)
-            if diverges or status in TIMELINE_STATUSES:
+            if diverges or status in TIMELINE:
                 row = spread.get(b.group)
                 if row is None:
                     row = spread[b.group] = _Spread()

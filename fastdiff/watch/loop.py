@@ -54,13 +54,14 @@ from ..engine.pool import default_jobs, open_runner, resolve_executor_kind
 from ..engine.scheduler import Plan, Scheduler, gc_paused
 from ..options import CompareOptions, tolerance_dict
 from ..render.fmt import plural
-from ..results import TROUBLE, BufferResult, Problem, Skipped, Work
+from ..results import BufferResult, Problem, Skipped, Work
 from ..sources import RunSource, dump_subfolder, folder_format, open_run
 from ..sources.buffers import RunListing
 from ..sources.folder import list_entries
 from ..sources.names import DUMP_PATTERN
 from ..sources.schemas import choose_schema
 from ..stages.verdict import build_report
+from ..statuses import TROUBLE
 from .poll import ManifestSide, RunPoller, dump_stat, file_stat
 from .results import StepReport, WatchSummary
 
