@@ -282,6 +282,19 @@ def test_a_buffer_missing_from_a_run_that_writes_nothing_more_is_a_divergence(
     assert summary["errors"] == []
 
 
+def test_a_step_line_names_a_missing_buffer_as_compare_does(tmp_path: Path) -> None:
+    """Words come from ``fastdiff.statuses``: watch's step line says "only in
+    run A" as compare's does (it said "only in a")."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    static_run(a, 2)
+    static_run(b, 2, "--skip", "1:ph_mu")
+    code, out, err = finish(watch(str(a), str(b), *FAST, "--format", "text"))
+    assert code == 1, err
+    assert "step 1: DIVERGED [F]: 33 equal, 1 only in run A" in out.splitlines()
+    compared = fastdiff("compare", a, b)
+    assert "step 1: 33 equal, 1 only in run A  diverged: F" in compared.stdout.splitlines()
+
+
 def test_a_writer_pausing_mid_step_longer_than_settle_gives_no_false_divergence(
     tmp_path: Path,
 ) -> None:
