@@ -21,19 +21,23 @@ if TYPE_CHECKING:
     from typing import Any
 
     from .statuses import GroupStatusValue as GroupStatus
+    from .statuses import RoleValue as RoleKind
     from .statuses import StatusValue as Status
     from .statuses import VerdictValue as Verdict
     from .statuses import Word
 else:
-    Status = Verdict = GroupStatus = str
+    Status = Verdict = GroupStatus = RoleKind = str
 
 __all__ = [
     "COUNT_FIELDS",
     "PROBLEM_KINDS",
     "BufferResult",
     "GroupVerdict",
+    "Origin",
     "Problem",
+    "RankReport",
     "Report",
+    "Role",
     "Skipped",
     "StepSummary",
     "TimelineRow",
@@ -75,6 +79,9 @@ class BufferResult(Record):
 
     ``facts``: the values of ``RESULT_FACTS`` in their order (see
     ``kernels.facts``); each is also an attribute by its name (``b.n_diff``).
+    ``role``: where a buffer that diverged stands in the dataflow its schema
+    declares (``Role``; None without declared inputs); ``rank``: the rank
+    of a run written by several (None: a run of one).
     Pass them as ``facts`` or by name (``n_diff=0``); facts not given are
     None. Where elements were compared, the counts (``COUNT_FIELDS``) are
     ints, 0 when nothing differs; where they were not (a buffer in one run
@@ -97,6 +104,8 @@ class BufferResult(Record):
         "name",
         "path_a",
         "path_b",
+        "rank",
+        "role",
         "size_a",
         "size_b",
         "status",
@@ -118,6 +127,9 @@ class BufferResult(Record):
         facts: tuple[Any, ...] | None = None,
         size_a: int | None = None,
         size_b: int | None = None,
+        *,
+        role: Role | None = None,
+        rank: int | None = None,
         **named: Any,
     ) -> None:
         self.step = step
@@ -132,6 +144,8 @@ class BufferResult(Record):
         self.message = message
         self.size_a = size_a
         self.size_b = size_b
+        self.role = role
+        self.rank = rank
         if named:
             if facts is not None:
                 raise TypeError("BufferResult: give facts as a tuple or by name, not both")
@@ -185,6 +199,46 @@ def _fact_property(i: int, name: str) -> property:
 for _i, _name in enumerate(_FACT_NAMES):
     setattr(BufferResult, _name, _fact_property(_i, _name))
 del _i, _name
+
+
+class Role(Record):
+    """Where a buffer that diverged stands in the dataflow its schema declares
+    (``stages.roles``): ``kind`` (``statuses.ROLES``: origin, receiver,
+    undetermined), the declared inputs that differ and those that could not
+    be compared (not dumped, in one run only, unreadable or malformed), as
+    written (``name@prev`` kept), and ``prev_step``: the step its ``@prev``
+    inputs were read at (None: it has none, or no earlier step is held).
+    ``inputs``: every input that counted (those declared, but ``@prev`` ones
+    at step 0, which has no earlier state), in declared order."""
+
+    __slots__ = ("differing_inputs", "inputs", "kind", "prev_step", "undumped_inputs")
+
+    def __init__(
+        self,
+        kind: RoleKind,
+        differing_inputs: tuple[str, ...] = (),
+        undumped_inputs: tuple[str, ...] = (),
+        prev_step: int | None = None,
+        inputs: tuple[str, ...] = (),
+    ) -> None:
+        self.kind = kind
+        self.differing_inputs = differing_inputs
+        self.undumped_inputs = undumped_inputs
+        self.prev_step = prev_step
+        self.inputs = inputs
+
+
+class Origin(Record):
+    """A buffer where a divergence was born: at ``step``, on ``rank`` (None: a
+    run of one rank)."""
+
+    __slots__ = ("group", "name", "rank", "step")
+
+    def __init__(self, step: int, name: str, group: str, rank: int | None = None) -> None:
+        self.step = step
+        self.name = name
+        self.group = group
+        self.rank = rank
 
 
 class GroupVerdict(Record):
@@ -323,7 +377,14 @@ class Report(Record):
     every buffer (sorted by step, pipeline order, name), what was skipped and
     the errors; the ``timeline`` (step-major, groups in pipeline order) and
     ``notes``, one-line remarks on how the comparison was read (such as
-    buffers compared as raw bytes)."""
+    buffers compared as raw bytes).
+
+    ``origins``: where the divergence was born (``Origin``, in step order,
+    then pipeline order), from the inputs the schema declares; None when it
+    declares none. ``ranks``: for runs written by several ranks, each rank's
+    own report (``RankReport``, in rank order), None for a run of one; the
+    report's buffers are then every rank's (each with its ``rank``), its
+    verdict the worst and its first divergent step the earliest of them."""
 
     __slots__ = (
         "buffers",
@@ -332,6 +393,8 @@ class Report(Record):
         "first_divergent_step",
         "groups",
         "notes",
+        "origins",
+        "ranks",
         "run_a",
         "run_b",
         "schema",
@@ -360,6 +423,8 @@ class Report(Record):
         work: Work | None = None,
         timeline: tuple[TimelineRow, ...] = (),
         notes: tuple[str, ...] = (),
+        origins: tuple[Origin, ...] | None = None,
+        ranks: tuple[RankReport, ...] | None = None,
     ) -> None:
         self.run_a = run_a
         self.run_b = run_b
@@ -376,6 +441,8 @@ class Report(Record):
         self.work = Work() if work is None else work
         self.timeline = timeline
         self.notes = notes
+        self.origins = origins
+        self.ranks = ranks
 
     @property
     def diverges(self) -> bool:
@@ -399,3 +466,20 @@ class Report(Record):
         """The verdict's words (``statuses``): "identical within tolerance" for
         an ``identical`` one that is not bit-identical."""
         return verdict_word(self.verdict, self.n_within_tolerance)
+
+
+class RankReport(Record):
+    """One rank of runs written by several: ``rank`` and its own report (its
+    runs are the rank's folders)."""
+
+    __slots__ = ("rank", "report")
+
+    def __init__(self, rank: int, report: Report) -> None:
+        self.rank = rank
+        self.report = report
+
+    @property
+    def first_origin(self) -> Origin | None:
+        """The rank's earliest origin (step, then pipeline order)."""
+        origins = self.report.origins
+        return origins[0] if origins else None

@@ -31,6 +31,15 @@ element ranges ``[start, stop)`` (one int: one element) that must not
 overlap and must lie inside the shape. A file whose size does not fit its
 shape (or is too short for its fields) is malformed. The report then gives
 indices in the shape and what differs in each field (``Layout``).
+
+A member table may also declare the buffer's ``inputs``: the buffers it is
+computed from, by exact name, at the same step (``"rewards"``) or at the
+previous step a run holds (``"advantages@prev"``, recurrent state; the
+member itself is allowed). A name in no group is allowed too (an input that
+is not dumped); ``inputs = []`` declares a source. Within one step the
+inputs must form no cycle. From them the roles stage (``stages.roles``)
+tells where a divergence was born. ``Schema.has_inputs`` says whether a
+schema declares any: a schema without them costs nothing more.
 """
 
 from __future__ import annotations
@@ -133,15 +142,26 @@ class Layout(Record):
 #: (``fastdiff schema --from`` writes it), read as that dtype, and said so in
 #: every report, until the schema's author writes the dtype without it.
 UNSET = "?"
+#: The suffix of an input that names the previous step a run holds.
+PREV = "@prev"
+
+
+def split_input(name: str) -> tuple[str, bool]:
+    """(buffer name, at the previous step?) of an input as written."""
+    if name.endswith(PREV) and len(name) > len(PREV):
+        return name[: -len(PREV)], True
+    return name, False
 
 
 class Member(Record):
     """A buffer name, or a glob pattern (``*``, ``?``, ``[...]``), its dtype and
     its layout. ``table``: it was given as a table (``{ dtype = ... }``), and
-    is written back as one. ``unset``: the dtype is a placeholder nobody set
-    (written ``"u8?"``): reports say so."""
+    is written back as one (as is a member with inputs). ``unset``: the
+    dtype is a placeholder nobody set (written ``"u8?"``): reports say so.
+    ``inputs``: the buffers it is computed from, as written (``name`` or
+    ``name@prev``); None: not declared (no role), ``()``: a source."""
 
-    __slots__ = ("dtype", "layout", "pattern", "table", "unset")
+    __slots__ = ("dtype", "inputs", "layout", "pattern", "table", "unset")
 
     def __init__(
         self,
@@ -150,10 +170,12 @@ class Member(Record):
         layout: Layout | None = None,
         table: bool = False,
         unset: bool = False,
+        inputs: tuple[str, ...] | None = None,
     ) -> None:
         self.pattern = pattern
         self.dtype = dtype
         self.layout = layout
+        self.inputs = inputs
         self.table = table or layout is not None
         self.unset = unset
 
@@ -164,9 +186,14 @@ class Member(Record):
     def as_data(self) -> str | dict[str, Any]:
         """The member as a schema file gives it: a dtype, or a table."""
         dtype = self.dtype + UNSET if self.unset else self.dtype
-        if not self.table:
+        if not self.table and self.inputs is None:
             return dtype
-        return {"dtype": dtype, **(self.layout.as_data() if self.layout else {})}
+        d: dict[str, Any] = {"dtype": dtype}
+        if self.layout:
+            d.update(self.layout.as_data())
+        if self.inputs is not None:
+            d["inputs"] = list(self.inputs)
+        return d
 
 
 class Group(Record):
@@ -188,7 +215,9 @@ class Schema(Record):
     Raises SchemaError when a member is in two groups.
     """
 
-    __slots__ = ("_exact", "_globs", "_layouts", "_unset", "default_dtype", "groups", "name")
+    __slots__ = (
+        "_exact", "_globs", "_inputs", "_layouts", "_unset", "default_dtype", "groups", "name",
+    )  # fmt: skip
 
     def __init__(self, name: str, groups: tuple[Group, ...], default_dtype: str = "u8") -> None:
         self.name = name
@@ -198,6 +227,7 @@ class Schema(Record):
         globs: list[tuple[str, str, str]] = []
         layouts: dict[str, Layout] = {}  # by pattern: only members that have one
         unset: set[str] = set()  # patterns whose dtype nobody set
+        inputs: dict[str, tuple[str, ...]] = {}  # by pattern: only members that declare them
         owner: dict[str, str] = {}
         for g in groups:
             for m in g.members:
@@ -214,10 +244,13 @@ class Schema(Record):
                     layouts.setdefault(m.pattern, m.layout)
                 if m.unset:
                     unset.add(m.pattern)
+                if m.inputs is not None:
+                    inputs.setdefault(m.pattern, m.inputs)
         self._exact = exact
         self._globs = tuple(globs)
         self._layouts = layouts
         self._unset = frozenset(unset)
+        self._inputs = inputs
 
     def classify(self, name: str) -> tuple[str, str]:
         """(group key, dtype) of a buffer: exact names first, then globs in order."""
@@ -263,6 +296,69 @@ class Schema(Record):
                 return pattern in self._unset
         return False
 
+    def _pattern_of(self, name: str) -> str | None:
+        """The pattern of the member that classifies ``name`` (None: no member does)."""
+        if name in self._exact:
+            return name
+        if self._globs:
+            from fnmatch import fnmatchcase
+
+            for pattern, _, _ in self._globs:
+                if fnmatchcase(name, pattern):
+                    return pattern
+        return None
+
+    @property
+    def has_inputs(self) -> bool:
+        """Whether any member declares its inputs (else no buffer has a role)."""
+        return bool(self._inputs)
+
+    def inputs_of(self, name: str) -> tuple[str, ...] | None:
+        """The inputs the member that classifies ``name`` declares, as written
+        (None: it declares none, or no member classifies it)."""
+        if not self._inputs:
+            return None
+        pattern = self._pattern_of(name)
+        return None if pattern is None else self._inputs.get(pattern)
+
+    def is_member(self, name: str) -> bool:
+        """Whether a group of the schema holds the buffer ``name``."""
+        return self._pattern_of(name) is not None
+
+    def input_cycle(self) -> tuple[str, ...] | None:
+        """Members whose inputs at the same step form a cycle, as a path that
+        ends where it starts (``("a", "b", "a")``), or None. Checked on the
+        members' patterns: every buffer a member classifies has its inputs,
+        so a cycle among members is one among buffers."""
+        edges: dict[str, list[str]] = {}
+        for pattern, declared in self._inputs.items():
+            out = []
+            for written in declared:
+                name, prev = split_input(written)
+                target = None if prev else self._pattern_of(name)
+                if target is not None and target in self._inputs:
+                    out.append(target)
+            edges[pattern] = out
+        state: dict[str, int] = {}  # 1: on the path, 2: done
+        for start in edges:
+            if state.get(start):
+                continue
+            path = [start]
+            stack = [iter(edges[start])]
+            state[start] = 1
+            while stack:
+                nxt = next(stack[-1], None)
+                if nxt is None:
+                    state[path.pop()] = 2
+                    stack.pop()
+                elif state.get(nxt) == 1:
+                    return (*path[path.index(nxt) :], nxt)
+                elif not state.get(nxt):
+                    state[nxt] = 1
+                    path.append(nxt)
+                    stack.append(iter(edges[nxt]))
+        return None
+
     def with_default_dtype(self, dtype: str) -> Schema:
         return Schema(self.name, self.groups, dtype)
 
@@ -275,7 +371,63 @@ class Schema(Record):
 
 
 def _members(dtype: str, *names: str) -> tuple[Member, ...]:
-    return tuple(Member(n, dtype) for n in names)
+    return tuple(Member(n, dtype, inputs=_RL_INPUTS.get(n)) for n in names)
+
+
+#: The dataflow of the RL loop as ``compare-rl-state.py``'s docstring and
+#: hints imply it, for the roles (``stages.roles``): a START, to correct for
+#: your trainer (``fastdiff schema > my.toml``, edit the ``inputs``, then
+#: ``--schema my.toml``). Each step: the PRNGs advance from their previous
+#: state ("advance unconditionally"); actions are sampled from the action
+#: PRNG and the policy logits (not dumped: actions are undetermined at best,
+#: dump the logits to settle them); the LOB simulator moves its unit state
+#: from the previous step's and the actions (its market data is taken as
+#: fixed); rewards come from the actions and the simulator's prices and PnL
+#: ("rewards diverge with EQUAL action_prng + LOB state: the reward kernel");
+#: the ISV controllers update from their previous state and the last
+#: rewards; advantages and returns reduce the rewards and dones ("advantages
+#: diverge with EQUAL rewards: the advantage reduction"); the CMDP and
+#: Page-Hinkley trackers follow the PnL and rewards.
+_RL_INPUTS: dict[str, tuple[str, ...]] = {
+    # C: action sampling RNG
+    "action_prng_state": ("action_prng_state@prev",),
+    "iqn_prng_state": ("iqn_prng_state@prev",),
+    # D: LOB simulator and unit state
+    "pyramid_units_count": ("pyramid_units_count@prev", "actions"),
+    "unit_entry_step": ("unit_entry_step@prev", "actions"),
+    "unit_entry_price": ("unit_entry_price@prev", "actions"),
+    "unit_lots": ("unit_lots@prev", "actions"),
+    "unit_active": ("unit_active@prev", "actions"),
+    "unit_initial_r": ("unit_initial_r@prev", "actions"),
+    "unit_trail_distance": ("unit_trail_distance@prev", "actions"),
+    "unit_prev_pos_lots": ("unit_lots@prev",),
+    "close_unit_index": ("unit_active@prev", "actions"),
+    "prev_realized_pnl": ("prev_realized_pnl@prev", "unit_entry_price@prev", "actions"),
+    "prev_position_lots": ("prev_position_lots@prev", "actions"),
+    "steps_since_done": ("steps_since_done@prev", "dones@prev"),
+    "trade_duration_emit": ("steps_since_done", "actions"),
+    # E: ISV controllers
+    "isv_full": ("isv_full@prev", "rewards@prev"),
+    # F: reward shaping and RL outputs
+    "actions": ("action_prng_state", "policy_logits"),
+    "next_actions": ("action_prng_state", "policy_logits"),
+    "log_pi_old": ("actions", "policy_logits"),
+    "raw_rewards": ("actions", "unit_entry_price", "prev_realized_pnl"),
+    "rewards": ("actions", "unit_entry_price", "prev_realized_pnl"),
+    "reward_abs": ("rewards",),
+    "outcome_ema": ("outcome_ema@prev", "rewards"),
+    "dones": ("actions", "steps_since_done@prev"),
+    "advantages": ("rewards", "dones", "advantages@prev"),
+    "returns": ("rewards", "dones", "returns@prev"),
+    "session_pnl": ("session_pnl@prev", "prev_realized_pnl"),
+    "consec_loss": ("consec_loss@prev", "rewards"),
+    "cooldown_remaining": ("cooldown_remaining@prev", "consec_loss"),
+    "ph_count": ("ph_count@prev", "dones"),
+    "ph_mu": ("ph_mu@prev", "ph_count", "rewards"),
+    "ph_m": ("ph_m@prev", "ph_mu", "rewards"),
+    "ph_mmin": ("ph_mmin@prev", "ph_m"),
+    "ph_stat": ("ph_m", "ph_mmin"),
+}
 
 
 RL_STATE = Schema(
@@ -350,7 +502,7 @@ DEFAULT_PRESET = "rl-state"
 
 _TOP_KEYS = {"name", "default_dtype", "group", "schema_version"}
 _GROUP_KEYS = {"key", "title", "hint", "members"}
-_MEMBER_KEYS = {"dtype", "shape", "fields"}
+_MEMBER_KEYS = {"dtype", "shape", "fields", "inputs"}
 _TABLES = (
     "known tables: [[group]], [group.members], [group.members.NAME] (a member given "
     "as a table) and [group.members.NAME.fields]"
@@ -377,8 +529,9 @@ def _unknown_header(lines: TomlLines) -> tuple[int, str] | None:
     return None
 
 
-def load_schema(path: str | os.PathLike[str]) -> Schema:
-    """Load a TOML schema; SchemaError names the file, line and key on any problem."""
+def load_schema(path: str | os.PathLike[str], warnings: list[str] | None = None) -> Schema:
+    """Load a TOML schema; SchemaError names the file, line and key on any
+    problem; ``warnings``: as for ``parse_schema``."""
     import tomllib
 
     p = os.fspath(path)
@@ -402,11 +555,18 @@ def load_schema(path: str | os.PathLike[str]) -> Schema:
         # tomllib names the line of most errors, but not of one at the very end.
         at_end = f"{max(1, len(text.splitlines()))}:" if "end of document" in str(exc) else ""
         raise SchemaError(f"{p}:{at_end} not valid TOML: {exc}") from exc
-    return parse_schema(doc, text, str(p))
+    return parse_schema(doc, text, str(p), warnings)
 
 
-def parse_schema(doc: dict[str, object], text: str = "", origin: str = "<schema>") -> Schema:
-    """A schema from the data of a schema file (``text``, the file, names lines)."""
+def parse_schema(
+    doc: dict[str, object],
+    text: str = "",
+    origin: str = "<schema>",
+    warnings: list[str] | None = None,
+) -> Schema:
+    """A schema from the data of a schema file (``text``, the file, names lines).
+    ``warnings``: where to add what is allowed but likely a mistake (an input
+    whose name is close to a member's), a ``warning: ...`` line each."""
     found: list[TomlLines] = []
 
     def lines() -> TomlLines:
@@ -494,7 +654,53 @@ def parse_schema(doc: dict[str, object], text: str = "", origin: str = "<schema>
             owner[mname] = (key, gi)
             parsed.append(member)
         groups.append(Group(key, title, hint, tuple(parsed)))
-    return Schema(name=name, groups=tuple(groups), default_dtype=default_dtype)
+    schema = Schema(name=name, groups=tuple(groups), default_dtype=default_dtype)
+    if schema.has_inputs:
+        _check_inputs(schema, owner, lines, origin, warnings)
+    return schema
+
+
+def _check_inputs(
+    schema: Schema,
+    owner: dict[str, tuple[str, int]],
+    lines: Any,
+    origin: str,
+    warnings: list[str] | None,
+) -> None:
+    """Refuse inputs that form a cycle within a step; warn of an input in no
+    group whose name is close to a member's (a typo, or an input not dumped)."""
+
+    def at(member: str) -> tuple[int, str]:
+        gi = owner[member][1]
+        return lines().line_of(("group", gi, "members", member, "inputs")), f"group {gi + 1} "
+
+    cycle = schema.input_cycle()
+    if cycle is not None:
+        line, where = at(cycle[0])
+        raise SchemaError(
+            f"{origin}:{line}: {where}key {'members.' + cycle[0] + '.inputs'!r}: the inputs at "
+            f"one step form a cycle: {' -> '.join(cycle)}; a buffer cannot be computed from "
+            f"itself within a step (write NAME{PREV} for an input's value at the previous step)"
+        )
+    if warnings is None:
+        return
+    names = [m.pattern for g in schema.groups for m in g.members if not m.is_glob]
+    for g in schema.groups:
+        for m in g.members:
+            for written in m.inputs or ():
+                name, _ = split_input(written)
+                if schema.is_member(name):
+                    continue
+                import difflib
+
+                close = difflib.get_close_matches(name, names, n=1, cutoff=0.75)
+                if close:
+                    line, _ = at(m.pattern)
+                    warnings.append(
+                        f"warning: {origin}:{line}: input {written!r} of {m.pattern!r} is in no "
+                        f"group; did you mean {close[0]!r}? (an input that is not dumped is "
+                        "allowed: then ignore this)"
+                    )
 
 
 def _member(gi: int, name: str, value: object, fail: Any, unknown: Any) -> Member:
@@ -533,7 +739,9 @@ def _member(gi: int, name: str, value: object, fail: Any, unknown: Any) -> Membe
     shape = _shape(value.get("shape"), shape_fail)
     fields = _fields(value.get("fields"), shape, field_fail)
     layout = Layout(shape, fields) if shape is not None or fields else None
-    return Member(name, dtype, layout, table=True, unset=unset)
+    inputs = _inputs(value.get("inputs"), lambda what: fail(gi, (*at, "inputs"), what))
+    # ``table``: a table that holds only the dtype is written back as one.
+    return Member(name, dtype, layout, table=inputs is None, unset=unset, inputs=inputs)
 
 
 def _unset_dtype(text: str) -> tuple[str, bool]:
@@ -541,6 +749,26 @@ def _unset_dtype(text: str) -> tuple[str, bool]:
     # "?" alone is numpy's code for bool: a dtype, not an unset one.
     unset = text.endswith(UNSET) and len(text) > len(UNSET)
     return (text[: -len(UNSET)], True) if unset else (text, False)
+
+
+def _inputs(raw: object, fail: Any) -> tuple[str, ...] | None:
+    """A member's ``inputs``: a list of buffer names, each ``name`` or ``name@prev``."""
+    if raw is None:
+        return None
+    if not isinstance(raw, list) or not all(isinstance(n, str) for n in raw):
+        raise fail(
+            'must be a list of buffer names, such as ["actions", "advantages@prev"] '
+            "([] for a source: nothing upstream)"
+        )
+    seen: set[str] = set()
+    for written in raw:
+        name, _ = split_input(written)
+        if not name or name == PREV or "\0" in name:
+            raise fail(f"{written!r} names no buffer: give a buffer name, or NAME{PREV}")
+        if written in seen:
+            raise fail(f"{written!r} is listed twice")
+        seen.add(written)
+    return tuple(raw)
 
 
 def _is_int(v: object) -> bool:
@@ -603,15 +831,19 @@ def _fields(raw: object, shape: tuple[int, ...] | None, fail: Any) -> tuple[Fiel
 
 
 def resolve_schema(
-    spec: str | None, default_dtype: str | None = None, what: str = "--schema"
+    spec: str | None,
+    default_dtype: str | None = None,
+    what: str = "--schema",
+    warnings: list[str] | None = None,
 ) -> Schema:
     """A preset name or a path to a TOML file; ``None`` means the default preset.
-    ``what``: the argument ``spec`` came from, as errors name it."""
+    ``what``: the argument ``spec`` came from, as errors name it; ``warnings``:
+    as for ``parse_schema``."""
     spec = spec or DEFAULT_PRESET
     if spec in PRESETS:
         schema = PRESETS[spec]
     elif spec.endswith(".toml") or os.path.exists(spec):
-        schema = load_schema(spec)
+        schema = load_schema(spec, warnings)
     else:
         raise SchemaError(
             f"{what} {spec!r}: no such preset or file "
@@ -637,7 +869,7 @@ def schema_for_run(schema: Schema, names: Iterable[str], name: str) -> Schema:
     members that match one of ``names`` (a group left empty is left out),
     then a group ``new`` holding, with ``schema``'s default dtype, every
     name in no group (as a pattern that matches just that name): their
-    dtypes and groups are for the user to set."""
+    dtypes and groups are for the user to set. Members keep no ``inputs``."""
     from fnmatch import fnmatchcase
 
     found = sorted(set(names))
@@ -649,6 +881,8 @@ def schema_for_run(schema: Schema, names: Iterable[str], name: str) -> Schema:
             if (any(fnmatchcase(n, m.pattern) for n in found) if m.is_glob else m.pattern in found)
         )
         if members:
+            # The inputs are left out: which of them the run dumps is for the user to say.
+            members = tuple(m.replace(inputs=None) if m.inputs is not None else m for m in members)
             groups.append(Group(g.key, g.title, g.hint, members))
     rest = [n for n in found if schema.classify(n)[0] == OTHER]
     if rest:

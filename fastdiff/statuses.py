@@ -1,4 +1,4 @@
-"""Statuses and verdicts: their values, their order and their words.
+"""Statuses, verdicts and roles: their values, their order and their words.
 
 The one home of every word a report uses for them, modelled on the
 standard library's ``http.HTTPStatus``: each member (a ``Word``) carries
@@ -7,14 +7,15 @@ its ``value`` (the string results hold and the JSON writes), its
 (how a buffer's line or a group's row marks it: ``DIVERGED``) and its
 ``description`` (a sentence, for the README and for help). Renderers look
 words up here (``STATUS["only_in_a"].phrase``); none spells one again, so
-a new status is added here and nowhere else has to learn its words.
+a new status or role is added here and nowhere else has to learn its words.
 
 The collections are in report order: ``STATUSES`` in the order a step's
-counts are given, ``GROUP_STATUSES`` and ``VERDICTS``; each has its lookup
-by value (``STATUS``, ``GROUP_STATUS``, ``VERDICT``).
-The sets (``DIVERGENT``, ``TROUBLE``, ``MATCHING``, ``TIMELINE``) say what a
-status means for the verdict. ``verdict_word`` works out, once, when an
-``identical`` verdict is "identical within tolerance".
+counts are given, ``GROUP_STATUSES``, ``VERDICTS`` and ``ROLES``; each has
+its lookup by value (``STATUS``, ``GROUP_STATUS``, ``VERDICT``, ``ROLE``).
+The sets (``DIVERGENT``, ``TROUBLE``, ``MATCHING``, ``DIFFERING``,
+``TIMELINE``) say what a status means for the verdict and for the roles.
+``verdict_word`` works out, once, when an ``identical`` verdict is
+"identical within tolerance".
 """
 
 from __future__ import annotations
@@ -35,14 +36,18 @@ if TYPE_CHECKING:
     ]
     VerdictValue = Literal["identical", "diverged", "error"]
     GroupStatusValue = Literal["equal", "within_tolerance", "diverged", "absent", "error"]
+    RoleValue = Literal["origin", "receiver", "undetermined"]
 else:
-    StatusValue = VerdictValue = GroupStatusValue = str
+    StatusValue = VerdictValue = GroupStatusValue = RoleValue = str
 
 __all__ = [
+    "DIFFERING",
     "DIVERGENT",
     "GROUP_STATUS",
     "GROUP_STATUSES",
     "MATCHING",
+    "ROLE",
+    "ROLES",
     "STATUS",
     "STATUSES",
     "STATUS_ORDER",
@@ -121,6 +126,10 @@ DIVERGENT: frozenset[str] = frozenset({"diverged", "length_mismatch", "only_in_a
 TROUBLE: frozenset[str] = frozenset({"malformed", "error"})
 #: Statuses of a buffer that matches: bitwise, or within the tolerance.
 MATCHING: frozenset[str] = frozenset({"equal", "within_tolerance"})
+#: Statuses of a buffer that was compared in both runs and differs: as an
+#: input, it makes a receiver (one in a run only, or that could not be read,
+#: leaves a role undetermined).
+DIFFERING: frozenset[str] = frozenset({"diverged", "length_mismatch"})
 #: Statuses the timeline counts: a buffer that is not equal (trouble is not a difference).
 TIMELINE: frozenset[str] = DIVERGENT | {"within_tolerance"}
 
@@ -164,3 +173,27 @@ def verdict_word(verdict: str, n_within_tolerance: int) -> Word:
     if verdict == IDENTICAL.value and n_within_tolerance:
         return IDENTICAL_WITHIN_TOLERANCE
     return VERDICT[verdict]
+
+
+# --- where a divergence is born ---------------------------------------------------------
+
+ORIGIN = Word(
+    "origin",
+    "origin",
+    "the buffer diverged while every input it declares was dumped and matched (equal or "
+    "within tolerance) at the step it names: the divergence was born here",
+)
+RECEIVER = Word(
+    "receiver",
+    "receiver",
+    "the buffer diverged and an input it declares differs: it received the divergence",
+)
+UNDETERMINED = Word(
+    "undetermined",
+    "undetermined",
+    "no input that was compared differs, but one is not dumped, or is missing, unreadable or "
+    "malformed in a run at that step: born here or upstream, the dumps cannot tell",
+)
+#: Roles, from the most telling.
+ROLES = (ORIGIN, RECEIVER, UNDETERMINED)
+ROLE = _lookup(ROLES)

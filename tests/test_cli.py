@@ -582,24 +582,27 @@ def test_verbose_lists_every_buffer(flag: str) -> None:
     [
         ("signed_zero", "F  outcome_ema [f32]  DIVERGED; 1 of 16 elements differs (6.25%) "
          "in 1 range [4, 5); first at [4]: A=-0 B=0; max |A-B| 0 at [4], max 0 ULP "
-         "(rounding); 1 pair -0.0 against +0.0"),
+         "(rounding); 1 pair -0.0 against +0.0; origin (inputs matched: outcome_ema@prev, "
+         "rewards)"),
         ("nan_payload", "F  log_pi_old [f32]  DIVERGED; 1 of 16 elements differs (6.25%) "
          "in 1 range [6, 7); first at [6]: A=nan B=nan (bits 0x7fc00000 vs 0x7fc00001); "
-         "1 NaN mismatch"),
+         "1 NaN mismatch; undetermined (inputs not compared: policy_logits)"),
         ("nonfinite", "F  returns [f32]  DIVERGED; 4 of 16 elements differ (25%) in 1 range "
          "[1, 5); first at [1]: A=inf B=-inf; max |A-B| 2.5 at [3], max 14,680,064 ULP "
-         "(large: 1 NaN mismatch, 2 inf mismatches)"),
+         "(large: 1 NaN mismatch, 2 inf mismatches); origin (inputs matched: "
+         "rewards, dones)"),
         ("int_extremes", "C  action_prng_state [u32]  DIVERGED; 2 of 16 elements differ "
          "(12.5%) in 1 range [0, 2); first at [0]: A=0 B=4294967295; max |A-B| 4294967295 "
-         "at [0]"),
-        ("only_in_one", "D  unit_active [u8]  only in run B"),
-        ("only_in_one", "F  ph_mu [f32]  only in run A"),
+         "at [0]; origin (nothing upstream at step 0)"),
+        ("only_in_one", "D  unit_active [u8]  only in run B; origin (inputs matched: actions)"),
+        ("only_in_one", "F  ph_mu [f32]  only in run A; origin (inputs matched: ph_mu@prev, "
+         "ph_count, rewards)"),
         ("only_in_one", "step 0: 33 equal, 1 only in run B  diverged: D"),
         ("unknown_names", "other  my_debug_buf [u8]  DIVERGED; 1 of 10 elements differs (10%) "
          "in 1 range [4, 5); first at [4]: A=14 B=250; max |A-B| 236 at [4]"),
         ("late_steps", "step 12: 33 equal, 1 diverged  diverged: F"),
         ("length_mismatch", "F  session_pnl [f32]  LENGTH MISMATCH: A has 16 elements, B 20; "
-         "common prefix equal"),
+         "common prefix equal; origin (inputs matched: session_pnl@prev, prev_realized_pnl)"),
     ],
 )  # fmt: skip
 def test_text_buffer_lines(case: str, line: str) -> None:

@@ -50,10 +50,10 @@ CLI_MODULES = {f"fastdiff.cli.{module.rsplit('.', 1)[1]}" for module, _ in COMMA
 LAUNCHER = ROOT / "fastdiff" / "cli" / "bin" / "fastdiff"
 
 
-def imported(*args: str, launcher: bool = False) -> dict[str, str | None]:
+def imported(*args: str, launcher: bool = False, code: int = 0) -> dict[str, str | None]:
     """The modules ``python -m fastdiff ARGS`` (or the installed command,
     ``launcher``) imports, each with the module that imported it first (None
-    at the top level)."""
+    at the top level); ``code``: the exit status expected."""
     site_packages = os.path.dirname(os.path.dirname(xxhash.__file__))
     env = {k: v for k, v in os.environ.items() if not k.startswith("FASTDIFF")}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), site_packages])
@@ -73,7 +73,7 @@ def imported(*args: str, launcher: bool = False) -> dict[str, str | None]:
         timeout=120,
         check=False,
     )
-    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.returncode == code, p.stderr[-2000:]
     return parents(p.stderr)
 
 
@@ -150,6 +150,20 @@ def test_compare_of_identical_runs_imports_only_what_it_uses() -> None:
     assert_none_of(
         parent, set(HEAVY | TEXT_ONLY) | others | {"fastdiff.cli.full", "fastdiff.bench"}
     )
+
+
+def test_roles_are_worked_out_only_where_inputs_are_declared_and_a_buffer_diverged() -> None:
+    """The rl-state preset declares inputs: identical runs still import no
+    roles stage; diverging runs whose schema declares none import nothing
+    more than before either (the roles' module among them)."""
+    a, b = FIXTURES / "identical" / "a", FIXTURES / "identical" / "b"
+    assert "fastdiff.stages.roles" not in imported("compare", str(a), str(b))
+    a, b = FIXTURES / "diverge_F" / "a", FIXTURES / "diverge_F" / "b"
+    assert "fastdiff.stages.roles" in imported("compare", str(a), str(b), code=1)
+    for schema in ("raw", str(ROOT / "examples" / "schema.toml")):
+        parent = imported("compare", "--schema", schema, str(a), str(b), code=1)
+        assert "fastdiff.stages.roles" not in parent
+        assert_none_of(parent, {"difflib", "fastdiff.tomllines"})
 
 
 def test_the_installed_command_imports_no_more_than_python_m() -> None:

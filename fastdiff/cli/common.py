@@ -295,7 +295,14 @@ def given_schema(args: Namespace) -> Schema | None:
 
     if args.schema is None and args.default_dtype is None:
         return None
-    return resolve_schema(args.schema, args.default_dtype)
+    warnings: list[str] = []
+    schema = resolve_schema(args.schema, args.default_dtype, warnings=warnings)
+    if warnings:
+        from .output import print_note
+
+        for warning in warnings:  # an input named like a member: said once, on stderr
+            print_note(warning)
+    return schema
 
 
 def options_of(args: Namespace) -> CompareOptions:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .output import write_stdout
+from .output import print_note, write_stdout
 from .spec import Arg
 
 TYPE_CHECKING = False
@@ -45,7 +45,10 @@ ARGUMENTS = (
 def run(args: Namespace) -> int:
     from ..schema import resolve_schema, schema_to_toml
 
-    schema = resolve_schema(args.name, args.default_dtype, what="fastdiff schema")
+    warnings: list[str] = []
+    schema = resolve_schema(args.name, args.default_dtype, "fastdiff schema", warnings)
+    for warning in warnings:
+        print_note(warning)
     if args.run is not None:
         schema = _for_run(schema, args.run)
     write_stdout(schema_to_toml(schema))

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from typing import Any
 
-    from ..results import BufferResult, Report
+    from ..results import BufferResult, Origin, RankReport, Report
 
 JSON_SCHEMA_VERSION = 1
 
@@ -39,6 +39,8 @@ __all__ = [
     "buffer_dict",
     "iter_json",
     "json_number",
+    "origin_dict",
+    "rank_dict",
     "render_json",
     "report_dict",
 ]
@@ -70,12 +72,20 @@ _SHARED = {id(facts): _facts_dict(facts) for facts in (NOTHING_DIFFERS, UNKNOWN)
 
 
 def buffer_dict(b: BufferResult) -> dict[str, Any]:
-    """A buffer's JSON object: identity, facts (in ``FACTS`` order), paths, message."""
-    d: dict[str, Any] = {"step": b.step}
+    """A buffer's JSON object: identity (its ``rank`` in a run of several),
+    status, role (where the schema declares its inputs), facts (in ``FACTS``
+    order), paths, message."""
+    d: dict[str, Any] = {"step": b.step} if b.rank is None else {"rank": b.rank, "step": b.step}
     put_text(d, "name", b.name)
     d["group"] = json_text(b.group)
     d["dtype"] = json_text(b.dtype)
     d["status"] = b.status
+    role = b.role
+    if role is not None:
+        d["role"] = role.kind
+        d["differing_inputs"] = [json_text(n) for n in role.differing_inputs]
+        d["undumped_inputs"] = [json_text(n) for n in role.undumped_inputs]
+        d["prev_step"] = role.prev_step
     d["n_elements_a"] = b.n_elements_a
     d["n_elements_b"] = b.n_elements_b
     if b.status == "malformed":
@@ -87,6 +97,26 @@ def buffer_dict(b: BufferResult) -> dict[str, Any]:
     put_text(d, "path_b", b.path_b)
     d["message"] = None if b.message is None else json_text(b.message)
     return d
+
+
+def origin_dict(o: Origin) -> dict[str, Any]:
+    d: dict[str, Any] = {} if o.rank is None else {"rank": o.rank}
+    d["step"] = o.step
+    put_text(d, "name", o.name)
+    d["group"] = json_text(o.group)
+    return d
+
+
+def rank_dict(r: RankReport) -> dict[str, Any]:
+    """One rank's verdict, first divergent step and groups, and origins."""
+    rep = r.report
+    return {
+        "rank": r.rank,
+        "verdict": rep.verdict,
+        "first_divergent_step": rep.first_divergent_step,
+        "first_divergent_groups": [json_text(k) for k in rep.first_divergent_groups],
+        "origins": [origin_dict(o) for o in rep.origins or ()],
+    }
 
 
 def _report_items(report: Report) -> Iterator[tuple[str, Any, bool]]:
@@ -102,6 +132,10 @@ def _report_items(report: Report) -> Iterator[tuple[str, Any, bool]]:
     yield "verdict", report.verdict, False
     yield "first_divergent_step", report.first_divergent_step, False
     yield "first_divergent_groups", [json_text(k) for k in report.first_divergent_groups], False
+    if report.origins is not None:  # the schema declares inputs
+        yield "origins", [origin_dict(o) for o in report.origins], False
+    if report.ranks is not None:  # a run of several ranks
+        yield "ranks", map(rank_dict, report.ranks), True
     groups = (
         {
             "key": json_text(g.key),

@@ -15,7 +15,7 @@ import math
 
 from ..dtypes import DTYPES
 from ..kernels.facts import RESULT_FACTS
-from ..statuses import EQUAL, GROUP_STATUS, STATUS, VERDICT, WITHIN_TOLERANCE
+from ..statuses import EQUAL, GROUP_STATUS, ROLE, STATUS, VERDICT, WITHIN_TOLERANCE
 from .escape import display_path
 from .fmt import plural
 
@@ -34,6 +34,8 @@ SHOWN_RANGES = 4
 SHOWN_FIELDS = 6
 #: How many steps the timeline table shows.
 TIMELINE_ROWS = 20
+#: How many buffers a line of the verdict names where a divergence was born.
+SHOWN_ROLES = 6
 
 
 def format_value(value: int | float | None, dtype: str) -> str:
@@ -191,9 +193,47 @@ TEXT_PARTS: dict[str, Callable[[BufferResult], str | None]] = {
 _PARTS = tuple(TEXT_PARTS[f.name] for f in RESULT_FACTS if f.name in TEXT_PARTS)
 
 
+def _names(names: tuple[str, ...]) -> str:
+    return ", ".join(map(display_path, names))
+
+
+def _prev_text(step: int, prev_step: int | None) -> str:
+    """Which step ``@prev`` read, where it is not the step before (a gap)."""
+    if prev_step is None or prev_step == step - 1:
+        return ""
+    return f"; @prev is step {prev_step}, the latest held before {step}"
+
+
+def _no_inputs(step: int) -> str:
+    """Why an origin had no input to compare: a source, or step 0 (where
+    ``@prev`` inputs have no earlier state)."""
+    return "nothing upstream at step 0" if step == 0 else "a source: no inputs"
+
+
+def role_text(b: BufferResult) -> str | None:
+    """A buffer's role and why: ``origin (inputs matched: a, b)``."""
+    r = b.role
+    if r is None:
+        return None
+    if r.kind == "origin":
+        why = f"inputs matched: {_names(r.inputs)}" if r.inputs else _no_inputs(b.step)
+    elif r.kind == "receiver":
+        why = f"differing inputs: {_names(r.differing_inputs)}"
+    else:
+        why = f"inputs not compared: {_names(r.undumped_inputs)}"
+    return f"{ROLE[r.kind].phrase} ({why}{_prev_text(b.step, r.prev_step)})"
+
+
 def format_buffer(b: BufferResult) -> str:
     """A buffer's line, indented under its step's line (a group key of any
-    length, ``other`` too, starts after two spaces: never at the margin)."""
+    length, ``other`` too, starts after two spaces: never at the margin),
+    then its role."""
+    line = _format_buffer(b)
+    role = role_text(b)
+    return line if role is None else f"{line}; {role}"
+
+
+def _format_buffer(b: BufferResult) -> str:
     kind = b.dtype if b.shape is None else f"{b.dtype}, {tuple(b.shape)}"
     head = f"{'  ' + display_path(b.group):>5}  {display_path(b.name)} [{kind}]"
     word = STATUS[b.status]
@@ -334,12 +374,15 @@ def _verdict_lines(report: Report) -> list[str]:
     titles = {g.key: display_path(g.title) for g in report.groups}
     suspects = ", ".join(f"{keys[k]} ({titles[k]})" for k in report.first_divergent_groups)
     out = [f"{head}: first divergent step {report.first_divergent_step}; groups: {suspects}"]
+    out += born_lines(report)
     width = max(len(t) for t in titles.values()) + 4
     for g in report.groups:
         state = GROUP_STATUS[g.status].label
         tail = f": {', '.join(map(display_path, g.diverged))}" if g.diverged else ""
         out.append(f"  {keys[g.key]:>5}  {titles[g.key]:<{width}}{state}{tail}")
-    for g in report.groups:
+    first = report.origins[0].group if report.origins else None
+    # The hint of the group where the divergence was born first, then the others.
+    for g in sorted(report.groups, key=lambda g: g.key != first):
         if g.status == "diverged" and g.hint:
             out.append("")
             import textwrap
@@ -348,6 +391,59 @@ def _verdict_lines(report: Report) -> list[str]:
             out += textwrap.wrap(
                 hint, width=88, subsequent_indent="  ", break_on_hyphens=False
             )  # "rounding-size" stays whole
+    return out
+
+
+def _shown(items: list[str]) -> str:
+    more = len(items) - SHOWN_ROLES
+    return ", ".join(items[:SHOWN_ROLES]) + (f" and {more} more" if more > 0 else "")
+
+
+def _buffer_at(b: BufferResult) -> str:
+    return f"{display_path(b.group)} {display_path(b.name)} at step {b.step}"
+
+
+def _born_text(b: BufferResult) -> str:
+    r = b.role
+    assert r is not None
+    why = f"inputs {_names(r.inputs)} matched" if r.inputs else _no_inputs(b.step)
+    return f"{_buffer_at(b)} ({why}{_prev_text(b.step, r.prev_step)})"
+
+
+def born_lines(report: Report) -> list[str]:
+    """Where the divergence was born (the first step with an origin, its
+    origins and what received it there), the buffers left undetermined up
+    to that step, and how many origins come later: none without declared
+    inputs or a divergence."""
+    if report.origins is None or report.first_divergent_step is None:
+        return []
+    roles = [b for b in report.buffers if b.role is not None]
+    if not roles:
+        return ["  born in: unknown: no buffer that diverged declares its inputs in the schema"]
+    origins = [b for b in roles if b.role.kind == "origin"]  # type: ignore[union-attr]
+    if origins:
+        at = origins[0].step
+        line = "  born in: " + "; ".join(_born_text(b) for b in origins if b.step == at)
+        received = [display_path(b.name) for b in roles
+                    if b.step == at and b.role.kind == "receiver"]  # type: ignore[union-attr]  # fmt: skip
+        out = [line + (f"; received: {_shown(received)}" if received else "")]
+    else:
+        at = report.first_divergent_step
+        out = [
+            "  born in: not found: no buffer that diverged had every input it declares dumped "
+            "and matching"
+        ]
+    open_ = [
+        f"{_buffer_at(b)} (not compared: {_names(b.role.undumped_inputs)})"  # type: ignore[union-attr]
+        for b in roles
+        if b.step <= at and b.role.kind == "undetermined"  # type: ignore[union-attr]
+    ]
+    if open_:
+        out.append(f"  {ROLE['undetermined'].phrase}: {_shown(open_)}")
+    later = [b for b in origins if b.step > at]
+    if later:
+        n = plural(len(later), "later origin")
+        out.append(f"  {n}, the first: {_born_text(later[0])}")
     return out
 
 
@@ -430,12 +526,18 @@ def _timeline_lines(report: Report) -> list[str]:
         [_cell(by_step[s].get(k), statuses.get((s, k), set()), rounding_ulp) for k in keys]
         for s in steps
     ]
+    legend = _legend(cells)
+    born = {(o.step, o.group) for o in report.origins or ()}
+    if born & {(s, k) for s in steps for k in keys}:
+        cells = [[c + "*" if (s, k) in born else c for c, k in zip(row, keys, strict=True)]
+                 for s, row in zip(steps, cells, strict=True)]  # fmt: skip
+        legend += f"; *: an {ROLE['origin'].phrase}, where a divergence was born"
     step_w = max(len("step"), *(len(str(s)) for s in steps))
     widths = [max(len(display_path(k)), *(len(c[i]) for c in cells)) for i, k in enumerate(keys)]
     out = [
         "",
         "timeline: per group, the largest |A-B| at each step that is not all equal "
-        f"(N ulp: rounding-size; . equal{_legend(cells)})",
+        f"(N ulp: rounding-size; . equal{legend})",
         "  "
         + "step".rjust(step_w)
         + "".join(f"  {display_path(k):>{w}}" for k, w in zip(keys, widths, strict=True)),

@@ -10,6 +10,9 @@ timeline sums up, per step and group, the buffers that are not equal; notes
 say how the comparison was read where that may surprise (buffers compared
 as raw bytes).
 
+Where the schema declares inputs, the roles stage (``stages.roles``) says
+which diverged buffers are origins, receivers or undetermined.
+
 Every pass over the buffers is one pass: the cost is linear in steps x buffers.
 """
 
@@ -37,7 +40,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from ..results import Verdict
+    from ..results import Origin, Verdict
     from ..schema import Schema
 
 
@@ -291,6 +294,13 @@ def build_report(
         groups = _group_verdicts(at, schema, rounding_ulp)
         first_groups = tuple(g.key for g in groups if g.status == "diverged")
     steps, timeline, as_bytes, unset = _steps(ordered, schema)
+    origins: tuple[Origin, ...] | None = None
+    if schema.has_inputs:  # else no role, and the report is as it always was
+        origins = ()
+        if divergent:
+            from .roles import assign_roles
+
+            ordered, origins = assign_roles(ordered, [s.step for s in steps], schema)
     all_notes = list(dict.fromkeys(notes))
     if as_bytes:
         all_notes.append(bytes_note(as_bytes))
@@ -316,6 +326,7 @@ def build_report(
         work=work or Work(),
         timeline=timeline,
         notes=tuple(all_notes),
+        origins=origins,
     )
 
 

@@ -1,0 +1,111 @@
+"""Stage 6b: where a divergence was born, from the inputs a schema declares.
+
+The rule of the per-op tracers that diff two runs' fingerprint streams,
+applied to dumps: a buffer that diverged (``statuses.DIVERGENT``) while
+every input it declares was dumped and matched (``equal`` or
+``within_tolerance``) at the step it names is an **origin**: the kernel to
+fix. One with an input that differs (``diverged``, ``length_mismatch``) is a
+**receiver**: noise for whoever is debugging. One with neither, where an
+input could not be compared (not dumped at that step, in one run only,
+unreadable or malformed), is **undetermined**: born there or upstream, the
+dumps cannot tell.
+
+``name@prev`` is ``name`` at the latest earlier step the runs hold (a
+``prev_step`` that is not the step before means a gap in which the
+divergence could have been born). At step 0 it is no input (there is no
+earlier state); at a first step held that is not 0 it counts as not dumped.
+
+``assign_roles`` is a pure function of the buffer results (one run pair,
+one rank, sorted as ``build_report`` sorts them) and the schema; its cost
+is linear in buffers x declared inputs. A buffer that did not diverge, or
+whose member declares no inputs, keeps no role.
+"""
+
+from __future__ import annotations
+
+from ..results import Origin, Role
+from ..schema import split_input
+from ..statuses import DIFFERING, DIVERGENT, MATCHING
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..results import BufferResult
+    from ..schema import Schema
+
+__all__ = ["assign_roles", "role_of"]
+
+#: A declared input: (as written, buffer name, at the previous step?).
+Input = tuple[str, str, bool]
+
+
+def role_of(
+    step: int,
+    inputs: Sequence[Input],
+    status_at: dict[tuple[int, str], str],
+    prev_step: int | None,
+) -> Role:
+    """The role of a buffer that diverged at ``step`` and declares ``inputs``;
+    ``status_at``: the status of every buffer held, by (step, name);
+    ``prev_step``: the latest earlier step held (None: none)."""
+    differing: list[str] = []
+    unknown: list[str] = []
+    counted: list[str] = []
+    used_prev = None
+    for written, name, prev in inputs:
+        if prev and prev_step is None and step == 0:
+            continue  # at step 0 there is no earlier state: no input
+        counted.append(written)
+        if prev:
+            if prev_step is None:  # the first step held: what came before is not dumped
+                unknown.append(written)
+                continue
+            used_prev = prev_step
+            status = status_at.get((prev_step, name))
+        else:
+            status = status_at.get((step, name))
+        if status in MATCHING:
+            continue
+        if status in DIFFERING:
+            differing.append(written)
+        else:  # not dumped, in one run only, unreadable or malformed
+            unknown.append(written)
+    kind = "receiver" if differing else "undetermined" if unknown else "origin"
+    return Role(kind, tuple(differing), tuple(unknown), used_prev, tuple(counted))
+
+
+def assign_roles(
+    buffers: tuple[BufferResult, ...], steps: Sequence[int], schema: Schema
+) -> tuple[tuple[BufferResult, ...], tuple[Origin, ...]]:
+    """``buffers`` with a role on each that diverged and declares inputs, and
+    the origins among them, in the buffers' order (step, then pipeline
+    order). ``steps``: the steps held, ascending."""
+    parsed: dict[str, tuple[Input, ...] | None] = {}
+
+    def inputs_of(name: str) -> tuple[Input, ...] | None:
+        declared = schema.inputs_of(name)
+        found = parsed[name] = (
+            None if declared is None else tuple((w, *split_input(w)) for w in declared)
+        )
+        return found
+
+    todo: list[tuple[int, tuple[Input, ...]]] = []
+    for i, b in enumerate(buffers):
+        if b.status in DIVERGENT:
+            inputs = parsed[b.name] if b.name in parsed else inputs_of(b.name)
+            if inputs is not None:
+                todo.append((i, inputs))
+    if not todo:
+        return buffers, ()
+    status_at = {(b.step, b.name): b.status for b in buffers}
+    prev_of = dict(zip(steps[1:], steps, strict=False))
+    out = list(buffers)
+    origins = []
+    for i, inputs in todo:
+        b = buffers[i]
+        role = role_of(b.step, inputs, status_at, prev_of.get(b.step))
+        out[i] = b.replace(role=role)
+        if role.kind == "origin":
+            origins.append(Origin(b.step, b.name, b.group, b.rank))
+    return tuple(out), tuple(origins)
