@@ -308,3 +308,66 @@ def naive_scan(
         "ulp_log2_histogram": tuple(histogram),
         "n_signed_zero": ulps.count(0),
     }
+
+
+# --- where a divergence was born (stages.roles), from the files themselves -------------
+
+
+def naive_status(a: bytes | None, b: bytes | None, size: int) -> str | None:
+    """A buffer's status from its bytes in runs A and B (``size``: the element
+    size; no tolerance); None when neither run holds it."""
+    if a is None and b is None:
+        return None
+    if a is None:
+        return "only_in_b" if len(b) % size == 0 else "malformed"  # type: ignore[arg-type]
+    if b is None:
+        return "only_in_a" if len(a) % size == 0 else "malformed"
+    if len(a) % size or len(b) % size:
+        return "malformed"
+    if len(a) != len(b):
+        return "length_mismatch"
+    return "equal" if a == b else "diverged"
+
+
+def naive_roles(
+    run_a: dict[tuple[int, str], bytes],
+    run_b: dict[tuple[int, str], bytes],
+    inputs: dict[str, list[str] | None],
+    size: int,
+) -> dict[tuple[int, str], tuple[str, list[str], list[str], int | None]]:
+    """The role of every buffer that diverged and declares inputs, as issue 16
+    states the rule, written out literally: (role, differing inputs, inputs
+    not compared, the step ``@prev`` was read at)."""
+    keys = set(run_a) | set(run_b)
+    held = sorted({step for step, _ in keys})
+    status = {k: naive_status(run_a.get(k), run_b.get(k), size) for k in keys}
+    out = {}
+    for (step, name), st in status.items():
+        declared = inputs.get(name)
+        if declared is None or st not in ("diverged", "length_mismatch", "only_in_a", "only_in_b"):
+            continue
+        earlier = [s for s in held if s < step]
+        prev = earlier[-1] if earlier else None
+        differing: list[str] = []
+        unknown: list[str] = []
+        used = None
+        for written in declared:
+            at_prev = written.endswith("@prev")
+            base = written[: -len("@prev")] if at_prev else written
+            if at_prev and step == 0:
+                continue  # no earlier state: no input
+            if at_prev and prev is None:
+                unknown.append(written)  # before the first step held: not dumped
+                continue
+            if at_prev:
+                used = prev
+            s = status.get((prev if at_prev else step, base))
+            if s in ("equal", "within_tolerance"):
+                pass
+            elif s in ("diverged", "length_mismatch"):
+                differing.append(written)
+            else:
+                unknown.append(written)
+        role = "receiver" if differing else "undetermined" if unknown else "origin"
+        out[(step, name)] = (role, differing, unknown, used)
+    return out
