@@ -1,6 +1,7 @@
 """The ``hash`` API: a run folder's digests, written as a manifest.
 
-``write_manifest`` lists the run, asks the scheduler for the digest of every
+``write_manifest`` lists the run (every rank's folder, for a run of several
+ranks: ``sources.ranks``), asks the scheduler for the digest of every
 dump (the digest cache first, then batched hashing on the executor the
 options choose, as a comparison does), and writes the manifest
 (``sources.manifest`` is the format) only when every file was hashed.
@@ -88,6 +89,27 @@ def _malformed(listing: RunListing, schema: Schema) -> list[tuple[BufferRef, Pro
     return out
 
 
+def _ranked_listing(root: str, listing: RunListing) -> tuple[RunListing, list[Problem]] | None:
+    """For a run of several ranks (``sources.ranks``): every rank's buffers in
+    one listing of the run folder (the manifest names each file by its path
+    below it, ``rank_<R>/step_...``), and the problems; None for a run of
+    one rank."""
+    from .sources import RunSource
+    from .sources.buffers import RunListing as Listing
+    from .sources.ranks import skipped_beside, split_ranks
+
+    src = RunSource(root, listing)
+    ranked = split_ranks(src)
+    if ranked is None:
+        return None
+    buffers, skipped, problems = [], list(skipped_beside(ranked, src)), list(ranked.problems)
+    for _, rank_src in ranked.ranks:
+        buffers += rank_src.listing.buffers
+        skipped += rank_src.listing.skipped
+        problems += rank_src.listing.errors
+    return Listing(root, tuple(buffers), tuple(skipped), ()), problems
+
+
 def _hash_run(
     root: str, options: CompareOptions, cache: DigestCache | None
 ) -> tuple[RunListing, dict[BufferRef, BufferDigest], list[Problem]]:
@@ -97,6 +119,10 @@ def _hash_run(
         raise FastdiffError(f"{root}: a manifest already; hash the run folder it describes")
     listing = src.listing
     problems = list(listing.errors)
+    ranked = _ranked_listing(root, listing)
+    if ranked is not None:
+        listing, more = ranked
+        problems += more
     if not listing.files and not problems:
         from .sources import RunSource, dump_subfolder, no_dumps_problem
 

@@ -1,8 +1,9 @@
 """Sweeps: many run pairs at once, each file hashed once.
 
 The pair lists (one baseline against candidates, every pair of a set, or
-pairs read from a file), the summary, and the classes of runs that are
-bit-identical to each other (never merely within tolerance). The work
+pairs read from a file), the summary, the classes of runs that are
+bit-identical to each other (never merely within tolerance), and whether
+the diverging pairs share their first origin (a reproducible origin). The work
 itself is ``engine.scheduler.compare_pairs``.
 """
 
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from .engine.cache import DigestCache
     from .engine.progress import Progress
     from .options import CompareOptions
-    from .results import Report
+    from .results import Origin, Report
 
 RunPair = tuple[str, str]
 
@@ -234,6 +235,53 @@ def identity_classes(
     return classes, [UnclassifiedRun(r, unclassified[r]) for r in wanted if r in unclassified]
 
 
+class FirstOrigins:
+    """Whether the diverging pairs of a sweep share their first origin (an
+    immutable value). ``groups``: (first origin, indices of the pairs it is
+    first in), in first-seen order; the origin is None for pairs that
+    diverged with no origin found."""
+
+    __slots__ = ("groups",)
+
+    groups: tuple[tuple[Origin | None, tuple[int, ...]], ...]
+
+    def __init__(self, groups: tuple[tuple[Origin | None, tuple[int, ...]], ...]) -> None:
+        self.groups = groups
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FirstOrigins) and self.groups == other.groups
+
+    def __hash__(self) -> int:
+        return hash(self.groups)
+
+    def __repr__(self) -> str:
+        return f"FirstOrigins({self.groups!r})"
+
+    @property
+    def reproducible(self) -> bool | None:
+        """One first origin in every diverging pair; None when no pair
+        diverged, or none has an origin (nothing to tell)."""
+        if all(o is None for o, _ in self.groups):
+            return None
+        return len(self.groups) == 1
+
+
+def first_origins(reports: Sequence[Report]) -> FirstOrigins | None:
+    """The first origin of every diverging pair (index: its place in
+    ``reports``), grouped: None when no report knows origins (no schema
+    declared inputs)."""
+    if all(r.origins is None for r in reports):
+        return None
+    groups: dict[tuple[object, ...] | None, tuple[Origin | None, list[int]]] = {}
+    for i, r in enumerate(reports):
+        if r.first_divergent_step is None:
+            continue
+        o = r.origins[0] if r.origins else None
+        key = None if o is None else (o.rank, o.step, o.name)
+        groups.setdefault(key, (o, []))[1].append(i)
+    return FirstOrigins(tuple((o, tuple(pairs)) for o, pairs in groups.values()))
+
+
 class SweepSummary:
     """What a sweep found, over the pairs that finished (an immutable value).
 
@@ -241,11 +289,13 @@ class SweepSummary:
     None; ``unclassified``: the runs of ``classes_of`` in no class (a pair
     ended in error), None with ``classes``. ``error_and_diverged``: the pairs
     counted in ``error`` that also diverged (a divergence was found).
+    ``first_origins``: whether the diverging pairs share their first origin
+    (None: no schema declared inputs).
     """
 
     __slots__ = (
         "cache_hits", "classes", "diverged", "elapsed_s", "error", "error_and_diverged",
-        "identical", "interrupted", "pairs", "unclassified",
+        "first_origins", "identical", "interrupted", "pairs", "unclassified",
     )  # fmt: skip
 
     pairs: int
@@ -258,6 +308,7 @@ class SweepSummary:
     interrupted: bool
     unclassified: tuple[UnclassifiedRun, ...] | None
     error_and_diverged: int
+    first_origins: FirstOrigins | None
 
     def __init__(
         self,
@@ -271,6 +322,7 @@ class SweepSummary:
         interrupted: bool = False,
         unclassified: tuple[UnclassifiedRun, ...] | None = None,
         error_and_diverged: int = 0,
+        first_origins: FirstOrigins | None = None,
     ) -> None:
         self.pairs = pairs
         self.identical = identical
@@ -282,6 +334,7 @@ class SweepSummary:
         self.interrupted = interrupted
         self.unclassified = unclassified
         self.error_and_diverged = error_and_diverged
+        self.first_origins = first_origins
 
     def __repr__(self) -> str:
         return (
@@ -346,4 +399,5 @@ def summarize(
         error_and_diverged=sum(
             r.verdict == "error" and r.first_divergent_step is not None for r in reports
         ),
+        first_origins=first_origins(reports),
     )

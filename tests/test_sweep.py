@@ -106,6 +106,8 @@ def test_all_sweep_text_classes(runs: dict[str, Path], cache_env: dict[str, str]
     assert classes == [
         f"  1: {runs['base']} {runs['same1']} {runs['same2']}",
         f"  2: {runs['divF']}",
+        # rl-state declares inputs: every diverging pair has divF's first origin
+        "first origin reproducible: F rewards at step 2 in all 3 diverging pairs",
     ]
 
 
@@ -127,7 +129,9 @@ def sweep_summaries(*args: str) -> tuple[list[str], dict[str, object], int]:
     assert text.returncode == jsonl.returncode
     lines = text.stdout.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("classes of"))
-    return lines[start:], strict_json(jsonl.stdout.splitlines()[-1]), text.returncode  # type: ignore[return-value]
+    # up to the first origins, which tests/test_origins.py checks
+    end = next((i for i, line in enumerate(lines) if line.startswith("first origin")), None)
+    return lines[start:end], strict_json(jsonl.stdout.splitlines()[-1]), text.returncode  # type: ignore[return-value]
 
 
 def test_runs_within_tolerance_never_form_a_class(tmp_path: Path) -> None:

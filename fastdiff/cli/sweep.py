@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from concurrent.futures import Executor
 
     from ..results import Report
+    from ..sweep import SweepSummary
 
 #: compare's options that sweep does not take, and why (``tests/test_cli_help.py``
 #: checks this against the declarations; the description says it).
@@ -102,7 +103,11 @@ def run(args: Namespace) -> int:
         write_stdout(render_sweep_record(index, report) if fmt == "jsonl" else
                      format_sweep_row(report) + "\n")  # fmt: skip
 
-    render = render_sweep_summary_record if fmt == "jsonl" else render_sweep_summary_text
+    def render(summary: SweepSummary) -> str:
+        if fmt == "jsonl":
+            return render_sweep_summary_record(summary)
+        return render_sweep_summary_text(summary, pairs)  # the pairs name those that disagree
+
     cache = digest_cache(args, [run for pair in pairs for run in pair])
     try:
         with _dask_executor(args) as executor:

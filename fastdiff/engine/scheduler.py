@@ -46,11 +46,12 @@ from ..sources import (
     open_run,
     reopen,
 )
+from ..sources.ranks import split_ranks
 from ..sources.schemas import choose_schema
 from ..stages.digest import RECORDED_DIGESTS_ONLY, by_digest, tolerance_undecided
 from ..stages.hash import hash_batch
 from ..stages.prepare import prepare
-from ..stages.verdict import build_report
+from ..stages.verdict import build_report, combine_ranks
 from .pool import batches, default_jobs, open_runner, resolve_executor_kind
 
 TYPE_CHECKING = False
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
 
     from ..schema import Schema
     from ..sources.buffers import BufferDigest, BufferRef
+    from ..sources.ranks import RankedRun
     from ..stages.pair import Pair
     from ..stages.scan import ScanJob, ScanOutcome
     from .cache import DigestCache
@@ -100,7 +102,7 @@ class Plan:
     An immutable value: the same plan may be submitted again.
     """
 
-    __slots__ = ("errors", "notes", "on_done", "paired", "schema", "src_a", "src_b", "tag")
+    __slots__ = ("errors", "notes", "on_done", "paired", "rank", "schema", "src_a", "src_b", "tag")
 
     src_a: RunSource
     src_b: RunSource
@@ -110,6 +112,7 @@ class Plan:
     errors: tuple[Problem, ...]
     paired: bool
     notes: tuple[str, ...]
+    rank: int | None
 
     def __init__(
         self,
@@ -121,6 +124,7 @@ class Plan:
         errors: Iterable[Problem] = (),
         paired: bool = True,
         notes: Iterable[str] = (),
+        rank: int | None = None,
     ) -> None:
         self.src_a = src_a
         self.src_b = src_b
@@ -131,6 +135,8 @@ class Plan:
         self.paired = paired
         #: Remarks on how the runs are read (the schema chosen): into the report.
         self.notes = tuple(notes)
+        #: The rank both sources are of (runs of several ranks): on every result.
+        self.rank = rank
 
     def __repr__(self) -> str:
         return f"Plan({self.src_a.spec!r}, {self.src_b.spec!r}, tag={self.tag!r})"
@@ -140,7 +146,7 @@ class Plan:
         compare again files that changed while they were read."""
         return Plan(
             reopen(self.src_a), reopen(self.src_b), self.schema, self.on_done, self.tag,
-            self.errors, self.paired, self.notes,
+            self.errors, self.paired, self.notes, self.rank,
         )  # fmt: skip
 
 
@@ -169,7 +175,7 @@ class _Job(_Need):
         super().__init__()
         self.plan = plan
         src_a, src_b = plan.src_a, plan.src_b
-        ready = prepare(src_a, src_b, plan.schema, opts, plan.paired)
+        ready = prepare(src_a, src_b, plan.schema, opts, plan.paired, plan.rank)
         self.cs_a, self.cs_b = ready.cs_a, ready.cs_b
         self.errors: list[Problem] = [*src_a.listing.errors, *src_b.listing.errors, *plan.errors]
         self.results: list[BufferResult] = ready.decided
@@ -735,16 +741,20 @@ def _compare_pairs(
     opts = options or CompareOptions()
     specs = [os.fspath(s) for pair in pairs for s in pair]
     sources = {s: open_run(s) for s in dict.fromkeys(specs)}
+    ranked: dict[str, RankedRun | None] = {}
     reports: dict[int, Report] = {}
     emitted = 0
 
-    def done(plan: Plan, report: Report) -> None:
+    def finish(index: int, report: Report) -> None:
         nonlocal emitted
-        reports[plan.tag] = report  # type: ignore[index]
+        reports[index] = report
         while emitted in reports:
             if on_report is not None:
                 on_report(emitted, reports[emitted])
             emitted += 1
+
+    def done(plan: Plan, report: Report) -> None:
+        finish(plan.tag, report)  # type: ignore[arg-type]
 
     sched = Scheduler(opts, cache, progress)
     hints: dict[str, str | None] = {}
@@ -754,8 +764,18 @@ def _compare_pairs(
         schema, said = choose_schema((sa, sb), opts.schema)
         said = (*said, *dict.fromkeys((*sa.notes, *sb.notes)))
         notes.update(dict.fromkeys(said))
-        empty = _empty_sides(sa, sb, hints)
-        sched.submit(Plan(sa, sb, schema, done, i, empty, paired=not empty, notes=said))
+        for src in (sa, sb):
+            if src.spec not in ranked:
+                ranked[src.spec] = split_ranks(src)
+        ka, kb = ranked[sa.spec], ranked[sb.spec]
+        if ka is None and kb is None:  # runs of one rank: the usual case
+            empty = _empty_sides(sa, sb, hints)
+            sched.submit(Plan(sa, sb, schema, done, i, empty, paired=not empty, notes=said))
+        elif ka is None or kb is None:
+            mixed = [_one_rank_and_several(sa, sb, ka is not None)]
+            sched.submit(Plan(sa, sb, schema, done, i, mixed, paired=False, notes=said))
+        else:
+            _RankedPair(i, sa, sb, ka, kb, schema, said, opts, finish).submit(sched, hints)
     if on_note is not None:
         for note in notes:  # once each, however many pairs it concerns
             on_note(note)
@@ -763,3 +783,96 @@ def _compare_pairs(
     if progress is not None:
         progress.close()
     return [reports[i] for i in range(len(pairs))]
+
+
+# --- runs of several ranks ---------------------------------------------------------------
+
+
+def _one_rank_and_several(sa: RunSource, sb: RunSource, a_has_ranks: bool) -> Problem:
+    several, one = (sa, sb) if a_has_ranks else (sb, sa)
+    side, other = ("A", "B") if a_has_ranks else ("B", "A")
+    return Problem(
+        several.spec,
+        f"run {side} holds the dumps of several ranks (rank_<R> folders) and run {other}, "
+        f"{one.spec}, those of one: compare rank by rank ({several.spec}/rank_0 against "
+        f"{one.spec}), or give run {other}'s folder of ranks",
+        kind="mismatch",
+    )
+
+
+def _absent_rank(spec: str, rank: int, present: RunSource, side: str, other: str) -> RunSource:
+    """The side of a rank that one run lacks: a source whose listing holds the error."""
+    from ..sources.buffers import RunListing
+    from ..sources.ranks import rank_name
+
+    where = (
+        f"{spec}:{rank_name(rank)}" if os.path.isfile(spec) else os.path.join(spec, rank_name(rank))
+    )
+    problem = Problem(
+        present.spec,
+        f"rank {rank} is in run {side} only (run {other} has no {rank_name(rank)}); nothing "
+        "was compared for it: copy that rank's dumps, or compare the ranks both runs hold",
+        kind="missing",
+    )
+    return RunSource(where, RunListing(where, (), (), (problem,), readable=False))
+
+
+class _RankedPair:
+    """Two runs of several ranks: a plan per rank, then one report of them all."""
+
+    __slots__ = ("errors", "finish", "index", "ka", "kb", "left", "notes", "opts", "reports",
+                 "sa", "sb", "schema")  # fmt: skip
+
+    def __init__(
+        self,
+        index: int,
+        sa: RunSource,
+        sb: RunSource,
+        ka: RankedRun,
+        kb: RankedRun,
+        schema: Schema,
+        notes: tuple[str, ...],
+        opts: CompareOptions,
+        finish: Callable[[int, Report], None],
+    ) -> None:
+        self.index, self.sa, self.sb, self.ka, self.kb = index, sa, sb, ka, kb
+        self.schema, self.notes, self.opts, self.finish = schema, notes, opts, finish
+        self.errors = [*sa.listing.errors, *sb.listing.errors, *ka.problems, *kb.problems]
+        self.reports: list[tuple[int, Report]] = []
+        self.left = 0
+
+    def submit(self, sched: Scheduler, hints: dict[str, str | None]) -> None:
+        from ..sources.ranks import pair_ranks
+
+        paired = pair_ranks(self.ka, self.kb)
+        self.left = len(paired)
+        for rank, ra, rb in paired:
+            if ra is None:
+                assert rb is not None
+                ra = _absent_rank(self.sa.spec, rank, rb, "B", "A")
+            elif rb is None:
+                rb = _absent_rank(self.sb.spec, rank, ra, "A", "B")
+            empty = (
+                []
+                if not (ra.listing.readable and rb.listing.readable)
+                else _empty_sides(ra, rb, hints)
+            )
+            plan = Plan(ra, rb, self.schema, self.done, rank, empty, paired=not empty,
+                        notes=self.notes, rank=rank)  # fmt: skip
+            sched.submit(plan)
+
+    def done(self, plan: Plan, report: Report) -> None:
+        self.reports.append((plan.rank, report))  # type: ignore[arg-type]
+        self.left -= 1
+        if self.left:
+            return
+        from ..sources.ranks import skipped_beside
+
+        skipped = [*skipped_beside(self.ka, self.sa)]
+        if self.sb.spec != self.sa.spec:
+            skipped += skipped_beside(self.kb, self.sb)
+        report = combine_ranks(
+            self.sa.spec, self.sb.spec, self.schema, self.reports, skipped, self.errors,
+            tolerance_dict(self.opts.tolerance), self.notes,
+        )  # fmt: skip
+        self.finish(self.index, report)

@@ -8,13 +8,14 @@ import json
 from ..statuses import VERDICT
 from .escape import display_path
 from .fmt import plural
-from .json import JSON_SCHEMA_VERSION, report_dict
+from .json import JSON_SCHEMA_VERSION, origin_dict, report_dict
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
-    from ..results import Report
+    from ..results import Origin, Report
     from ..sweep import SweepSummary
 
 
@@ -25,7 +26,7 @@ def render_sweep_record(index: int, report: Report) -> str:
 
 
 def sweep_summary_dict(summary: SweepSummary) -> dict[str, Any]:
-    return {
+    d: dict[str, Any] = {
         "record": "summary",
         "schema_version": JSON_SCHEMA_VERSION,
         "pairs": summary.pairs,
@@ -47,6 +48,14 @@ def sweep_summary_dict(summary: SweepSummary) -> dict[str, Any]:
         "elapsed_s": summary.elapsed_s,
         "interrupted": summary.interrupted,
     }
+    found = summary.first_origins
+    if found is not None:  # a schema declared inputs (else the record is as it always was)
+        d["reproducible_origin"] = found.reproducible
+        d["first_origins"] = [
+            {"origin": None if o is None else origin_dict(o), "pairs": list(pairs)}
+            for o, pairs in found.groups
+        ]
+    return d
 
 
 def render_sweep_summary_record(summary: SweepSummary) -> str:
@@ -72,7 +81,8 @@ def format_sweep_row(report: Report) -> str:
     return f"{display_path(report.run_a)}  {display_path(report.run_b)}  {display_path(what)}"
 
 
-def render_sweep_summary_text(summary: SweepSummary) -> str:
+def render_sweep_summary_text(summary: SweepSummary, runs: Sequence[tuple[str, str]] = ()) -> str:
+    """The summary; ``runs``: each pair's two runs, in order (to name pairs)."""
     lines = [
         f"{summary.pairs} pairs: {summary.identical} identical, {summary.diverged} diverged, "
         f"{summary.error} with errors"
@@ -91,4 +101,38 @@ def render_sweep_summary_text(summary: SweepSummary) -> str:
     if summary.unclassified:
         lines.append("in no class (a pair ended in error):")
         lines += [f"  {display_path(u.run)}: {u.reason}" for u in summary.unclassified]
+    lines += origin_lines(summary, runs)
     return "\n".join(lines) + "\n"
+
+
+def _origin_text(o: Origin | None) -> str:
+    if o is None:
+        return "no origin found"
+    rank = "" if o.rank is None else f" on rank {o.rank}"
+    return f"{display_path(o.group)} {display_path(o.name)} at step {o.step}{rank}"
+
+
+def origin_lines(summary: SweepSummary, runs: Sequence[tuple[str, str]] = ()) -> list[str]:
+    """Whether the diverging pairs share their first origin; ``runs``: each
+    pair's two runs, by index, to name the pairs that disagree."""
+    found = summary.first_origins
+    if found is None or not found.groups:
+        return []
+    if found.reproducible is None:
+        n = sum(len(pairs) for _, pairs in found.groups)
+        return [f"first origin: none found in the {plural(n, 'diverging pair')} (their "
+                "diverged buffers are receivers or undetermined, or have no inputs)"]  # fmt: skip
+    if found.reproducible:
+        ((o, pairs),) = found.groups
+        return [f"first origin reproducible: {_origin_text(o)} in all "
+                f"{plural(len(pairs), 'diverging pair')}"]  # fmt: skip
+
+    def named(i: int) -> str:
+        if i < len(runs):
+            return " vs ".join(map(display_path, runs[i]))
+        return f"pair {i}"
+
+    lines = ["first origins differ between the diverging pairs:"]
+    for o, pairs in found.groups:
+        lines.append(f"  {_origin_text(o)}: {', '.join(named(i) for i in pairs)}")
+    return lines

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
     from ..kernels.facts import FieldDiff
-    from ..results import BufferResult, Report, StepSummary, TimelineRow
+    from ..results import BufferResult, Origin, Problem, Report, StepSummary, TimelineRow
 
 __all__ = ["TEXT_PARTS", "format_buffer", "format_value", "render_text"]
 
@@ -313,13 +313,25 @@ def note_lines(report: Report) -> list[str]:
 
 
 def render_text(report: Report, verbose: bool = False) -> str:
-    """The report; ``verbose`` lists every step and every buffer, equal ones too."""
+    """The report; ``verbose`` lists every step and every buffer, equal ones
+    too. Runs of several ranks: each rank's report, then the ranks' table,
+    the pattern of their first origins, and the verdict over all of them."""
     lines = [
         f"A: {display_path(report.run_a)}",
         f"B: {display_path(report.run_b)}",
         f"schema: {display_path(report.schema)}",
     ]
     lines += note_lines(report)
+    if report.ranks is not None:
+        lines += _ranks_lines(report, verbose)
+    else:
+        lines += _body_lines(report, verbose)
+    return "\n".join(lines) + "\n"
+
+
+def _body_lines(report: Report, verbose: bool) -> list[str]:
+    """A run pair's steps and buffers, skipped entries, errors, verdict and timeline."""
+    lines: list[str] = []
     shown: dict[int, list[BufferResult]] = {}  # the buffers to list, by step: one pass
     for b in report.buffers:
         if verbose or b.status != "equal":
@@ -339,13 +351,141 @@ def render_text(report: Report, verbose: bool = False) -> str:
     if report.skipped:
         lines.append(f"skipped {plural(len(report.skipped), 'entry', 'entries')}:")
         lines += [f"  {display_path(s.path)}: {display_path(s.reason)}" for s in report.skipped]
-    if report.errors:
-        lines.append(f"{plural(len(report.errors), 'error')}:")
-        lines += [f"  {display_path(e.path)}: {display_path(e.message)}" for e in report.errors]
+    lines += _error_lines(report.errors)
     lines.append("")
     lines += _verdict_lines(report)
     lines += _timeline_lines(report)
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def _error_lines(errors: tuple[Problem, ...] | list[Problem]) -> list[str]:
+    if not errors:
+        return []
+    lines = [f"{plural(len(errors), 'error')}:"]
+    return lines + [f"  {display_path(e.path)}: {display_path(e.message)}" for e in errors]
+
+
+# --- runs of several ranks -----------------------------------------------------------
+
+
+def _origin_at(o: Origin | None) -> str:
+    return "-" if o is None else f"{display_path(o.group)} {display_path(o.name)} at step {o.step}"
+
+
+def _rank_list(ranks: list[int]) -> str:
+    return f"{'rank' if len(ranks) == 1 else 'ranks'} {', '.join(map(str, ranks))}"
+
+
+def _ranks_lines(report: Report, verbose: bool) -> list[str]:
+    assert report.ranks is not None
+    lines = [f"{plural(len(report.ranks), 'rank')}: {', '.join(str(r.rank) for r in report.ranks)}"]
+    for rr in report.ranks:
+        rep = rr.report
+        lines += [
+            "",
+            f"=== rank {rr.rank} (A: {display_path(rep.run_a)}, B: {display_path(rep.run_b)})",
+        ]
+        lines += _body_lines(rep, verbose)
+    known = {e for rr in report.ranks for e in rr.report.errors}
+    own = [e for e in report.errors if e not in known]  # of the runs, not of a rank
+    if own or report.skipped:
+        lines.append("")
+    if report.skipped:
+        lines.append(f"skipped {plural(len(report.skipped), 'entry', 'entries')}:")
+        lines += [f"  {display_path(s.path)}: {display_path(s.reason)}" for s in report.skipped]
+    lines += _error_lines(own)
+    lines += ["", *rank_table(report), *rank_pattern(report), ""]
+    lines += _ranks_verdict(report)
+    return lines
+
+
+def rank_table(report: Report) -> list[str]:
+    """One row per rank: verdict, first divergent step, groups, first origin
+    (where the schema declares inputs)."""
+    assert report.ranks is not None
+    origins = report.origins is not None
+    head = ["rank", "verdict", "first divergent step", "groups"] + (["first origin"] * origins)
+    rows = [
+        [
+            str(rr.rank),
+            rr.report.verdict_word.phrase,
+            "-" if rr.report.first_divergent_step is None else str(rr.report.first_divergent_step),
+            " ".join(map(display_path, rr.report.first_divergent_groups)) or "-",
+        ]
+        + ([_origin_at(rr.first_origin)] * origins)
+        for rr in report.ranks
+    ]
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    out = ["per rank:"]
+    for r in [head, *rows]:
+        cells = [
+            r[0].rjust(widths[0]),
+            *(c.ljust(w) for c, w in zip(r[1:], widths[1:], strict=True)),
+        ]
+        out.append(("  " + "  ".join(cells)).rstrip())
+    return out
+
+
+def rank_pattern(report: Report) -> list[str]:
+    """Whether the ranks that diverged share their first origin (a kernel,
+    nondeterministic wherever it runs) or not (what sets ranks apart)."""
+    assert report.ranks is not None
+    diverging = [rr for rr in report.ranks if rr.report.first_divergent_step is not None]
+    if report.origins is None or not diverging:
+        return []
+    firsts: dict[tuple[int, str] | None, list[int]] = {}
+    shown: dict[tuple[int, str] | None, Origin | None] = {}
+    for rr in diverging:
+        o = rr.first_origin
+        key = None if o is None else (o.step, o.name)
+        firsts.setdefault(key, []).append(rr.rank)
+        shown.setdefault(key, o)
+    quiet = [rr.rank for rr in report.ranks if rr.report.first_divergent_step is None]
+    apart = (
+        "look at what sets those ranks apart: their data, their place in the topology, the "
+        "order of cross-rank reductions"
+    )
+    if len(firsts) == 1 and None not in firsts:
+        (key,) = firsts
+        which = "every rank" if not quiet else f"every diverging rank ({_rank_list(firsts[key])})"
+        return [
+            f"pattern: the same first origin on {which}, {_origin_at(shown[key])}: it points at a "
+            "kernel, nondeterministic wherever it runs"
+        ]
+    parts = [
+        f"{_origin_at(shown[k])} on {_rank_list(ranks)}" if k is not None
+        else f"no origin found on {_rank_list(ranks)}"
+        for k, ranks in firsts.items()
+    ]  # fmt: skip
+    if quiet:
+        parts.append(f"no divergence on {_rank_list(quiet)}")
+    return [f"pattern: the first origin is on some ranks only: {'; '.join(parts)}: {apart}"]
+
+
+def _ranks_verdict(report: Report) -> list[str]:
+    """The verdict over every rank: the worst, at the earliest first divergent step."""
+    assert report.ranks is not None
+    word = report.verdict_word
+    n = plural(len(report.ranks), "rank")
+    if report.first_divergent_step is None:
+        if report.verdict == "error":
+            return [
+                f"VERDICT: {word.phrase}: {plural(len(report.errors), 'problem')} (above); no "
+                f"divergence on any of the {n} among the buffers that could be compared"
+            ]
+        close = f", {report.n_within_tolerance} buffers only {WITHIN_TOLERANCE.phrase}"
+        return [f"VERDICT: {word.phrase}: {n}{close if report.n_within_tolerance else ''}"]
+    diverged = VERDICT["diverged"].phrase
+    state = diverged if report.verdict == "diverged" else f"{word.phrase}, and {diverged}"
+    first = [rr.rank for rr in report.ranks
+             if rr.report.first_divergent_step == report.first_divergent_step]  # fmt: skip
+    titles = {g.key: g.title for g in report.groups}
+    groups = ", ".join(f"{display_path(k)} ({display_path(titles[k])})"
+                       for k in report.first_divergent_groups)  # fmt: skip
+    return [
+        f"VERDICT: {state}: first divergent step {report.first_divergent_step} on "
+        f"{_rank_list(first)} (of {n}); groups: {groups}"
+    ]
 
 
 def _verdict_lines(report: Report) -> list[str]:

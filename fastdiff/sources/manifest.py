@@ -18,6 +18,10 @@ so ``stats`` and ``compare`` see the same groups and dtypes as on the folder
 format 1, which older fastdiffs still read (they ignore it); a manifest
 without it, from an older fastdiff, is still read: its schema is unknown
 (``Manifest.schema`` is None), and its files' dtypes are kept.
+
+The manifest of a run of several ranks (``sources.ranks``) names each file
+by its path below the run, ``rank_<R>/step_<N>_<name>.bin``; a manifest
+holds files of ranks or of none, never both.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from ..results import Skipped
 from ..schema import Schema, parse_schema
 from .buffers import BufferDigest, BufferRef, RunListing, step_filter
 from .names import DUMP_PATTERN, DUMPS, MAX_STEP_DIGITS, split_name
+from .ranks import parse_rank
 from .run import RunSource, refused
 
 TYPE_CHECKING = False
@@ -214,7 +219,8 @@ def parse_manifest(doc: object, path: str) -> Manifest:
     raw_entries = _expect(path, doc, list_key, list)
     buffers: list[BufferRef] = []
     dtypes: dict[str, str] = {}
-    seen: set[tuple[int, str]] = set()
+    seen: set[tuple[int | None, int, str]] = set()
+    ranked: bool | None = None  # files below rank_<R>/: a run of several ranks
     for i, entry in enumerate(raw_entries):
         where = f"{list_key}[{i}]: "
         if not isinstance(entry, dict):
@@ -223,9 +229,15 @@ def parse_manifest(doc: object, path: str) -> Manifest:
         size = _expect(path, entry, "size", int, where)
         chunks = _expect(path, entry, "chunks", list, where)
         digest = _expect(path, entry, "digest", str, where)
-        if (step, buffer) in seen:
-            raise _fail(path, f"{where}buffer {buffer!r} of step {step} is listed twice")
-        seen.add((step, buffer))
+        rank = parse_rank(name.split("/", 1)[0]) if "/" in name else None
+        if ranked is None:
+            ranked = rank is not None
+        elif ranked != (rank is not None):
+            raise _fail(path, f"{where}{name!r}: files of ranks and files of no rank are mixed")
+        if (rank, step, buffer) in seen:
+            of = "" if rank is None else f" of rank {rank}"
+            raise _fail(path, f"{where}buffer {buffer!r} of step {step}{of} is listed twice")
+        seen.add((rank, step, buffer))
         if not 0 <= size < 1 << 62:
             raise _fail(path, f"{where}size {size} is out of range")
         if len(chunks) != (size + chunk_size - 1) // chunk_size:

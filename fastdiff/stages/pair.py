@@ -33,7 +33,7 @@ class Pair:
 
     __slots__ = (
         "a", "b", "broken_a", "broken_b", "differs", "dtype", "group", "layout", "name",
-        "problem", "step",
+        "problem", "rank", "step",
     )  # fmt: skip
 
     step: int
@@ -47,6 +47,8 @@ class Pair:
     broken_b: str | None
     #: The shape and fields the schema declares for this buffer, if any.
     layout: Layout | None
+    #: The rank of a run of several (``sources.ranks``); None: a run of one.
+    rank: int | None
 
     def __init__(
         self,
@@ -61,6 +63,7 @@ class Pair:
         broken_b: str | None = None,
         layout: Layout | None = None,
         differs: str | None = None,
+        rank: int | None = None,
     ) -> None:
         self.step = step
         self.name = name
@@ -73,6 +76,7 @@ class Pair:
         self.broken_b = broken_b
         self.layout = layout
         self.differs = differs
+        self.rank = rank
 
     def __repr__(self) -> str:
         return f"Pair(step={self.step}, name={self.name!r}, a={self.a!r}, b={self.b!r})"
@@ -81,7 +85,7 @@ class Pair:
         # Sent to worker processes (in a scan job): slots classes pickle by their fields.
         return Pair, (
             self.step, self.name, self.group, self.dtype, self.a, self.b, self.problem,
-            self.broken_a, self.broken_b, self.layout, self.differs,
+            self.broken_a, self.broken_b, self.layout, self.differs, self.rank,
         )  # fmt: skip
 
     def result(self, status: Status, **fields: object) -> BufferResult:
@@ -101,6 +105,7 @@ class Pair:
             status=status,
             path_a=self.a.path if self.a else self.broken_a,
             path_b=self.b.path if self.b else self.broken_b,
+            rank=self.rank,
             **fields,  # type: ignore[arg-type]
         )
 
@@ -109,9 +114,12 @@ def _shape_text(shape: tuple[int, ...] | None) -> str:
     return "" if shape is None else f" {tuple(shape)}"
 
 
-def pair_runs(run_a: RunListing, run_b: RunListing, schema: Schema) -> tuple[Pair, ...]:
+def pair_runs(
+    run_a: RunListing, run_b: RunListing, schema: Schema, rank: int | None = None
+) -> tuple[Pair, ...]:
     """Every (step, name) of either run, paired, in report order. One pass over
-    each run's buffers; the schema classifies each buffer name once."""
+    each run's buffers; the schema classifies each buffer name once. ``rank``:
+    the rank both runs are of (a run of several), carried to each result."""
     order = schema.order
     classified: dict[str, tuple[str, str, int, Layout | None]] = {}
 
@@ -145,7 +153,9 @@ def pair_runs(run_a: RunListing, run_b: RunListing, schema: Schema) -> tuple[Pai
                     f"the files' headers differ: {ha}{_shape_text(fa.shape)} in A, "  # type: ignore[union-attr]
                     f"{hb}{_shape_text(fb.shape)} in B; nothing more was compared"  # type: ignore[union-attr]
                 )
-        return Pair(step, name, c[0], dtype, fa, fb, problem, broken_a, broken_b, layout, differs)
+        return Pair(
+            step, name, c[0], dtype, fa, fb, problem, broken_a, broken_b, layout, differs, rank
+        )
 
     if run_a.broken or run_b.broken or run_a.lost or run_b.lost:
         # Entries in a run that could not be read: their pairs are errors,
@@ -177,7 +187,7 @@ def pair_runs(run_a: RunListing, run_b: RunListing, schema: Schema) -> tuple[Pai
         c = classified.get(name) or classify(name)
         fb = take_b(key, None)
         if fa.dtype is None and (fb is None or fb.dtype is None):
-            pair = Pair(step, name, c[0], c[1], fa, fb, layout=c[3])  # the usual case
+            pair = Pair(step, name, c[0], c[1], fa, fb, layout=c[3], rank=rank)  # the usual case
         else:
             pair = make(step, name, c, fa, fb)
         append((step, c[2], name, pair))
@@ -186,7 +196,7 @@ def pair_runs(run_a: RunListing, run_b: RunListing, schema: Schema) -> tuple[Pai
             step, name = fb.step, fb.name
             c = classified.get(name) or classify(name)
             if fb.dtype is None:
-                pair = Pair(step, name, c[0], c[1], None, fb, layout=c[3])
+                pair = Pair(step, name, c[0], c[1], None, fb, layout=c[3], rank=rank)
             else:
                 pair = make(step, name, c, None, fb)
             append((step, c[2], name, pair))

@@ -54,14 +54,20 @@ class Prepared:
 
 
 def prepare(
-    src_a: RunSource, src_b: RunSource, schema: Schema, opts: CompareOptions, paired: bool = True
+    src_a: RunSource,
+    src_b: RunSource,
+    schema: Schema,
+    opts: CompareOptions,
+    paired: bool = True,
+    rank: int | None = None,
 ) -> Prepared:
     """Pair and size a run pair. An unreadable run's buffers are unknown, not
     absent: nothing is paired against it (else every buffer of the other
-    would diverge); with ``paired`` False nothing is paired either."""
+    would diverge); with ``paired`` False nothing is paired either.
+    ``rank``: the rank both runs are of (a run of several), on every result."""
     pair_cs = pair_chunk_size(src_a, src_b, opts)
     both = paired and src_a.listing.readable and src_b.listing.readable
-    pairs = pair_runs(src_a.listing, src_b.listing, schema) if both else ()
+    pairs = pair_runs(src_a.listing, src_b.listing, schema, rank) if both else ()
     decided, problems, to_hash = size_stage(pairs)
     # A manifest's digests are all it has: they keep their chunk size. A
     # folder's (a recorder's digest log) are used at the pair's, else hashed.

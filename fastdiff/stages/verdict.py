@@ -27,6 +27,7 @@ from ..results import (
     BufferResult,
     GroupVerdict,
     Problem,
+    RankReport,
     Report,
     Skipped,
     StepSummary,
@@ -123,7 +124,8 @@ def _group_verdicts(
     out = []
     for g in groups:
         members = [b for b in at_step if b.group == g.key]
-        diverged = tuple(b.name for b in members if b.diverges)
+        # once each: several ranks hold the same buffer
+        diverged = tuple(dict.fromkeys(b.name for b in members if b.diverges))
         # Over the buffers the timeline's row of this group and step sums up.
         differing = [b for b in members if b.diverges or b.status in TIMELINE]
         magnitude = combined_magnitude(b.magnitude for b in differing)
@@ -269,6 +271,47 @@ def undecided_note(n: int) -> str:
     )
 
 
+class _Summary:
+    """What a report says of its buffers (sorted by step): the first divergent
+    step and its groups, the step summaries, the timeline, the notes."""
+
+    __slots__ = ("divergent", "first_groups", "first_step", "groups", "notes", "steps",
+                 "timeline", "verdict")  # fmt: skip
+
+    def __init__(
+        self,
+        ordered: tuple[BufferResult, ...],
+        schema: Schema,
+        problems: tuple[Problem, ...],
+        tolerance: dict[str, object] | None,
+        notes: Iterable[str],
+    ) -> None:
+        self.divergent = divergent = [b for b in ordered if b.diverges]
+        self.first_step = first_step = min((b.step for b in divergent), default=None)
+        self.groups: tuple[GroupVerdict, ...] = ()
+        self.first_groups: tuple[str, ...] = ()
+        rounding_ulp = (tolerance or {}).get("rounding_ulp", DEFAULT_ROUNDING_ULP)
+        if first_step is not None:
+            at = [b for b in ordered if b.step == first_step]
+            self.groups = _group_verdicts(at, schema, rounding_ulp)
+            self.first_groups = tuple(g.key for g in self.groups if g.status == "diverged")
+        self.steps, self.timeline, as_bytes, unset = _steps(ordered, schema)
+        all_notes = list(dict.fromkeys(notes))
+        if as_bytes:
+            all_notes.append(bytes_note(as_bytes))
+        if unset:
+            all_notes.append(unset_note(schema.name, unset))
+        undecided = sum(1 for p in problems if p.kind == "undecided")
+        if undecided:
+            all_notes.append(undecided_note(undecided))
+        self.notes = tuple(all_notes)
+        self.verdict: Verdict = "error" if problems else "diverged" if divergent else "identical"
+
+
+def _problems(errors: Iterable[Problem]) -> tuple[Problem, ...]:
+    return tuple(sorted(set(errors), key=lambda p: (p.path, p.message)))
+
+
 def build_report(
     run_a: str,
     run_b: str,
@@ -283,50 +326,92 @@ def build_report(
     """The report of one run pair; ``notes``: remarks of the caller's, to which
     the report adds its own."""
     ordered = sort_buffers(buffers, schema)
-    problems = tuple(sorted(set(errors), key=lambda p: (p.path, p.message)))
-    divergent = [b for b in ordered if b.diverges]
-    first_step = min((b.step for b in divergent), default=None)
-    groups: tuple[GroupVerdict, ...] = ()
-    first_groups: tuple[str, ...] = ()
-    rounding_ulp = (tolerance or {}).get("rounding_ulp", DEFAULT_ROUNDING_ULP)
-    if first_step is not None:
-        at = [b for b in ordered if b.step == first_step]
-        groups = _group_verdicts(at, schema, rounding_ulp)
-        first_groups = tuple(g.key for g in groups if g.status == "diverged")
-    steps, timeline, as_bytes, unset = _steps(ordered, schema)
+    problems = _problems(errors)
+    summary = _Summary(ordered, schema, problems, tolerance, notes)
     origins: tuple[Origin, ...] | None = None
     if schema.has_inputs:  # else no role, and the report is as it always was
         origins = ()
-        if divergent:
+        if summary.divergent:
             from .roles import assign_roles
 
-            ordered, origins = assign_roles(ordered, [s.step for s in steps], schema)
-    all_notes = list(dict.fromkeys(notes))
-    if as_bytes:
-        all_notes.append(bytes_note(as_bytes))
-    if unset:
-        all_notes.append(unset_note(schema.name, unset))
-    undecided = sum(1 for p in problems if p.kind == "undecided")
-    if undecided:
-        all_notes.append(undecided_note(undecided))
-    verdict: Verdict = "error" if problems else "diverged" if divergent else "identical"
+            ordered, origins = assign_roles(ordered, [s.step for s in summary.steps], schema)
     return Report(
         run_a=run_a,
         run_b=run_b,
         schema=schema.name,
-        verdict=verdict,
-        first_divergent_step=first_step,
-        first_divergent_groups=first_groups,
-        groups=groups,
-        steps=steps,
+        verdict=summary.verdict,
+        first_divergent_step=summary.first_step,
+        first_divergent_groups=summary.first_groups,
+        groups=summary.groups,
+        steps=summary.steps,
         buffers=ordered,
         skipped=tuple(sorted(skipped, key=lambda s: s.path)),
         errors=problems,
         tolerance=tolerance or {},
         work=work or Work(),
-        timeline=timeline,
-        notes=tuple(all_notes),
+        timeline=summary.timeline,
+        notes=summary.notes,
         origins=origins,
+    )
+
+
+def combine_ranks(
+    run_a: str,
+    run_b: str,
+    schema: Schema,
+    ranks: Iterable[tuple[int, Report]],
+    skipped: Iterable[Skipped] = (),
+    errors: Iterable[Problem] = (),
+    tolerance: dict[str, object] | None = None,
+    notes: Iterable[str] = (),
+) -> Report:
+    """The report of two runs of several ranks from each rank's report (each
+    built by ``build_report``, roles included): every rank's buffers, rank
+    after rank; its verdict the worst, its first divergent step the earliest,
+    its groups those at that step over every rank, its steps and timeline
+    summed over ranks, its origins in step, then pipeline, then rank order;
+    ``errors``: problems of the runs themselves (a rank in one run only)."""
+    rank_reports = tuple(RankReport(r, rep) for r, rep in sorted(ranks, key=lambda x: x[0]))
+    buffers = tuple(b for rr in rank_reports for b in rr.report.buffers)
+    problems = _problems([*errors, *(e for rr in rank_reports for e in rr.report.errors)])
+    summary = _Summary(sort_buffers(buffers, schema), schema, problems, tolerance, notes)
+    origins: tuple[Origin, ...] | None = None
+    if schema.has_inputs:
+        order = schema.order
+        found = [o for rr in rank_reports for o in rr.report.origins or ()]
+        origins = tuple(sorted(found, key=lambda o: (o.step, order.get(o.group, len(order)),
+                                                     o.name, o.rank)))  # fmt: skip
+    works = [rr.report.work for rr in rank_reports]
+    engines = sorted({e for w in works if w.engine for e in w.engine.split(",")})
+    work = Work(
+        files_hashed=sum(w.files_hashed for w in works),
+        bytes_hashed=sum(w.bytes_hashed for w in works),
+        pairs_scanned=sum(w.pairs_scanned for w in works),
+        bytes_scanned=sum(w.bytes_scanned for w in works),
+        engine=",".join(engines) or None,
+        executor=works[0].executor if works else "serial",
+        jobs=works[0].jobs if works else 1,
+        elapsed_s=max((w.elapsed_s for w in works), default=0.0),
+    )
+    all_skipped = [*skipped, *(s for rr in rank_reports for s in rr.report.skipped)]
+    return Report(
+        run_a=run_a,
+        run_b=run_b,
+        schema=schema.name,
+        verdict=summary.verdict,
+        first_divergent_step=summary.first_step,
+        first_divergent_groups=summary.first_groups,
+        groups=summary.groups,
+        steps=summary.steps,
+        buffers=buffers,
+        skipped=tuple(sorted(all_skipped, key=lambda s: s.path)),
+        errors=problems,
+        tolerance=tolerance or {},
+        work=work,
+        timeline=summary.timeline,
+        notes=summary.notes,
+        origins=origins,
+        ranks=rank_reports,
     )
 
 

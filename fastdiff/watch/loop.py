@@ -53,6 +53,7 @@ from collections import deque
 from ..engine.pool import default_jobs, open_runner, resolve_executor_kind
 from ..engine.scheduler import Plan, Scheduler, gc_paused
 from ..options import CompareOptions, tolerance_dict
+from ..render.escape import display_path
 from ..render.fmt import plural
 from ..results import BufferResult, Problem, Skipped, Work
 from ..sources import RunSource, dump_subfolder, folder_format, open_run
@@ -158,6 +159,8 @@ class Watch:
         if lag is not None and (isinstance(lag, bool) or not isinstance(lag, int) or lag < 0):
             raise ValueError(f"lag must be a whole number of steps >= 0, got {lag!r}")
         self.spec_a, self.spec_b = os.fspath(run_a), os.fspath(run_b)
+        for spec in (self.spec_a, self.spec_b):
+            _refuse_ranks(spec)
         self.opts = options or CompareOptions()
         self.poll, self.settle, self.idle_timeout = poll, settle, idle_timeout
         self.keep_going = keep_going
@@ -778,6 +781,29 @@ class Watch:
         )
         latency = None if self._first is None else self._first[1]
         return WatchSummary(report, self._n_steps, stopped, latency, self.idle_timeout)  # type: ignore[arg-type]
+
+
+def _refuse_ranks(spec: str) -> None:
+    """ValueError for a run of several ranks (``sources.ranks``): a watch
+    compares the steps of one rank as they come."""
+    from ..sources.ranks import rank_folders, split_ranks
+
+    shown = display_path(spec)
+    if os.path.isfile(spec):
+        if split_ranks(open_run(spec)) is not None:
+            raise ValueError(
+                f"{shown} is the manifest of a run of several ranks; watch compares runs of "
+                "one rank: compare it with 'fastdiff compare' instead"
+            )
+        return
+    ranks = rank_folders(spec) if os.path.isdir(spec) else []
+    if ranks:
+        listed = ", ".join(ranks[:3]) + (", ..." if len(ranks) > 3 else "")
+        raise ValueError(
+            f"{shown} holds the dumps of several ranks ({listed}); watch compares runs of one "
+            f"rank: watch each rank's folders ({shown}/{ranks[0]} against the other run's), or "
+            "compare the whole runs once they are written"
+        )
 
 
 def watch_runs(

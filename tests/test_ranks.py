@@ -1,0 +1,343 @@
+"""Runs written by several ranks (issue 16, section 4), and whether a sweep's
+first origins reproduce (section 5): a run folder whose dumps lie in
+``rank_<R>/`` is compared rank by rank (paired by R); a rank in one run only
+is an error for that rank while the others are compared; each rank has its
+verdict and origins, the report the worst verdict and the earliest first
+divergent step; the text says whether the ranks share their first origin.
+``hash`` writes and ``compare`` reads manifests of such runs, ``sweep``
+compares them, ``watch`` refuses them with one line. A run of one rank's
+report is unchanged (``tests/test_origins.py`` pins its JSON byte for byte).
+
+Every test runs the command line (``helpers.fastdiff``).
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import fastdiff
+
+SCHEMA = """\
+name = "pipe"
+
+[[group]]
+key = "P"
+title = "pipeline"
+hint = "Look at the pipeline kernels."
+[group.members]
+src = { dtype = "f32", inputs = [] }
+mid = { dtype = "f32", inputs = ["src"] }
+acc = { dtype = "f32", inputs = ["mid", "acc@prev"] }
+
+[[group]]
+key = "Q"
+title = "consumers"
+hint = "Look at the consumers."
+[group.members]
+out = { dtype = "f32", inputs = ["acc"] }
+"""
+NAMES = ("src", "mid", "acc", "out")
+STEPS = 3
+
+
+def f32(*values: float) -> bytes:
+    return struct.pack(f"<{len(values)}f", *values)
+
+
+def write_rank(folder: Path, rank: int, bumps: set[tuple[int, str]] = frozenset()) -> None:
+    """One rank's dumps (its own values); ``bumps``: (step, name) changed."""
+    folder.mkdir(parents=True)
+    for step in range(STEPS):
+        for i, name in enumerate(NAMES):
+            values = [1000 * rank + 100 * step + 10 * i + k for k in range(4)]
+            if (step, name) in bumps:
+                values[0] += 1
+            (folder / f"step_{step}_{name}.bin").write_bytes(f32(*values))
+
+
+def ranked_run(root: Path, bumps: dict[int, set[tuple[int, str]]], ranks: range = range(3)) -> Path:
+    for r in ranks:
+        write_rank(root / f"rank_{r}", r, bumps.get(r, set()))
+    return root
+
+
+def schema_file(tmp: Path) -> Path:
+    path = tmp / "s.toml"
+    path.write_text(SCHEMA, encoding="utf-8")
+    return path
+
+
+def compare(tmp: Path, a: Path, b: Path, *opts: str) -> tuple[int, dict[str, Any], str]:
+    p = fastdiff("compare", "--schema", schema_file(tmp), a, b, "--format", "json", *opts)
+    return p.returncode, json.loads(p.stdout), p.stderr
+
+
+def text(tmp: Path, a: Path, b: Path) -> list[str]:
+    p = fastdiff("compare", "--schema", schema_file(tmp), a, b)
+    return p.stdout.splitlines()
+
+
+# --- compare ---------------------------------------------------------------------------
+
+
+def test_ranks_pair_by_number_and_each_gets_its_verdict(tmp_path: Path) -> None:
+    a = ranked_run(tmp_path / "a", {})
+    b = ranked_run(tmp_path / "b", {1: {(1, "mid"), (1, "acc")}, 2: {(2, "out")}})
+    code, doc, err = compare(tmp_path, a, b)
+    assert code == 1 and err == ""
+    assert doc["verdict"] == "diverged"
+    assert doc["first_divergent_step"] == 1  # the earliest over ranks
+    assert doc["first_divergent_groups"] == ["P"]
+    assert doc["ranks"] == [
+        {"rank": 0, "verdict": "identical", "first_divergent_step": None,
+         "first_divergent_groups": [], "origins": []},
+        {"rank": 1, "verdict": "diverged", "first_divergent_step": 1,
+         "first_divergent_groups": ["P"],
+         "origins": [{"rank": 1, "step": 1, "name": "mid", "group": "P"}]},
+        {"rank": 2, "verdict": "diverged", "first_divergent_step": 2,
+         "first_divergent_groups": ["Q"],
+         "origins": [{"rank": 2, "step": 2, "name": "out", "group": "Q"}]},
+    ]  # fmt: skip
+    assert doc["origins"] == [
+        {"rank": 1, "step": 1, "name": "mid", "group": "P"},
+        {"rank": 2, "step": 2, "name": "out", "group": "Q"},
+    ]
+    # every buffer carries its rank, rank after rank; paths are the rank folders'
+    assert [x["rank"] for x in doc["buffers"]] == sorted(x["rank"] for x in doc["buffers"])
+    assert len(doc["buffers"]) == 3 * STEPS * len(NAMES)
+    first = doc["buffers"][0]
+    assert list(first)[:2] == ["rank", "step"]
+    assert first["path_a"] == str(a / "rank_0" / "step_0_acc.bin")
+    acc = next(x for x in doc["buffers"] if (x["rank"], x["step"], x["name"]) == (1, 1, "acc"))
+    assert (acc["role"], acc["differing_inputs"]) == ("receiver", ["mid"])
+    # the steps sum the ranks
+    assert doc["steps"][1]["counts"] == {"equal": 10, "diverged": 2}
+
+    lines = text(tmp_path, a, b)
+    assert "3 ranks: 0, 1, 2" in lines
+    assert f"=== rank 1 (A: {a / 'rank_1'}, B: {b / 'rank_1'})" in lines
+    assert "  born in: P mid at step 1 (inputs src matched); received: acc" in lines
+    table = lines[lines.index("per rank:") : lines.index("per rank:") + 5]
+    assert table == [
+        "per rank:",
+        "  rank  verdict    first divergent step  groups  first origin",
+        "     0  identical  -                     -       -",
+        "     1  diverged   1                     P       P mid at step 1",
+        "     2  diverged   2                     Q       Q out at step 2",
+    ]
+    assert lines[-1] == (
+        "VERDICT: diverged: first divergent step 1 on rank 1 (of 3 ranks); groups: P (pipeline)"
+    )
+
+
+def test_ranks_that_share_their_first_origin_point_at_a_kernel(tmp_path: Path) -> None:
+    a = ranked_run(tmp_path / "a", {})
+    b = ranked_run(tmp_path / "b", {r: {(1, "acc")} for r in range(3)})
+    lines = text(tmp_path, a, b)
+    assert (
+        "pattern: the same first origin on every rank, P acc at step 1: it points at a kernel, "
+        "nondeterministic wherever it runs"
+    ) in lines
+
+
+def test_ranks_diverging_differently_point_at_what_sets_them_apart(tmp_path: Path) -> None:
+    a = ranked_run(tmp_path / "a", {}, range(4))
+    b = ranked_run(tmp_path / "b", {0: {(1, "acc")}, 1: {(2, "src")}, 2: {(1, "acc")}},
+                   range(4))  # fmt: skip
+    lines = text(tmp_path, a, b)
+    assert (
+        "pattern: the first origin is on some ranks only: P acc at step 1 on ranks 0, 2; "
+        "P src at step 2 on rank 1; no divergence on rank 3: look at what sets those ranks "
+        "apart: their data, their place in the topology, the order of cross-rank reductions"
+    ) in lines
+
+
+def test_a_rank_in_one_run_only_is_an_error_and_the_others_are_compared(tmp_path: Path) -> None:
+    a = ranked_run(tmp_path / "a", {}, range(3))
+    b = ranked_run(tmp_path / "b", {0: {(0, "src")}}, range(2))
+    code, doc, err = compare(tmp_path, a, b)
+    assert code == 2
+    message = (
+        f"{a / 'rank_2'}: rank 2 is in run A only (run B has no rank_2); nothing was compared "
+        "for it: copy that rank's dumps, or compare the ranks both runs hold"
+    )
+    assert err == f"fastdiff: error: {message}\n"
+    assert doc["verdict"] == "error"
+    assert [(r["rank"], r["verdict"]) for r in doc["ranks"]] == [
+        (0, "diverged"), (1, "identical"), (2, "error"),
+    ]  # fmt: skip
+    assert doc["first_divergent_step"] == 0
+    assert [f"{e['path']}: {e['message']}" for e in doc["errors"]] == [message]
+
+
+def test_runs_of_one_rank_and_of_several_do_not_mix(tmp_path: Path) -> None:
+    a = ranked_run(tmp_path / "a", {})
+    b = tmp_path / "b"
+    write_rank(b, 0)
+    code, doc, err = compare(tmp_path, a, b)
+    assert code == 2 and "ranks" not in doc and doc["buffers"] == []
+    assert err == (
+        f"fastdiff: error: {a}: run A holds the dumps of several ranks (rank_<R> folders) and "
+        f"run B, {b}, those of one: compare rank by rank ({a}/rank_0 against {b}), or give run "
+        "B's folder of ranks\n"
+    )
+
+
+def test_dumps_beside_rank_folders_and_two_folders_of_one_rank_are_errors(
+    tmp_path: Path,
+) -> None:
+    a = ranked_run(tmp_path / "a", {})
+    b = ranked_run(tmp_path / "b", {})
+    (b / "step_0_src.bin").write_bytes(f32(1, 2, 3, 4))
+    write_rank(b / "rank_01", 1)
+    code, doc, err = compare(tmp_path, a, b)
+    assert code == 2
+    assert len(err.splitlines()) == 2  # one line each
+    errors = [e["message"] for e in doc["errors"]]
+    assert any(
+        m.startswith("holds both step_<N>_<name>.bin dumps and rank folders") for m in errors
+    )
+    assert "a second folder of rank 1 (beside rank_01); rename or remove one" in errors
+    assert [r["verdict"] for r in doc["ranks"]] == ["identical"] * 3
+
+
+# --- hash, sweep, watch -------------------------------------------------------------------
+
+
+def test_hash_writes_the_ranks_and_compare_reads_them(tmp_path: Path) -> None:
+    a = ranked_run(tmp_path / "a", {})
+    b = ranked_run(tmp_path / "b", {1: {(1, "mid"), (1, "acc")}})
+    schema = schema_file(tmp_path)
+    for run in (a, b):
+        p = fastdiff("hash", run, "-o", tmp_path / f"{run.name}.json", "--schema", schema)
+        assert p.returncode == 0, p.stderr
+    manifest = json.loads((tmp_path / "a.json").read_text(encoding="utf-8"))
+    names = [f["file"] for f in manifest["buffers"]]
+    assert names[:2] == ["rank_0/step_0_acc.bin", "rank_0/step_0_mid.bin"]
+    assert names[-1] == "rank_2/step_2_src.bin"
+    assert len(manifest["buffers"]) == 3 * STEPS * len(NAMES)
+    _, folders, _ = compare(tmp_path, a, b)
+    for left, right in ((tmp_path / "a.json", tmp_path / "b.json"), (tmp_path / "a.json", b)):
+        code, doc, err = compare(tmp_path, left, right)
+        assert code == 1, err
+        for key in ("verdict", "first_divergent_step", "first_divergent_groups", "ranks",
+                    "origins"):  # fmt: skip
+            assert doc[key] == folders[key], key
+        roles = [(x["rank"], x["step"], x["name"], x.get("role")) for x in doc["buffers"]]
+        assert roles == [
+            (x["rank"], x["step"], x["name"], x.get("role")) for x in folders["buffers"]
+        ]
+
+
+def test_a_manifest_never_mixes_files_of_ranks_and_of_none(tmp_path: Path) -> None:
+    a = ranked_run(tmp_path / "a", {})
+    assert fastdiff("hash", a, "-o", tmp_path / "a.json").returncode == 0
+    doc = json.loads((tmp_path / "a.json").read_text(encoding="utf-8"))
+    doc["buffers"][1]["file"] = doc["buffers"][1]["file"].split("/", 1)[1]
+    (tmp_path / "mixed.json").write_text(json.dumps(doc), encoding="utf-8")
+    p = fastdiff("compare", tmp_path / "mixed.json", a)
+    assert p.returncode == 2
+    assert "files of ranks and files of no rank are mixed" in p.stderr
+    doc["buffers"][1]["file"] = doc["buffers"][0]["file"]  # the same rank, step and buffer
+    doc["buffers"][1]["buffer"] = doc["buffers"][0]["buffer"]
+    (tmp_path / "twice.json").write_text(json.dumps(doc), encoding="utf-8")
+    p = fastdiff("compare", tmp_path / "twice.json", a)
+    assert p.returncode == 2
+    assert "buffer 'acc' of step 0 of rank 0 is listed twice" in p.stderr
+
+
+def test_sweep_compares_runs_of_several_ranks(tmp_path: Path) -> None:
+    base = ranked_run(tmp_path / "base", {})
+    same = ranked_run(tmp_path / "same", {})
+    other = ranked_run(tmp_path / "other", {2: {(0, "out")}})
+    p = fastdiff("sweep", "--schema", schema_file(tmp_path), "--baseline", base, same, other,
+                 "--no-cache", "--format", "jsonl")  # fmt: skip
+    assert p.returncode == 1, p.stderr
+    *pairs, summary = map(json.loads, p.stdout.splitlines())
+    assert [r["verdict"] for r in pairs] == ["identical", "diverged"]
+    assert [r["verdict"] for r in pairs[1]["ranks"]] == ["identical", "identical", "diverged"]
+    assert summary["reproducible_origin"] is True
+    assert summary["first_origins"] == [
+        {"origin": {"rank": 2, "step": 0, "name": "out", "group": "Q"}, "pairs": [1]}
+    ]
+
+
+def test_watch_refuses_runs_of_several_ranks_in_one_line(tmp_path: Path) -> None:
+    a = ranked_run(tmp_path / "a", {})
+    b = ranked_run(tmp_path / "b", {})
+    p = fastdiff("watch", a, b, "--idle-timeout", "1")
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr == (
+        f"fastdiff: error: {a} holds the dumps of several ranks (rank_0, rank_1, rank_2); watch "
+        f"compares runs of one rank: watch each rank's folders ({a}/rank_0 against the other "
+        "run's), or compare the whole runs once they are written\n"
+    )
+
+
+# --- does the first origin reproduce? ------------------------------------------------------
+
+
+def one_rank(folder: Path, bumps: set[tuple[int, str]]) -> Path:
+    write_rank(folder, 0, bumps)
+    return folder
+
+
+@pytest.mark.parametrize("fmt", ["text", "jsonl"])
+def test_a_sweep_says_whether_its_first_origin_reproduces(tmp_path: Path, fmt: str) -> None:
+    base = one_rank(tmp_path / "base", set())
+    runs = [one_rank(tmp_path / f"r{i}", {(1, "acc"), (2, "out")}) for i in range(3)]
+    p = fastdiff("sweep", "--schema", schema_file(tmp_path), "--baseline", base, *runs,
+                 "--no-cache", "--format", fmt)  # fmt: skip
+    assert p.returncode == 1, p.stderr
+    if fmt == "text":
+        assert p.stdout.splitlines()[-1] == (
+            "first origin reproducible: P acc at step 1 in all 3 diverging pairs"
+        )
+    else:
+        summary = json.loads(p.stdout.splitlines()[-1])
+        assert summary["reproducible_origin"] is True
+        assert summary["first_origins"] == [
+            {"origin": {"step": 1, "name": "acc", "group": "P"}, "pairs": [0, 1, 2]}
+        ]
+
+
+def test_a_sweep_names_the_pairs_whose_first_origins_disagree(tmp_path: Path) -> None:
+    base = one_rank(tmp_path / "base", set())
+    r1 = one_rank(tmp_path / "r1", {(1, "acc")})
+    r2 = one_rank(tmp_path / "r2", {(2, "mid"), (2, "acc")})
+    r3 = one_rank(tmp_path / "r3", {(1, "acc"), (2, "out")})
+    r4 = one_rank(tmp_path / "r4", set())
+    args = ("sweep", "--schema", schema_file(tmp_path), "--baseline", base, r1, r2, r3, r4,
+            "--no-cache")  # fmt: skip
+    p = fastdiff(*args, "--format", "text")
+    assert p.returncode == 1, p.stderr
+    assert p.stdout.splitlines()[-3:] == [
+        "first origins differ between the diverging pairs:",
+        f"  P acc at step 1: {base} vs {r1}, {base} vs {r3}",
+        f"  P mid at step 2: {base} vs {r2}",
+    ]
+    summary = json.loads(fastdiff(*args, "--format", "jsonl").stdout.splitlines()[-1])
+    assert summary["reproducible_origin"] is False
+    assert summary["first_origins"] == [
+        {"origin": {"step": 1, "name": "acc", "group": "P"}, "pairs": [0, 2]},
+        {"origin": {"step": 2, "name": "mid", "group": "P"}, "pairs": [1]},
+    ]
+
+
+def test_a_sweep_without_declared_inputs_keeps_its_summary_record(tmp_path: Path) -> None:
+    base = one_rank(tmp_path / "base", set())
+    r1 = one_rank(tmp_path / "r1", {(1, "acc")})
+    p = fastdiff("sweep", "--schema", "raw", "--baseline", base, r1, "--no-cache",
+                 "--format", "jsonl")  # fmt: skip
+    summary = json.loads(p.stdout.splitlines()[-1])
+    assert list(summary) == [
+        "record", "schema_version", "pairs", "identical", "diverged", "error",
+        "error_and_diverged", "classes", "unclassified", "cache_hits", "elapsed_s", "interrupted",
+    ]  # fmt: skip
+    text = fastdiff("sweep", "--schema", "raw", "--baseline", base, r1, "--no-cache",
+                    "--format", "text").stdout  # fmt: skip
+    assert "first origin" not in text
