@@ -323,6 +323,52 @@ def test_an_input_named_close_to_a_member_gets_a_warning(tmp_path: Path) -> None
     assert fastdiff("schema", tmp_path / "far.toml").stderr == ""
 
 
+# --- the example and the README ------------------------------------------------------
+
+
+def readme_block(section: str, command: str) -> list[str]:
+    """The lines of the README's code block under ``section`` that starts with ``$ command``."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index(f"\n{section}\n")
+    block = text[text.index(f"$ {command}", start) :]
+    return block[: block.index("```")].splitlines()[1:]
+
+
+def test_the_example_matches_its_generator(tmp_path: Path) -> None:
+    import sys
+
+    folder = ROOT / "examples" / "origins"
+    sys.path.insert(0, str(folder))
+    try:
+        import make_runs
+    finally:
+        sys.path.remove(str(folder))
+    make_runs.main(tmp_path)
+    for run in ("run-a", "run-b"):
+        made = {p.name: p.read_bytes() for p in (tmp_path / run).iterdir()}
+        committed = {p.name: p.read_bytes() for p in (folder / run).iterdir()}
+        assert made == committed, "run: python examples/origins/make_runs.py"
+
+
+def test_the_readme_walk_through_is_the_examples_output() -> None:
+    """Every line the README's "Where it was born" shows is the example's, in order."""
+    command = (
+        "fastdiff compare --schema examples/origins/schema.toml examples/origins/run-a "
+        "examples/origins/run-b"
+    )
+    shown = readme_block("### Where it was born", command)
+    p = fastdiff(*command.split()[1:])
+    assert p.returncode == 1, p.stderr
+    out = p.stdout.splitlines()
+    at = 0
+    for line in shown:
+        if line == "...":
+            continue
+        assert line in out[at:], line
+        at = out.index(line, at) + 1
+    assert len([ln for ln in shown if ln != "..."]) > 15
+
+
 # --- the preset ------------------------------------------------------------------
 
 
