@@ -624,6 +624,13 @@ def test_text_output_a_line_per_step_then_the_verdict(tmp_path: Path) -> None:
     assert lines[4].startswith("stopped: the first divergent step, 1, was reported ")
     assert lines[4].endswith(" s after both runs had completed it; 2 steps compared")
     assert "VERDICT: diverged: first divergent step 1; groups: C (action sampling RNG)" in lines
+    # rl-state declares the PRNG's input, itself at the step before: watch reads
+    # step 1's role against step 0, as compare does (its plan held step 1 alone)
+    assert lines[2].endswith("; origin (inputs matched: action_prng_state@prev)")
+    assert (
+        "  born in: C action_prng_state at step 1 (inputs action_prng_state@prev matched)" in lines
+    )
+    assert lines[2] in fastdiff("compare", a, b).stdout.splitlines()
 
 
 def test_strict_json_with_nan_and_infinity_in_the_values(tmp_path: Path) -> None:

@@ -178,6 +178,8 @@ class Watch:
         self._closing = False  # both runs idle: compare what is left, then end
         self._stopped: str | None = None
         self._buffers: list[BufferResult] = []
+        #: The step compared last and its buffers (the roles' ``@prev``).
+        self._prev: tuple[int, tuple[BufferResult, ...]] | None = None
         self._errors: list[Problem] = []
         self._n_steps = 0
         self._first: tuple[int, float] | None = None
@@ -692,10 +694,12 @@ class Watch:
             trouble = bool(report.errors) or any(b.status in TROUBLE for b in report.buffers)
             status = "diverged" if divergent else "error" if trouble else "equal"
             groups = report.steps[0].diverged_groups if report.steps else ()
-            record = StepReport(
-                step.n, status, groups, report.buffers, report.errors, latency, step.reads
-            )
-            self._buffers += report.buffers
+            buffers = report.buffers
+            if divergent and self.schema.has_inputs:
+                buffers = self._with_roles(step.n, buffers)
+            self._prev = (step.n, buffers)
+            record = StepReport(step.n, status, groups, buffers, report.errors, latency, step.reads)
+            self._buffers += buffers
             self._errors += report.errors
             self._n_steps += 1
             if self.on_step is not None:
@@ -704,6 +708,20 @@ class Watch:
                 self._first = (step.n, latency)
                 if not self.keep_going:
                     self._stop("diverged")
+
+    def _with_roles(self, n: int, buffers: tuple[BufferResult, ...]) -> tuple[BufferResult, ...]:
+        """A step's buffers with their roles read against the step compared
+        before it (its plan held this step alone: ``@prev`` needs the one
+        before, the latest earlier step held, as compare reads it)."""
+        from ..stages.roles import assign_roles
+
+        before: tuple[BufferResult, ...] = ()
+        steps = [n]
+        if self._prev is not None:
+            steps = [self._prev[0], n]
+            before = self._prev[1]
+        out, _ = assign_roles((*before, *buffers), steps, self.schema)
+        return out[len(before) :]
 
     def _recheck(self) -> None:
         """Before an idle end (exit 0 if all was equal), never a verdict on
