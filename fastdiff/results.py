@@ -169,6 +169,14 @@ class BufferResult(Record):
             self.status == "malformed" and self.size_a != self.size_b
         )
 
+    def with_role(self, role: Role | None) -> BufferResult:
+        """A copy with ``role`` (the roles stage makes thousands: no ``replace``)."""
+        new = _new(BufferResult)
+        for k in _SLOTS:
+            setattr(new, k, getattr(self, k))
+        new.role = role
+        return new
+
     def replace(self, **changes: Any) -> BufferResult:
         """A copy with the given fields or facts changed."""
         values = {k: getattr(self, k) for k in self._fields if k != "facts"}
@@ -186,6 +194,8 @@ class BufferResult(Record):
 
 
 _FACT_NAMES = tuple(f.name for f in RESULT_FACTS)
+_SLOTS = BufferResult.__slots__
+_new = object.__new__
 
 
 def _fact_property(i: int, name: str) -> property:

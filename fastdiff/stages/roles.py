@@ -23,6 +23,8 @@ whose member declares no inputs, keeps no role.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
+
 from ..results import Origin, Role
 from ..schema import split_input
 from ..statuses import DIFFERING, DIVERGENT, MATCHING
@@ -98,14 +100,36 @@ def assign_roles(
                 todo.append((i, inputs))
     if not todo:
         return buffers, ()
-    status_at = {(b.step, b.name): b.status for b in buffers}
     prev_of = dict(zip(steps[1:], steps, strict=False))
+    status_at = _statuses(buffers, todo, prev_of)
     out = list(buffers)
     origins = []
     for i, inputs in todo:
         b = buffers[i]
         role = role_of(b.step, inputs, status_at, prev_of.get(b.step))
-        out[i] = b.replace(role=role)
+        out[i] = b.with_role(role)
         if role.kind == "origin":
             origins.append(Origin(b.step, b.name, b.group, b.rank))
     return tuple(out), tuple(origins)
+
+
+def _statuses(
+    buffers: tuple[BufferResult, ...],
+    todo: list[tuple[int, tuple[Input, ...]]],
+    prev_of: dict[int, int],
+) -> dict[tuple[int, str], str]:
+    """The status of every buffer at the steps the roles read (those of the
+    buffers that diverged, and the steps before them), by (step, name). The
+    buffers are sorted by step: each step's are found by bisection."""
+    wanted = set()
+    for i, _ in todo:
+        step = buffers[i].step
+        wanted.add(step)
+        if step in prev_of:
+            wanted.add(prev_of[step])
+    at = [b.step for b in buffers]
+    status_at: dict[tuple[int, str], str] = {}
+    for step in wanted:
+        for b in buffers[bisect_left(at, step) : bisect_right(at, step)]:
+            status_at[(step, b.name)] = b.status
+    return status_at

@@ -1,0 +1,175 @@
+"""Developer benchmark: what declaring inputs (the roles) costs a long compare.
+
+Writes two runs in the reference layout, 2000 steps x 34 buffers (batch 4:
+small files, 68,000 per run, where per-buffer work shows; fastdiff.bench.synth),
+twice: identical, and diverging from step 1000 on (rewards at every step,
+the advantages and returns that read them, the ISV array from the step
+after: 4,000 buffers that diverge, most of them receivers). Then times, as
+cold processes from a venv with this checkout installed as users install it
+(``pip install .``, not editable; ``--python PATH`` for an interpreter of
+your own, fastdiff from this checkout), interleaved (fastdiff.bench.timing):
+
+- ``fastdiff compare A B --schema with-inputs.toml``: the ``rl-state``
+  preset written as a schema file, its dataflow (``inputs``) included;
+- ``fastdiff compare A B --schema without-inputs.toml``: the same schema
+  without any ``inputs`` (the same groups and dtypes: the same comparison,
+  no roles);
+
+in text and in JSON, each run once first with its output checked (exit code;
+the JSON's roles and origins where inputs are declared, none without). Both
+schemas are files, so both pay for reading TOML. Prints a markdown table
+(median and spread of the whole process, the ratio with inputs over without)
+and the target: at most 1.1x, on every workload and format.
+
+    python benchmarks/bench_origins.py [--quick] [--repeat N] [--python PATH] [--venv-dir DIR]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shlex
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from fastdiff.bench import synth, timing
+from fastdiff.schema import RL_STATE, schema_to_toml
+
+REPO = Path(__file__).resolve().parent.parent
+TARGET = 1.1
+BATCH = 4
+STEPS, QUICK_STEPS = 2000, 200
+#: From this share of the steps on, run B diverges.
+DIVERGE_AT = 0.5
+FORMATS = ("text", "json")
+
+
+def without_inputs() -> str:
+    """The rl-state preset as a schema file, its members' inputs left out."""
+    groups = tuple(g.replace(members=tuple(m.replace(inputs=None) for m in g.members))
+                   for g in RL_STATE.groups)  # fmt: skip
+    return schema_to_toml(RL_STATE.replace(groups=groups))
+
+
+def write_runs(root: Path, steps: int) -> dict[str, tuple[Path, Path, int]]:
+    """The workloads: name -> (run A, run B, expected exit code)."""
+    start = int(steps * DIVERGE_AT)
+    diverge = [
+        (step, name, 0)
+        for step in range(start, steps)
+        for name in ("rewards", "advantages", "returns")
+    ] + [(step, "isv_full", 3) for step in range(start + 1, steps)]
+    a = root / "a"
+    synth.write_rl_run(a, batch=BATCH, steps=steps, seed=1)
+    same = root / "same"
+    synth.write_rl_run(same, batch=BATCH, steps=steps, seed=1)
+    late = root / "late"
+    synth.write_rl_run(late, batch=BATCH, steps=steps, seed=1, diverge=diverge)
+    return {
+        "identical": (a, same, 0),
+        f"diverged from step {start}": (a, late, 1),
+    }
+
+
+def check(name: str, out: bytes, inputs: bool, code: int) -> None:
+    """The JSON of the first run: roles and origins where inputs are declared, else none."""
+    doc = json.loads(out)
+    has = "origins" in doc and any("role" in b for b in doc["buffers"])
+    if code == 1 and inputs != has:
+        raise SystemExit(f"{name}: roles {'missing' if inputs else 'present'} in the JSON")
+    if not inputs and "origins" in doc:
+        raise SystemExit(f"{name}: 'origins' in a report without declared inputs")
+    if code == 1 and inputs and not doc["origins"]:
+        raise SystemExit(f"{name}: no origin found")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = timing.command_benchmark_parser(
+        __doc__.splitlines()[0], f"{QUICK_STEPS} steps instead of {STEPS}", "dumps"
+    )
+    p.add_argument("--python", help="time with this interpreter, fastdiff from this checkout")
+    p.add_argument("--venv-dir", type=Path, help="where the benchmark venvs are kept")
+    args = timing.parse_benchmark_args(p, argv)
+    if args.python:
+        python = shutil.which(args.python) or args.python
+        timing.prepare_cli(REPO, python)
+        fastdiff = [python, "-m", "fastdiff"]
+        where = f"`{python}` -m fastdiff, this checkout on PYTHONPATH (compiled first)"
+    else:
+        venv_python = timing.prepare_venv(REPO, args.venv_dir, lambda m: print(m, file=sys.stderr))
+        python = str(venv_python)
+        fastdiff = [str(venv_python.parent / "fastdiff")]
+        where = f"a venv with this checkout installed by `pip install .`: `{fastdiff[0]}`"
+    load = timing.warn_if_busy()
+    steps = QUICK_STEPS if args.quick else STEPS
+    root = Path(tempfile.mkdtemp(prefix="fastdiff-bench-origins-", dir=args.workdir))
+    extra = shlex.split(args.fastdiff_args)
+    rows = []
+    try:
+        print(f"writing 2 x {steps} steps x 34 buffers ...", file=sys.stderr)
+        workloads = write_runs(root, steps)
+        schemas = {True: root / "with-inputs.toml", False: root / "without-inputs.toml"}
+        schemas[True].write_text(schema_to_toml(RL_STATE), encoding="utf-8")
+        schemas[False].write_text(without_inputs(), encoding="utf-8")
+        for workload, (a, b, code) in workloads.items():
+            timing.read_once([a, b])
+            for fmt in FORMATS:
+                commands = {
+                    inputs: [*fastdiff, "compare", str(a), str(b), "--schema", str(schema),
+                             "--format", fmt, "--no-cache", *extra]
+                    for inputs, schema in schemas.items()
+                }  # fmt: skip
+                if fmt == "json":
+                    for inputs, command in commands.items():
+                        proc = timing.run_captured(workload, command, (code,), args.timeout)
+                        check(workload, proc.stdout, inputs, code)
+                print(f"timing {workload}, {fmt} ...", file=sys.stderr)
+                times = timing.time_commands(
+                    {"with": commands[True], "without": commands[False]},
+                    repeat=args.repeat,
+                    warmup=args.warmup,
+                    ok_codes=(code,),
+                    timeout=args.timeout,
+                )
+                rows.append((workload, fmt, times["with"], times["without"]))
+    finally:
+        if args.keep:
+            print(f"dumps kept in {root}", file=sys.stderr)
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+    load_end = os.getloadavg()[0]
+    print(f"# bench_origins: {steps} steps x 34 buffers, batch {BATCH}, with and without inputs")
+    print()
+    print(f"- fastdiff: {where}")
+    print(f"- {platform.python_version()}, {os.cpu_count()} CPUs; load average {load:.2f} at "
+          f"start, {load_end:.2f} at the end; median of {args.repeat} (interleaved)")  # fmt: skip
+    print()
+    print("| workload | format | with inputs s | min-max s | without s | min-max s | ratio |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    worst = 0.0
+    for workload, fmt, with_, without in rows:
+        ratio = timing.median(with_) / timing.median(without)
+        worst = max(worst, ratio)
+        print(
+            f"| {workload} | {fmt} | {timing.median(with_):.3f} | {min(with_):.3f}-"
+            f"{max(with_):.3f} | {timing.median(without):.3f} | {min(without):.3f}-"
+            f"{max(without):.3f} | {ratio:.3f}x |"
+        )
+    print()
+    verdict = "PASS" if worst <= TARGET else "FAIL"
+    print(f"{verdict} declared inputs cost at most {TARGET}x the same compare without them "
+          f"(worst {worst:.3f}x)")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    start = time.perf_counter()
+    code = main()
+    print(f"done in {time.perf_counter() - start:.0f} s", file=sys.stderr)
+    sys.exit(code)
