@@ -394,18 +394,32 @@ def test_the_rl_state_preset_declares_the_reference_scripts_dataflow() -> None:
 def test_the_preset_tells_the_reward_kernel_from_what_received_its_divergence(
     tmp_path: Path,
 ) -> None:
-    """The fixture ``diverge_F`` changes rewards (and what follows) at step 2
-    with the RNG and simulator state equal: born in the reward kernel."""
-    p = fastdiff("compare", "tests/fixtures/diverge_F/a", "tests/fixtures/diverge_F/b",
-                 "--format", "json")  # fmt: skip
+    """The fixture ``diverge_F`` changes rewards at steps 2 and 3 with the
+    RNG and simulator state equal: born in the reward kernel ("if rewards
+    diverge with EQUAL action_prng + LOB state, the reward kernel itself").
+    With the advantages changed too, they received it from the rewards."""
+    a, b = ROOT / "tests/fixtures/diverge_F/a", ROOT / "tests/fixtures/diverge_F/b"
+    p = fastdiff("compare", a, b, "--format", "json")
     assert p.returncode == 1
     doc = json.loads(p.stdout)
-    got = roles(doc)
-    born = [(o["step"], o["name"]) for o in doc["origins"]]
-    assert born and born[0][0] == doc["first_divergent_step"]
-    for (step, name), (role, differing, _, _) in got.items():
-        if name in ("advantages", "returns", "reward_abs") and step == born[0][0]:
-            assert role == "receiver" and "rewards" in differing, (step, name, role)
+    assert doc["origins"] == [
+        {"step": 2, "name": "rewards", "group": "F"},
+        {"step": 3, "name": "rewards", "group": "F"},
+    ]
+    assert roles(doc)[(2, "rewards")] == ("origin", [], [], None)
+    copy = tmp_path / "b"
+    copy.mkdir()
+    for f in b.iterdir():
+        (copy / f.name).write_bytes(f.read_bytes())
+    adv = bytearray((copy / "step_2_advantages.bin").read_bytes())
+    adv[0] ^= 1
+    (copy / "step_2_advantages.bin").write_bytes(bytes(adv))
+    p = fastdiff("compare", a, copy)
+    assert p.returncode == 1
+    assert (
+        "  born in: F rewards at step 2 (inputs actions, unit_entry_price, prev_realized_pnl "
+        "matched); received: advantages"
+    ) in p.stdout.splitlines()
 
 
 # --- runs without inputs -------------------------------------------------------------
