@@ -45,7 +45,8 @@ __all__ = [
 ]
 
 #: What a Problem is about (``Problem.kind``):
-#: ``missing``    a run folder or manifest that does not exist;
+#: ``missing``    a run folder or manifest that does not exist, or a rank one
+#:                run of several ranks lacks;
 #: ``unreadable`` no permission, an I/O error, a broken link, a FIFO or device;
 #: ``changed``    the file changed (or vanished) while fastdiff read it; in a
 #:                watch, also after its step was compared, or it appeared then,
@@ -53,7 +54,8 @@ __all__ = [
 #: ``malformed``  a size that is not a whole number of elements, a damaged manifest;
 #: ``no_dumps``   a run side that holds no step_<N>_<name>.bin at all;
 #: ``name``       a dump name fastdiff cannot use (not UTF-8, a duplicate step);
-#: ``mismatch``   digests that cannot be compared (different chunk sizes);
+#: ``mismatch``   digests that cannot be compared (different chunk sizes), or a
+#:                run of several ranks against a run of one (``sources.ranks``);
 #: ``undecided``  bits that differ where a tolerance was asked but cannot be
 #:                judged: digests alone (a manifest on one side) hold no values;
 #: ``worker``     a worker process died or failed running a task;
