@@ -180,6 +180,21 @@ def test_a_rank_in_one_run_only_is_an_error_and_the_others_are_compared(tmp_path
     assert [f"{e['path']}: {e['message']}" for e in doc["errors"]] == [message]
 
 
+def test_ranks_without_declared_inputs_have_no_origins(tmp_path: Path) -> None:
+    a = ranked_run(tmp_path / "a", {})
+    b = ranked_run(tmp_path / "b", {1: {(1, "mid")}})
+    p = fastdiff("compare", "--schema", "raw", a, b, "--format", "json")
+    assert p.returncode == 1
+    doc = json.loads(p.stdout)
+    assert "origins" not in doc and not any("role" in x for x in doc["buffers"])
+    assert [(r["rank"], r["verdict"], r["origins"]) for r in doc["ranks"]] == [
+        (0, "identical", None), (1, "diverged", None), (2, "identical", None),
+    ]  # fmt: skip
+    text = fastdiff("compare", "--schema", "raw", a, b).stdout.splitlines()
+    assert "  rank  verdict    first divergent step  groups" in text
+    assert not any(line.startswith("pattern:") for line in text)
+
+
 def test_runs_of_one_rank_and_of_several_do_not_mix(tmp_path: Path) -> None:
     a = ranked_run(tmp_path / "a", {})
     b = tmp_path / "b"

@@ -108,14 +108,15 @@ def origin_dict(o: Origin) -> dict[str, Any]:
 
 
 def rank_dict(r: RankReport) -> dict[str, Any]:
-    """One rank's verdict, first divergent step and groups, and origins."""
+    """One rank's verdict, first divergent step and groups, and origins (null
+    where the schema declares no inputs, as the top level has none)."""
     rep = r.report
     return {
         "rank": r.rank,
         "verdict": rep.verdict,
         "first_divergent_step": rep.first_divergent_step,
         "first_divergent_groups": [json_text(k) for k in rep.first_divergent_groups],
-        "origins": [origin_dict(o) for o in rep.origins or ()],
+        "origins": None if rep.origins is None else [origin_dict(o) for o in rep.origins],
     }
 
 
