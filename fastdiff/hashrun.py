@@ -62,7 +62,7 @@ def write_manifest(
     doc = manifest_dict(listing, digests, options.chunk_size, schema)
     if malformed:
         doc["malformed"] = [
-            {"file": os.path.basename(p.path), "step": f.step, "buffer": f.name,
+            {"file": os.path.relpath(p.path, root), "step": f.step, "buffer": f.name,
              "message": p.message}
             for f, p in malformed
         ]  # fmt: skip

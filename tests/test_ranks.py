@@ -254,6 +254,18 @@ def test_hash_writes_the_ranks_and_compare_reads_them(tmp_path: Path) -> None:
         ]
 
 
+def test_hash_names_a_malformed_dump_of_a_rank_by_its_rank_folder(tmp_path: Path) -> None:
+    a = ranked_run(tmp_path / "a", {})
+    (a / "rank_1" / "step_0_src.bin").write_bytes(bytes(7))  # not a whole number of f32
+    p = fastdiff("hash", a, "-o", tmp_path / "a.json", "--schema", schema_file(tmp_path))
+    assert p.returncode == 2
+    assert f"{a / 'rank_1' / 'step_0_src.bin'}: size 7 bytes" in p.stderr
+    doc = json.loads((tmp_path / "a.json").read_text(encoding="utf-8"))
+    assert [(m["file"], m["step"], m["buffer"]) for m in doc["malformed"]] == [
+        ("rank_1/step_0_src.bin", 0, "src")
+    ]
+
+
 def test_a_manifest_never_mixes_files_of_ranks_and_of_none(tmp_path: Path) -> None:
     a = ranked_run(tmp_path / "a", {})
     assert fastdiff("hash", a, "-o", tmp_path / "a.json").returncode == 0
