@@ -99,7 +99,7 @@ def _ranked_listing(root: str, listing: RunListing) -> tuple[RunListing, list[Pr
     from .sources.ranks import skipped_beside, split_ranks
 
     src = RunSource(root, listing)
-    ranked = split_ranks(src)
+    ranked = split_ranks(src, open_run)
     if ranked is None:
         return None
     buffers, skipped, problems = [], list(skipped_beside(ranked, src)), list(ranked.problems)

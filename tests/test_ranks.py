@@ -226,6 +226,33 @@ def test_dumps_beside_rank_folders_and_two_folders_of_one_rank_are_errors(
     assert [r["verdict"] for r in doc["ranks"]] == ["identical"] * 3
 
 
+def test_runs_a_recorder_wrote_rank_by_rank_compare_whole(tmp_path: Path) -> None:
+    """``Recorder(rank=R)`` writes ``rank_<R>/`` (a folder of .npy dumps and
+    a digest log, digests only at the steps not in ``data``): the whole
+    runs compare rank by rank, each rank's folder read as its format."""
+    np = pytest.importorskip("numpy")
+    from fastdiff import Recorder
+
+    for run, late in (("a", 0.0), ("b", 1.0)):
+        for rank in (0, 1):
+            with Recorder(tmp_path / run, rank=rank, data={0}) as rec:
+                for step in range(3):
+                    w = np.arange(16, dtype=np.float32) + 100 * rank + step
+                    if rank == 1 and step == 2:
+                        w[3] += late  # run B's rank 1 differs at step 2
+                    rec.dump(step, "w", w)
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["rank_0", "rank_1"]
+    p = fastdiff("compare", "--schema", "raw", tmp_path / "a", tmp_path / "b", "--format", "json")
+    assert p.returncode == 1, p.stderr
+    doc = json.loads(p.stdout)
+    assert [(r["rank"], r["verdict"], r["first_divergent_step"]) for r in doc["ranks"]] == [
+        (0, "identical", None), (1, "diverged", 2),
+    ]  # fmt: skip
+    (w,) = [x for x in doc["buffers"] if x["status"] != "equal"]
+    assert (w["rank"], w["step"], w["name"]) == (1, 2, "w")
+    assert w["first_divergent_chunk"] is not None  # step 2 was recorded as digests only
+
+
 # --- hash, sweep, watch -------------------------------------------------------------------
 
 

@@ -766,7 +766,7 @@ def _compare_pairs(
         notes.update(dict.fromkeys(said))
         for src in (sa, sb):
             if src.spec not in ranked:
-                ranked[src.spec] = split_ranks(src)
+                ranked[src.spec] = split_ranks(src, open_run)
         ka, kb = ranked[sa.spec], ranked[sb.spec]
         if ka is None and kb is None:  # runs of one rank: the usual case
             empty = _empty_sides(sa, sb, hints)

@@ -20,8 +20,12 @@ from ..results import Problem, Skipped
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from .buffers import BufferRef
+    from collections.abc import Callable
+
+    from .buffers import BufferRef, StepFilter
     from .run import RunSource
+
+    OpenRun = Callable[[str, StepFilter | None], RunSource]
 
 __all__ = [
     "RANK_PREFIX",
@@ -140,9 +144,12 @@ def _manifest_ranks(src: RunSource) -> RankedRun:
     return RankedRun(src.spec, tuple(ranks), ())
 
 
-def split_ranks(src: RunSource) -> RankedRun | None:
+def split_ranks(src: RunSource, open_rank: OpenRun | None = None) -> RankedRun | None:
     """The ranks of a run of several, each as a source (listed now); None for
-    a run of one rank (the listing alone tells, in the usual case)."""
+    a run of one rank (the listing alone tells, in the usual case).
+    ``open_rank(path, steps)`` opens a rank's folder (``sources.open_run``,
+    which knows every format: a recorder's folder, a checkpoint folder);
+    needed for a folder of ranks, not for a manifest."""
     if not _may_hold_ranks(src):
         return None
     if src.is_manifest:
@@ -150,7 +157,8 @@ def split_ranks(src: RunSource) -> RankedRun | None:
     found, problems = _folder_ranks(src.spec)
     if not found:
         return None
-    from .folder import open_source  # a rank's folder is a run folder
+    if open_rank is None:
+        raise ValueError("split_ranks: a folder of ranks needs open_rank to open each rank")
 
     if src.listing.buffers:
         problems.append(
@@ -163,7 +171,7 @@ def split_ranks(src: RunSource) -> RankedRun | None:
                 kind="name",
             )
         )
-    ranks = tuple((rank, open_source(path, src.steps)) for rank, path in found)
+    ranks = tuple((rank, open_rank(path, src.steps)) for rank, path in found)
     return RankedRun(src.spec, ranks, tuple(problems))
 
 
