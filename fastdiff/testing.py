@@ -138,7 +138,28 @@ def _buffer_lines(b: BufferResult, report: Report) -> list[str]:
     inf = b.n_inf_mismatch or 0
     if nan or inf:
         lines.append(f"  with a NaN: {nan:,} of them; with an infinity: {inf:,}")
+    role = _role_line(b)
+    if role:
+        lines.append(role)
     return lines
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _role_line(b: BufferResult) -> str | None:
+    """Where the buffer stands in the dataflow its schema declares, if it does."""
+    r = b.role
+    if r is None:
+        return None
+    if r.kind == "origin":
+        inputs = ", ".join(r.inputs) if r.inputs else None
+        why = f"its inputs {inputs} matched" if inputs else "it declares no inputs (a source)"
+        return f"  Origin: the divergence is born here ({why})"
+    if r.kind == "receiver":
+        return f"  Receiver: its inputs {', '.join(r.differing_inputs)} differ already"
+    return f"  Undetermined: inputs {', '.join(r.undumped_inputs)} could not be compared"
 
 
 def format_mismatch(report: Report) -> str:
@@ -153,7 +174,14 @@ def format_mismatch(report: Report) -> str:
     if step is not None:
         at = [b for b in divergent if b.step == step]
         lines.append(f"{head} first diverge at step {step}.")
+        if report.origins is not None:
+            from .render.text import born_lines
+
+            lines += [_sentence(line.strip()) for line in born_lines(report)]
         lines.append("")
+        # The origin first, where one is known at that step: the kernel to fix.
+        first = next((b for b in at if b.role is not None and b.role.kind == "origin"), at[0])
+        at = [first, *(b for b in at if b is not first)]
         lines += _buffer_lines(at[0], report)
         others = [b.name for b in at[1:]]
         if others:

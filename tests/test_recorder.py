@@ -773,13 +773,14 @@ def test_ranks_write_under_rank_folders(tmp_path: Path, monkeypatch: pytest.Monk
     rec.dump(0, "w", np.full(8, 1))
     rec.close()
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["rank_0", "rank_1"]
-    # Multi-rank compare is not on this branch: the rank folders are compared directly.
-    assert compare_runs(tmp_path / "a" / "rank_1", tmp_path / "b" / "rank_1").verdict == (
-        "identical"
-    )
-    assert compare_runs(tmp_path / "a" / "rank_0", tmp_path / "b" / "rank_1").verdict == (
-        "diverged"
-    )
+    # The runs compared whole: ranks pair by number; rank 0 is in run A only.
+    whole = compare_runs(tmp_path / "a", tmp_path / "b")
+    assert whole.verdict == "error" and whole.ranks is not None
+    assert [(r.rank, r.report.verdict) for r in whole.ranks] == [(0, "error"), (1, "identical")]
+    record(tmp_path / "b", {(0, "w"): np.full(8, 1)}, rank=0)  # rank 0 of B wrote 1s, A 0s
+    again = compare_runs(tmp_path / "a", tmp_path / "b")
+    assert again.verdict == "diverged" and again.first_divergent_step == 0
+    assert [(r.rank, r.report.verdict) for r in again.ranks] == [(0, "diverged"), (1, "identical")]
     monkeypatch.setenv("WORLD_SIZE", "1")  # a job of one process: the run folder itself
     assert Recorder(tmp_path / "c").path == str(tmp_path / "c")
     monkeypatch.setenv("RANK", "x")

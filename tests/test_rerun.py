@@ -222,3 +222,47 @@ def test_ctrl_c_stops_an_arm_that_ignores_sigint(tmp_path: Path, job: Path) -> N
     code, _, arm_pid = _interrupt(tmp_path, job, "stubborn")  # SIGTERM after the grace
     assert code == 130
     assert _gone(arm_pid)
+
+
+PIPELINE = """
+import os, sys
+import numpy as np
+from fastdiff import Recorder
+
+with Recorder() as rec:
+    for step in range(4):
+        x = np.linspace(0, 1, 64, dtype=np.float32) + step  # the same in every arm
+        y = x * 3
+        if step >= 2:  # a kernel whose result depends on something unseeded
+            y[9] += 1 + int.from_bytes(os.urandom(4), "little") / 2**32
+        rec.dump(step, "x", x)
+        rec.dump(step, "y", y)
+        rec.dump(step, "z", y + 1)
+"""
+
+PIPELINE_SCHEMA = """\
+[[group]]
+key = "M"
+title = "the model"
+[group.members]
+x = { dtype = "f32", inputs = [] }
+y = { dtype = "f32", inputs = ["x"] }
+z = { dtype = "f32", inputs = ["y"] }
+"""
+
+
+def test_rerun_says_where_it_was_born_and_whether_that_reproduces(tmp_path: Path) -> None:
+    """With a schema that declares inputs: the origin of the first divergence,
+    and whether every diverging arm has the same first origin."""
+    job = tmp_path / "pipeline.py"
+    job.write_text(PIPELINE)
+    schema = tmp_path / "schema.toml"
+    schema.write_text(PIPELINE_SCHEMA)
+    r = rerun("-n", "3", "--schema", schema, "--out", tmp_path / "out", "--",
+              sys.executable, job)  # fmt: skip
+    assert r.returncode == 1, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    assert any(line.startswith("NOT DETERMINISTIC: 2 of 2 arms diverge from arm 1; first at step 2")
+               for line in lines), r.stdout  # fmt: skip
+    assert "born in: M y at step 2 (inputs x matched); received: z (arm 2)" in lines
+    assert "origin: the same in every diverging arm: M y at step 2" in lines

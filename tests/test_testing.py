@@ -164,3 +164,28 @@ def test_the_readme_message_is_what_it_says(
     with pytest.raises(AssertionError) as info:
         assert_runs_equal("runs/a", "runs/b")
     assert str(info.value) == shown
+
+
+def test_the_message_says_where_the_divergence_was_born() -> None:
+    """With a schema that declares inputs, the message names the origin
+    first (the kernel to fix) and what merely received the divergence."""
+    from fastdiff.testing import assert_runs_equal
+
+    ex = Path(__file__).resolve().parents[1] / "examples" / "origins"
+    with pytest.raises(AssertionError) as info:
+        assert_runs_equal(ex / "run-a", ex / "run-b", schema=str(ex / "schema.toml"))
+    lines = str(info.value).splitlines()
+    assert lines[1] == (
+        "Born in: F rewards at step 3 (inputs actions, unit_entry_price, prev_realized_pnl "
+        "matched); received: advantages, returns"
+    )
+    assert lines[2] == "Undetermined: F entropy_bonus at step 3 (not compared: entropy_coef)"
+    assert "Buffer 'rewards' at step 3 (group F, f32):" in lines
+    assert (
+        "  Origin: the divergence is born here (its inputs actions, unit_entry_price, "
+        "prev_realized_pnl matched)"
+    ) in lines
+    # Without declared inputs (the same runs as plain dumps): no such lines.
+    with pytest.raises(AssertionError) as plain:
+        assert_runs_equal(ex / "run-a", ex / "run-b", schema="raw")
+    assert "Born in" not in str(plain.value) and "Origin:" not in str(plain.value)

@@ -77,6 +77,25 @@ def _reproduces(diverging: list[tuple[int, Report]], others: int) -> str:
     )
 
 
+def _origin_text(report: Report) -> str:
+    o = report.origins[0]  # type: ignore[index]
+    return f"{display_path(o.group)} {display_path(o.name)} at step {o.step}"
+
+
+def _origin_agreement(diverging: list[tuple[int, Report]]) -> str | None:
+    """Whether the diverging arms share their first origin (the schema
+    declares inputs): the same kernel every time, or not."""
+    if len(diverging) < 2 or any(r.origins is None for _, r in diverging):
+        return None
+    firsts = {i: _origin_text(r) for i, r in diverging if r.origins}
+    if len(firsts) < len(diverging):
+        return "origin: not found in every diverging arm (see the comparison below)"
+    if len(set(firsts.values())) == 1:
+        return f"origin: the same in every diverging arm: {next(iter(firsts.values()))}"
+    shown = "; ".join(f"arm {i}: {t}" for i, t in sorted(firsts.items()))
+    return f"origin: differs between arms: {shown}"
+
+
 def render_rerun_text(result: RerunResult) -> str:
     """The whole report of a rerun that ran to its end (or stopped)."""
     from .text import render_text
@@ -126,7 +145,15 @@ def render_rerun_text(result: RerunResult) -> str:
             f"NOT DETERMINISTIC: {len(diverging)} of {len(reports)} arms diverge from arm 1; "
             f"first at step {step} (arm {index}: {_names(_first_buffers(report))})"
         )
+        from .text import born_lines
+
+        born = born_lines(report)
+        if born:
+            lines.append(f"{born[0].strip()} (arm {index})")
         lines.append(_reproduces(diverging, len(reports)))
+        origin = _origin_agreement(diverging)
+        if origin:
+            lines.append(origin)
     lines.append(f"runs: {kept}")
     if diverging and not errors:
         index, report = min(diverging, key=lambda item: (item[1].first_divergent_step, item[0]))
