@@ -42,7 +42,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fastdiff.bench import synth, timing
-from fastdiff.schema import RL_STATE, schema_to_toml
+from fastdiff.schema import RL_STATE
+from fastdiff.schemafile import schema_to_toml
 
 REPO = Path(__file__).resolve().parent.parent
 TARGET = 1.1

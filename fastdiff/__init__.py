@@ -27,8 +27,8 @@ _EXPORTS = {
     "render_text": "render",
     "render_json": "render",
     "report_dict": "render",
-    "load_schema": "schema",
-    "resolve_schema": "schema",
+    "load_schema": "schemafile",
+    "resolve_schema": "schemafile",
     "Schema": "schema",
     "exit_code": "stages.verdict",
     "Recorder": "recorder",
@@ -42,7 +42,8 @@ if TYPE_CHECKING:
     from .recorder import Recorder
     from .render import render_json, render_text, report_dict
     from .results import BufferResult, Report
-    from .schema import Schema, load_schema, resolve_schema
+    from .schema import Schema
+    from .schemafile import load_schema, resolve_schema
     from .stages.verdict import exit_code
 
 

@@ -168,11 +168,13 @@ def _schema(schema: object) -> Schema | None:
     """A Schema from what ``CompareOptions(schema=...)`` accepts."""
     if schema is None:
         return None
-    from .schema import Schema, resolve_schema
+    from .schema import Schema
 
     if isinstance(schema, Schema):
         return schema
     if isinstance(schema, str | os.PathLike):
+        from .schemafile import resolve_schema
+
         return resolve_schema(os.fspath(schema), what="CompareOptions(schema=...)")
     raise TypeError(
         "CompareOptions: schema must be a fastdiff.Schema, a preset name (rl-state, raw) or "

@@ -16,7 +16,8 @@ from helpers import write_runs
 
 from fastdiff import CompareOptions, Tolerance, compare_runs, render_json, report_dict
 from fastdiff.errors import SchemaError
-from fastdiff.schema import RAW, RL_STATE, load_schema
+from fastdiff.schema import RAW, RL_STATE
+from fastdiff.schemafile import load_schema
 
 ROOT = Path(__file__).resolve().parents[1]
 ANATOMY = (ROOT / "examples/anatomy/run-a", ROOT / "examples/anatomy/run-b")

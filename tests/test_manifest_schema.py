@@ -23,7 +23,8 @@ from helpers import fastdiff
 from fastdiff.bench.synth import write_rl_run
 from fastdiff.compare import compare_runs
 from fastdiff.dtypes import unknown_dtype
-from fastdiff.schema import RL_STATE, Schema, load_schema, resolve_schema
+from fastdiff.schema import RL_STATE, Schema
+from fastdiff.schemafile import load_schema, resolve_schema
 from fastdiff.sources import RunSource
 from fastdiff.sources.buffers import RunListing
 from fastdiff.sources.schemas import choose_schema

@@ -14,7 +14,8 @@ from helpers import write_runs
 
 from fastdiff import CompareOptions, compare_runs, render_json
 from fastdiff.kernels import Tolerance
-from fastdiff.schema import RAW, resolve_schema
+from fastdiff.schema import RAW
+from fastdiff.schemafile import resolve_schema
 from fastdiff.sources.folder import discover
 from fastdiff.sources.names import parse_dump_name
 from fastdiff.stages.hash import hash_buffer

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from helpers import fastdiff as cli
 
-from fastdiff.schema import Group, Member, Schema, load_schema, schema_to_toml
+from fastdiff.schema import Group, Member, Schema
+from fastdiff.schemafile import load_schema, schema_to_toml
 from fastdiff.sources.names import parse_dump_name
 
 REPO = Path(__file__).resolve().parents[1]

@@ -21,7 +21,7 @@ from naive import naive_roles
 
 from fastdiff import CompareOptions, compare_runs
 from fastdiff.render.json import report_dict
-from fastdiff.schema import load_schema
+from fastdiff.schemafile import load_schema
 
 HIDDEN = "hidden"  # an input no run dumps
 SIZE = 4  # u32 elements

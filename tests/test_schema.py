@@ -7,14 +7,8 @@ from pathlib import Path
 import pytest
 
 from fastdiff.errors import SchemaError
-from fastdiff.schema import (
-    OTHER,
-    PRESETS,
-    RL_STATE,
-    load_schema,
-    resolve_schema,
-    schema_to_toml,
-)
+from fastdiff.schema import OTHER, PRESETS, RL_STATE
+from fastdiff.schemafile import load_schema, resolve_schema, schema_to_toml
 
 REFERENCE_MEMBERS = {
     "C": {"action_prng_state": "u32", "iqn_prng_state": "u32"},

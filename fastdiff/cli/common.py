@@ -291,10 +291,10 @@ def cache_options(default_cache: bool) -> tuple[Arg, ...]:
 def given_schema(args: Namespace) -> Schema | None:
     """The schema the options choose; None when neither --schema nor
     --default-dtype is given (a manifest's own schema, else rl-state)."""
-    from ..schema import resolve_schema
-
     if args.schema is None and args.default_dtype is None:
         return None
+    from ..schemafile import resolve_schema
+
     warnings: list[str] = []
     schema = resolve_schema(args.schema, args.default_dtype, warnings=warnings)
     if warnings:

@@ -43,7 +43,7 @@ ARGUMENTS = (
 
 
 def run(args: Namespace) -> int:
-    from ..schema import resolve_schema, schema_to_toml
+    from ..schemafile import resolve_schema, schema_to_toml
 
     warnings: list[str] = []
     schema = resolve_schema(args.name, args.default_dtype, "fastdiff schema", warnings)
@@ -59,7 +59,7 @@ def _for_run(schema: Schema, run: str) -> Schema:
     import os
 
     from ..errors import FastdiffError
-    from ..schema import schema_for_run
+    from ..schemafile import schema_for_run
     from ..sources import open_run
 
     listing = open_run(run).listing

@@ -46,7 +46,6 @@ from ..sources import (
     open_run,
     reopen,
 )
-from ..sources.ranks import split_ranks
 from ..sources.schemas import choose_schema
 from ..stages.digest import RECORDED_DIGESTS_ONLY, by_digest, tolerance_undecided
 from ..stages.hash import hash_batch
@@ -766,7 +765,7 @@ def _compare_pairs(
         notes.update(dict.fromkeys(said))
         for src in (sa, sb):
             if src.spec not in ranked:
-                ranked[src.spec] = split_ranks(src, open_run)
+                ranked[src.spec] = _ranks_of(src)
         ka, kb = ranked[sa.spec], ranked[sb.spec]
         if ka is None and kb is None:  # runs of one rank: the usual case
             empty = _empty_sides(sa, sb, hints)
@@ -786,6 +785,18 @@ def _compare_pairs(
 
 
 # --- runs of several ranks ---------------------------------------------------------------
+
+
+def _ranks_of(src: RunSource) -> RankedRun | None:
+    """``sources.ranks.split_ranks`` of a run; a folder whose listing holds
+    dumps and skipped nothing (the usual case) has no rank folders, and
+    costs no import."""
+    listing = src.listing
+    if listing.buffers and not listing.skipped and not src.is_manifest:
+        return None
+    from ..sources.ranks import split_ranks
+
+    return split_ranks(src, open_run)
 
 
 def _one_rank_and_several(sa: RunSource, sb: RunSource, a_has_ranks: bool) -> Problem:

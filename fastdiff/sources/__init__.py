@@ -122,9 +122,8 @@ def open_run(spec: str | os.PathLike[str], steps: StepFilter | None = None) -> R
             folder = os.path.dirname(s) or os.curdir
             return refused(s, f"this is a dump file; pass its folder {folder} instead", "error")
         fmt = sniff(s)
-    from importlib import import_module
-
-    module = import_module(f".{FORMATS[fmt][0]}", __name__)
+    # __import__, not importlib's import_module: importlib costs a start-up import.
+    module = __import__(f"{__name__}.{FORMATS[fmt][0]}", fromlist=("open_source",))
     return module.open_source(s, steps)  # type: ignore[no-any-return]
 
 

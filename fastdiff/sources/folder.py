@@ -235,10 +235,8 @@ def headed_buffers(path: str, step: int, name: str | None, fmt: str) -> list[Buf
     """The buffers of a dump whose file says what it holds (an ``.npy``: the
     one buffer ``name``; a container: its tensors), read from its header;
     raises OSError, or the format's ValueError."""
-    from importlib import import_module
-
     module, function = _READERS[fmt]
-    read = getattr(import_module(f".{module}", __package__), function)
+    read = getattr(__import__(f"{__package__}.{module}", fromlist=(function,)), function)
     fd = open_fd(path)
     try:
         st = os.fstat(fd)

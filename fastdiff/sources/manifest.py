@@ -33,7 +33,8 @@ from ..dtypes import DTYPES
 from ..errors import FastdiffError, SchemaError
 from ..options import check_chunk_size
 from ..results import Skipped
-from ..schema import Schema, parse_schema
+from ..schema import Schema
+from ..schemafile import parse_schema
 from .buffers import BufferDigest, BufferRef, RunListing, step_filter
 from .names import DUMP_PATTERN, DUMPS, MAX_STEP_DIGITS, split_name
 from .ranks import parse_rank

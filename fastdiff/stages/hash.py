@@ -26,7 +26,6 @@ from xxhash import xxh3_128, xxh3_128_digest
 from ..errors import problem_kind
 from ..options import DEFAULT_CHUNK_SIZE
 from ..results import Problem
-from ..sources.access import buffer_views
 from ..sources.buffers import BufferDigest
 from ..sources.reader import (
     MAP_MIN,
@@ -36,6 +35,7 @@ from ..sources.reader import (
     describe_os_error,
     open_fd,
     read_exact,
+    views,
 )
 
 TYPE_CHECKING = False
@@ -88,8 +88,12 @@ def hash_buffer(
     size = f.size
     fd = open_fd(f.path)
     try:
-        if f.codec is not None or (use_mmap and size >= MAP_MIN) or size > READ_SIZE:
-            chunks = chunk_digests(buffer_views(fd, f, 0, size, use_mmap), chunk_size)
+        if f.codec is not None:  # compressed or strided: decoded piece by piece
+            from ..sources.access import decoded_views
+
+            chunks = chunk_digests(decoded_views(fd, f, 0, size), chunk_size)
+        elif (use_mmap and size >= MAP_MIN) or size > READ_SIZE:
+            chunks = chunk_digests(views(fd, f, 0, size, use_mmap), chunk_size)
         elif size:
             # One read, then one fstat: the file is what the listing saw, and
             # did not change while it was read.
