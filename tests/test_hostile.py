@@ -201,6 +201,48 @@ def test_an_index_that_points_outside_its_folder_is_refused(tmp_path: Path) -> N
     assert "tensor 'b': model.safetensors.index.json puts it in model-2.safetensors" in r.stderr
 
 
+@pytest.mark.parametrize(
+    ("damage", "index"),
+    [("missing", True), ("trailing bytes", True), ("trailing bytes", False),
+     ("tensor in another shard", True)],
+)  # fmt: skip
+def test_a_shard_that_cannot_be_read_leaves_its_tensors_unknown(
+    tmp_path: Path, damage: str, index: bool
+) -> None:
+    # A checkpoint whose shard is missing or refused: the tensors it holds
+    # are errors in the other run, never divergences ('only in run A').
+    runs = []
+    for name in ("a", "b"):
+        ckpt = tmp_path / name
+        ckpt.mkdir()
+        (ckpt / "model-1.safetensors").write_bytes(st_bytes({"x": F}, bytes(8)))
+        (ckpt / "model-2.safetensors").write_bytes(st_bytes({"y": F, "z": G}, bytes(16)))
+        if index:
+            weight_map = {"x": "model-1.safetensors", "y": "model-2.safetensors",
+                          "z": "model-2.safetensors"}  # fmt: skip
+            index_text = json.dumps({"weight_map": weight_map})
+            (ckpt / "model.safetensors.index.json").write_text(index_text)
+        runs.append(ckpt)
+    shard = runs[1] / "model-2.safetensors"
+    if damage == "missing":
+        shard.unlink()
+    elif damage == "trailing bytes":
+        shard.write_bytes(shard.read_bytes() + b"\0")
+    else:
+        weight_map["y"] = "model-1.safetensors"
+        index_text = json.dumps({"weight_map": weight_map})
+        (runs[1] / "model.safetensors.index.json").write_text(index_text)
+    r = cli("compare", *runs, "--format", "json")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    doc = json.loads(r.stdout)
+    rows = {d["name"]: d["status"] for d in doc["buffers"]}
+    if damage == "tensor in another shard":
+        assert rows == {"x": "equal", "y": "error", "z": "equal"}, rows
+    else:
+        assert rows == {"x": "equal", "y": "error", "z": "error"}, rows
+    assert doc["verdict"] == "error" and doc["first_divergent_step"] is None
+
+
 # --- zip archives (npz) -----------------------------------------------------------------
 
 
