@@ -849,6 +849,30 @@ def test_random_pairs_through_the_command_line(tmp_path: Path, seed: int) -> Non
     run_case(seed, tmp_path, cli=True)
 
 
+# --- bugs found by the oracle, each pinned by a test ------------------------------------
+
+
+@pytest.mark.parametrize("side", ["a", "b"])
+def test_an_npz_of_no_arrays_is_an_empty_run(tmp_path: Path, side: str) -> None:
+    # np.savez() of nothing is a zip of no members: it was sniffed as a
+    # torch.save archive (a traceback while that reader was missing), and
+    # its error spoke of .bin dumps and folders.
+    full, empty = tmp_path / "full.npz", tmp_path / "empty.npz"
+    np.savez(full, w=np.arange(3.0))
+    np.savez(empty)
+    runs = (empty, full) if side == "a" else (full, empty)
+    r = fastdiff("compare", *runs, "--format", "json")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["verdict"] == "error" and doc["buffers"] == []
+    (error,) = doc["errors"]
+    assert error["path"] == str(empty)
+    assert (
+        error["message"]
+        == f"run {side.upper()} holds no tensors; nothing can be compared against it"
+    )
+
+
 def main() -> None:
     import argparse
     import shutil
