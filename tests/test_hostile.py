@@ -440,6 +440,29 @@ def test_a_hostile_npz_is_refused(tmp_path: Path, case: str) -> None:
     assert rows == {"rewards": "equal", "x": "error"}
 
 
+@pytest.mark.parametrize("ends", ["in the .npy header", "in the data"])
+def test_a_deflate_stream_that_ends_early_before_more_bytes_is_malformed(
+    tmp_path: Path, ends: str
+) -> None:
+    # A complete deflate stream shorter than the member declares, followed by
+    # more stored bytes: once its stream has ended, zlib hands those back as
+    # unconsumed input, and the reader fed them to it again, for ever (a
+    # hang when the member was hashed).
+    data = npy_bytes(np.arange(4000, dtype=np.float32))
+    short = data[:60] if ends == "in the .npy header" else data[: len(data) // 2]
+    packed = _deflate(short) + b"trailing bytes after the stream" * 4
+    member = {"name": "x.npy", "data": packed, "method": 8, "usize": len(data),
+              "crc": zlib.crc32(data)}  # fmt: skip
+    ok = zip_bytes([{**member, "data": _deflate(data)}])
+    a, b = _pair(tmp_path, "step_0.npz", zip_bytes([member]), ok)
+    r = fastdiff("compare", a, b, "--format", "json", timeout=60)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    rows = {d["name"]: d["status"] for d in json.loads(r.stdout)["buffers"]}
+    assert rows["rewards"] == "equal" and rows["x"] in ("error", "malformed"), rows
+    why = "truncated .npy header" if ends == "in the .npy header" else "ends after 7,936 of 16,000"
+    _refused(r, b / "step_0.npz", why)
+
+
 def test_a_truncated_deflate_stream_is_malformed_never_a_verdict(tmp_path: Path) -> None:
     data = npy_bytes(np.arange(4000, dtype=np.float32))
     packed = _deflate(data)

@@ -103,12 +103,14 @@ class _Inflater:
         while True:
             if CANCEL._set:
                 raise Cancelled("interrupted")
+            if z.eof:
+                # The stream ended, yet more is wanted. (What follows its end
+                # is no input: zlib keeps handing it back, unconsumed, for ever.)
+                raise self._bad(f"ends after {self.pos:,} of {self.f.size:,} bytes")
             if self._pending:
                 data, self._pending = self._pending, b""
             elif self._in < stored:
                 data = self._read_stored()
-            elif z.eof:
-                raise self._bad(f"ends after {self.pos:,} of {self.f.size:,} bytes")
             else:
                 data = b""
             try:
@@ -119,9 +121,7 @@ class _Inflater:
             if out:
                 self._crc = zlib.crc32(out, self._crc)
                 return out
-            if not data and not self._pending:
-                if z.eof:
-                    raise self._bad(f"ends after {self.pos:,} of {self.f.size:,} bytes")
+            if not data and not self._pending and not z.eof:
                 raise self._bad("is truncated")
 
     def skip_to(self, offset: int) -> None:
