@@ -80,6 +80,11 @@ NPY_CASES = {
         npy_with_header(_hdr(shape="(4)"), GOOD.tobytes()),
         "without its comma",
     ),
+    # numpy's literal_eval refuses a leading zero ('04' is no Python literal).
+    "a dimension with a leading zero": (
+        npy_with_header(_hdr(shape="(04,)"), GOOD.tobytes()),
+        "expected a dimension, got '04'",
+    ),
 }
 
 
