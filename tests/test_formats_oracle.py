@@ -916,6 +916,31 @@ def test_an_npz_of_no_arrays_is_an_empty_run(tmp_path: Path, side: str) -> None:
     assert f"{empty}: the run holds no tensors" in h.stderr
 
 
+def test_tensor_keys_of_any_text_group_hash_and_compare(tmp_path: Path) -> None:
+    # safetensors allows any key, the empty one too. A key with no first
+    # dotted part ("", ".x") made the by-name schema a group of an empty key,
+    # and hash wrote a manifest it then refused (as it refused an empty name).
+    from safetensors.numpy import save_file
+
+    runs = []
+    for name, v in (("a", 1.0), ("b", 2.0)):
+        tensors = {"": np.ones(3, np.float32) * v, ".x": np.zeros(2, np.float32),
+                   "a/b": np.zeros(2, np.float32), "x\ny": np.zeros(1, np.int8)}  # fmt: skip
+        save_file(tensors, tmp_path / f"{name}.safetensors")
+        runs.append(tmp_path / f"{name}.safetensors")
+    manifests = [tmp_path / "a.json", tmp_path / "b.json"]
+    for run, m in zip(runs, manifests, strict=True):
+        h = fastdiff("hash", run, "-o", m)
+        assert h.returncode == 0, h.stderr
+    want = {"": "diverged", ".x": "equal", "a/b": "equal", "x\ny": "equal"}
+    for pair in (runs, manifests, (manifests[0], runs[1])):
+        r = fastdiff("compare", *pair, "--format", "json")
+        assert r.returncode == 1, r.stdout + r.stderr
+        doc = json.loads(r.stdout)
+        assert {d["name"]: d["status"] for d in doc["buffers"]} == want
+        assert doc["errors"] == [] and doc["first_divergent_step"] == 0
+
+
 def main() -> None:
     import argparse
     import shutil
