@@ -54,8 +54,21 @@ def _no_duplicates(pairs: list[tuple[str, object]]) -> dict[str, object]:
     for k, v in pairs:
         if k in out:
             raise SafetensorsError(f"the header holds key {k!r} twice")
+        if not k.isascii():
+            _text(k)
         out[k] = v
     return out
+
+
+def _text(s: str) -> None:
+    """Refuse a string JSON gave that is no Unicode text: a lone surrogate
+    escape (``\\ud800``), which safetensors' own reader refuses."""
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        raise SafetensorsError(
+            f"the header holds {s!r}, not valid text (a lone surrogate escape)"
+        ) from None
 
 
 class Tensor:
@@ -110,6 +123,8 @@ def parse_header(fd: int, file_size: int) -> list[Tensor]:
         if name == "__metadata__":
             if not isinstance(info, dict) or not all(isinstance(v, str) for v in info.values()):
                 raise SafetensorsError("__metadata__ must map strings to strings")
+            for v in info.values():
+                _text(v)
             continue
         tensors.append(_tensor(name, info, 8 + n))
     tensors.sort(key=lambda t: (t.begin, t.end))
