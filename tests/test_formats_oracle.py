@@ -889,6 +889,41 @@ def test_decoders_read_any_range_in_any_order(tmp_path: Path, seed: int) -> None
                 assert reader.read_at(k * w, w) == want[k * w : (k + 1) * w]
 
 
+def test_a_late_difference_in_a_compressed_member_is_decompressed_once_more(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Scanning goes over the differing ranges twice (narrowing, then the
+    # kernel) and reads the first differing element back: each went back
+    # to the start of the stream, so a late difference cost three more
+    # passes over the whole member. A pair that differs should cost what
+    # the identical pair costs plus the differing chunks.
+    from fastdiff import CompareOptions, compare_runs
+    from fastdiff.sources import access
+
+    x = np.arange(4 << 20, dtype=np.float32) % 1000  # 16 MiB, compressible
+    y = x.copy()
+    y[-10] += 1
+    np.savez_compressed(tmp_path / "a.npz", w=x)
+    np.savez_compressed(tmp_path / "b.npz", w=y)
+    fed: list[int] = []
+    read = access._Inflater._read_stored
+
+    def counted(self: Any) -> bytes:
+        data = read(self)
+        fed.append(len(data))
+        return data
+
+    monkeypatch.setattr(access._Inflater, "_read_stored", counted)
+    opts = CompareOptions(executor="serial")  # narrowed, then scanned
+    report = compare_runs(tmp_path / "a.npz", tmp_path / "b.npz", opts)
+    (buf,) = report.buffers
+    assert buf.status == "diverged" and buf.first_index == x.size - 10
+    stored = sum(os.path.getsize(tmp_path / n) for n in ("a.npz", "b.npz"))
+    # Hashing reads both streams whole, the scan reaches the differing chunk
+    # once more: about twice the stored bytes, not four times.
+    assert sum(fed) < 2.5 * stored, (sum(fed), stored)
+
+
 # --- bugs found by the oracle, each pinned by a test ------------------------------------
 
 
