@@ -521,6 +521,18 @@ SAMPLES = {
     "npz_deflate": zip_bytes(
         [{"name": "x.npy", "data": _deflate(X), "method": 8, "usize": len(X), "crc": zlib.crc32(X)}]
     ),
+    # Bytes after the end of the stream, within the member (zipfile reads it).
+    "npz_deflate_padded": zip_bytes(
+        [
+            {
+                "name": "x.npy",
+                "data": _deflate(X) + bytes(16),
+                "method": 8,
+                "usize": len(X),
+                "crc": zlib.crc32(X),
+            }
+        ]
+    ),
 }
 
 
@@ -573,6 +585,53 @@ def test_the_safetensors_parser_reads_or_refuses(
         assert ref.offset == pos  # contiguous, in the file, nothing left over
         pos += ref.size
     assert pos == len(raw)
+
+
+@FUZZ
+@given(
+    sample=st.sampled_from(["npz", "npz_deflate", "npz_deflate_padded"]),
+    edits=st.lists(st.tuples(st.integers(0, 400), st.integers(0, 255)), min_size=1, max_size=4),
+)
+def test_the_members_of_a_zip_read_whole_or_are_malformed(
+    sample: str, edits: list[tuple[int, int]]
+) -> None:
+    # Every member listed is read to its end: the bytes np.load reads, or
+    # an OSError saying what is wrong (BadData, FileChanged), in bounded
+    # time (a stream that ended early once made the reader spin for ever).
+    import signal
+
+    from fastdiff.sources.access import open_buffer
+
+    raw = _mutate(SAMPLES[sample], edits, None)
+    path = _fuzz_file(raw, ".npz")
+
+    def hung(*_: object) -> None:
+        raise AssertionError("reading a member did not end")
+
+    old = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(10)
+    try:
+        try:
+            refs = read_npz(str(path), 0)
+        except NpzError:
+            return
+        for ref in refs:
+            try:
+                with open_buffer(ref) as reader:
+                    got = bytes(reader.read_into(memoryview(bytearray(ref.size)), 0))
+            except OSError as exc:
+                assert "\n" not in str(exc)
+                continue
+            try:
+                with np.load(io.BytesIO(raw), allow_pickle=False) as z:
+                    want = z[ref.name].tobytes()
+            except Exception:  # numpy may refuse what was read (a stored member's CRC)
+                continue
+            assert got == want
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+        path.unlink()
 
 
 @FUZZ
