@@ -31,13 +31,11 @@ hand and prints how many checks passed.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
 import sys
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +49,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 if __name__ == "__main__":  # run by hand: this checkout's fastdiff, not an installed one
     sys.path.insert(0, str(Path(__file__).parents[1]))
 from helpers import fastdiff  # noqa: E402
+from test_hashing import small_windows  # noqa: E402
 
 # --- the dtypes ---------------------------------------------------------------------
 
@@ -78,7 +77,8 @@ NP: dict[str, np.dtype] = {k: np.dtype(v) for k, v in _LITTLE.items()}
 NP.update({k + "be": np.dtype(v).newbyteorder(">") for k, v in _LITTLE.items()
            if np.dtype(v).itemsize > 1})  # fmt: skip
 ALL = list(NP)
-#: safetensors' names of the little-endian dtypes.
+#: safetensors' names of the little-endian dtypes (the oracle's own table,
+#: not fastdiff's).
 ST = {
     "bool": "BOOL", "u8": "U8", "i8": "I8", "f8_e5m2": "F8_E5M2", "f8_e4m3fn": "F8_E4M3",
     "f8_e5m2fnuz": "F8_E5M2FNUZ", "f8_e4m3fnuz": "F8_E4M3FNUZ", "i16": "I16", "u16": "U16",
@@ -735,21 +735,6 @@ def write_checkpoint(rng: np.random.Generator, run: Path, bufs: dict[str, Buf]) 
 
 
 # --- running fastdiff ---------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def small_windows(window: int, map_min: int) -> Iterator[None]:
-    """Memory-map windows of ``window`` bytes, files mapped from ``map_min``:
-    windows then start inside tensors, at offsets of any alignment."""
-    from fastdiff.sources import reader
-    from fastdiff.stages import hash as hash_stage
-
-    old = reader.WINDOW, hash_stage.MAP_MIN
-    reader.WINDOW, hash_stage.MAP_MIN = window, map_min
-    try:
-        yield
-    finally:
-        reader.WINDOW, hash_stage.MAP_MIN = old
 
 
 def library_report(
