@@ -124,10 +124,10 @@ def _hash_run(
         listing, more = ranked
         problems += more
     if not listing.files and not problems:
-        from .sources import RunSource, dump_subfolder, no_dumps_problem
+        from .sources import dump_subfolder, no_dumps_problem
 
-        src = RunSource(root, listing)
-        problems.append(no_dumps_problem(src, None, dump_subfolder(root)))
+        sub = dump_subfolder(root) if src.kind == "folder" else None
+        problems.append(no_dumps_problem(src, None, sub))
     digests: dict[BufferRef, BufferDigest] = {}
 
     def hashed(items: list[BufferDigest | Problem]) -> None:

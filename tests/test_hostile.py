@@ -80,6 +80,11 @@ NPY_CASES = {
         npy_with_header(_hdr(shape="(4)"), GOOD.tobytes()),
         "without its comma",
     ),
+    # numpy's literal_eval refuses a leading zero ('04' is no Python literal).
+    "a dimension with a leading zero": (
+        npy_with_header(_hdr(shape="(04,)"), GOOD.tobytes()),
+        "expected a dimension, got '04'",
+    ),
 }
 
 
@@ -149,6 +154,12 @@ ST_CASES = {
         ),
         "twice",
     ),
+    # JSON's \ud800 escape alone is no character (safetensors refuses it); read
+    # as text it made a name that a manifest could not keep.
+    "a lone surrogate in a key": (
+        st_bytes(None, bytes(8), b'{"a\\ud800": %s}' % json.dumps(F).encode()),
+        "not valid text",
+    ),
     "an unknown dtype": (st_bytes({"a": {**F, "dtype": "F128"}}, bytes(8)), "F128"),
     "trailing bytes": (st_bytes({"a": F}, bytes(12)), "after the last tensor"),
     "not JSON": (st_bytes(None, b"", b"{not json at all"), "not valid JSON"),
@@ -199,6 +210,52 @@ def test_an_index_that_points_outside_its_folder_is_refused(tmp_path: Path) -> N
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "named in model.safetensors.index.json but missing" in r.stderr
     assert "tensor 'b': model.safetensors.index.json puts it in model-2.safetensors" in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("damage", "index"),
+    [("missing", True), ("trailing bytes", True), ("trailing bytes", False),
+     ("tensor in another shard", True)],
+)  # fmt: skip
+def test_a_shard_that_cannot_be_read_leaves_its_tensors_unknown(
+    tmp_path: Path, damage: str, index: bool
+) -> None:
+    # A checkpoint whose shard is missing or refused: the tensors it holds
+    # are errors in the other run, never divergences ('only in run A').
+    runs = []
+    for name in ("a", "b"):
+        ckpt = tmp_path / name
+        ckpt.mkdir()
+        (ckpt / "model-1.safetensors").write_bytes(st_bytes({"x": F}, bytes(8)))
+        (ckpt / "model-2.safetensors").write_bytes(st_bytes({"y": F, "z": G}, bytes(16)))
+        if index:
+            weight_map = {"x": "model-1.safetensors", "y": "model-2.safetensors",
+                          "z": "model-2.safetensors"}  # fmt: skip
+            index_text = json.dumps({"weight_map": weight_map})
+            (ckpt / "model.safetensors.index.json").write_text(index_text)
+        runs.append(ckpt)
+    shard = runs[1] / "model-2.safetensors"
+    if damage == "missing":
+        shard.unlink()
+    elif damage == "trailing bytes":
+        shard.write_bytes(shard.read_bytes() + b"\0")
+    else:
+        weight_map["y"] = "model-1.safetensors"
+        index_text = json.dumps({"weight_map": weight_map})
+        (runs[1] / "model.safetensors.index.json").write_text(index_text)
+    want = {
+        "x": "equal",
+        "y": "error",
+        "z": "equal" if damage == "tensor in another shard" else "error",
+    }
+    # watch reads a checkpoint folder once, as compare does.
+    for command in ("compare", "watch"):
+        more = ["--idle-timeout", "0.2"] if command == "watch" else []
+        r = cli(command, *runs, "--format", "jsonl" if more else "json", *more)
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+        doc = json.loads(r.stdout.splitlines()[-1] if command == "watch" else r.stdout)
+        assert {d["name"]: d["status"] for d in doc["buffers"]} == want, (command, doc["buffers"])
+        assert doc["verdict"] == "error" and doc["first_divergent_step"] is None
 
 
 # --- zip archives (npz) -----------------------------------------------------------------
@@ -398,6 +455,29 @@ def test_a_hostile_npz_is_refused(tmp_path: Path, case: str) -> None:
     assert rows == {"rewards": "equal", "x": "error"}
 
 
+@pytest.mark.parametrize("ends", ["in the .npy header", "in the data"])
+def test_a_deflate_stream_that_ends_early_before_more_bytes_is_malformed(
+    tmp_path: Path, ends: str
+) -> None:
+    # A complete deflate stream shorter than the member declares, followed by
+    # more stored bytes: once its stream has ended, zlib hands those back as
+    # unconsumed input, and the reader fed them to it again, for ever (a
+    # hang when the member was hashed).
+    data = npy_bytes(np.arange(4000, dtype=np.float32))
+    short = data[:60] if ends == "in the .npy header" else data[: len(data) // 2]
+    packed = _deflate(short) + b"trailing bytes after the stream" * 4
+    member = {"name": "x.npy", "data": packed, "method": 8, "usize": len(data),
+              "crc": zlib.crc32(data)}  # fmt: skip
+    ok = zip_bytes([{**member, "data": _deflate(data)}])
+    a, b = _pair(tmp_path, "step_0.npz", zip_bytes([member]), ok)
+    r = fastdiff("compare", a, b, "--format", "json", timeout=60)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    rows = {d["name"]: d["status"] for d in json.loads(r.stdout)["buffers"]}
+    assert rows["rewards"] == "equal" and rows["x"] in ("error", "malformed"), rows
+    why = "truncated .npy header" if ends == "in the .npy header" else "ends after 7,936 of 16,000"
+    _refused(r, b / "step_0.npz", why)
+
+
 def test_a_truncated_deflate_stream_is_malformed_never_a_verdict(tmp_path: Path) -> None:
     data = npy_bytes(np.arange(4000, dtype=np.float32))
     packed = _deflate(data)
@@ -440,6 +520,18 @@ SAMPLES = {
     "npz": zip_bytes([{"name": "x.npy", "data": X}, {"name": "y.npy", "data": Y}]),
     "npz_deflate": zip_bytes(
         [{"name": "x.npy", "data": _deflate(X), "method": 8, "usize": len(X), "crc": zlib.crc32(X)}]
+    ),
+    # Bytes after the end of the stream, within the member (zipfile reads it).
+    "npz_deflate_padded": zip_bytes(
+        [
+            {
+                "name": "x.npy",
+                "data": _deflate(X) + bytes(16),
+                "method": 8,
+                "usize": len(X),
+                "crc": zlib.crc32(X),
+            }
+        ]
     ),
 }
 
@@ -493,6 +585,53 @@ def test_the_safetensors_parser_reads_or_refuses(
         assert ref.offset == pos  # contiguous, in the file, nothing left over
         pos += ref.size
     assert pos == len(raw)
+
+
+@FUZZ
+@given(
+    sample=st.sampled_from(["npz", "npz_deflate", "npz_deflate_padded"]),
+    edits=st.lists(st.tuples(st.integers(0, 400), st.integers(0, 255)), min_size=1, max_size=4),
+)
+def test_the_members_of_a_zip_read_whole_or_are_malformed(
+    sample: str, edits: list[tuple[int, int]]
+) -> None:
+    # Every member listed is read to its end: the bytes np.load reads, or
+    # an OSError saying what is wrong (BadData, FileChanged), in bounded
+    # time (a stream that ended early once made the reader spin for ever).
+    import signal
+
+    from fastdiff.sources.access import open_buffer
+
+    raw = _mutate(SAMPLES[sample], edits, None)
+    path = _fuzz_file(raw, ".npz")
+
+    def hung(*_: object) -> None:
+        raise AssertionError("reading a member did not end")
+
+    old = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(10)
+    try:
+        try:
+            refs = read_npz(str(path), 0)
+        except NpzError:
+            return
+        for ref in refs:
+            try:
+                with open_buffer(ref) as reader:
+                    got = bytes(reader.read_into(memoryview(bytearray(ref.size)), 0))
+            except OSError as exc:
+                assert "\n" not in str(exc)
+                continue
+            try:
+                with np.load(io.BytesIO(raw), allow_pickle=False) as z:
+                    want = z[ref.name].tobytes()
+            except Exception:  # numpy may refuse what was read (a stored member's CRC)
+                continue
+            assert got == want
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+        path.unlink()
 
 
 @FUZZ

@@ -61,3 +61,14 @@ def test_the_torch_example_shows_what_the_cli_prints() -> None:
         assert any(o.startswith(shown) for o in out), line
     assert "26 values that are not tensors (numbers, strings, ...) are not compared" in p.stdout
     assert "26 values that are not tensors" in section
+
+
+def test_no_text_file_holds_merge_conflict_markers() -> None:
+    # A merge once left README's schema section with both sides of a conflict.
+    tracked = subprocess.run(
+        ["git", "ls-files", "*.md", "*.py", "*.toml", "*.txt"],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    marker = re.compile(r"^(<{7} |>{7} |={7}$)", re.MULTILINE)
+    found = [name for name in tracked if marker.search((ROOT / name).read_text(encoding="utf-8"))]
+    assert found == []

@@ -74,10 +74,10 @@ def sniff(path: str) -> str:
             try:
                 names = [m.name for m in read_members(fd, size)]
             except ZipError:
-                names = []
-            if names and all(n.endswith(".npy") for n in names):
-                return "npz"
-            return "torch"
+                return "torch"  # its reader says what is wrong
+            # An archive of no members is np.savez() of nothing: torch.save
+            # always writes its data.pkl.
+            return "npz" if all(n.endswith(".npy") for n in names) else "torch"
         if head.startswith(LEGACY_TORCH):  # refused there, saying what it is
             return "torch"
     except OSError:
@@ -181,6 +181,10 @@ def no_dumps_problem(src: RunSource, side: str | None, subfolder: str | None = N
             f"{run} is a manifest that lists no dumps; nothing can be compared against "
             "it: hash the run folder that holds them with 'fastdiff hash RUN -o FILE'",
             kind="no_dumps",
+        )
+    if src.kind != "folder":  # a container file, a checkpoint folder
+        return Problem(
+            shown, f"{run} holds no tensors; nothing can be compared against it", kind="no_dumps"
         )
     n = len(src.listing.skipped)
     others = f" (only {n} other {'entry' if n == 1 else 'entries'}, skipped)" if n else ""

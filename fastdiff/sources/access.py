@@ -62,15 +62,23 @@ class BadData(OSError):
 
 
 class _Inflater:
-    """A deflate stream read forward, restarted when asked to go back."""
+    """A deflate stream read forward, restarted when asked to go back.
 
-    __slots__ = ("_crc", "_in", "_pending", "_z", "codec", "f", "fd", "pos")
+    The stream's state where it was first read from is kept (a copy of
+    the decompressor, its position, CRC and input): a read from there on
+    goes back to it, not to the start. (A scan reads its ranges, from the
+    first differing chunk, once to narrow them and once more to scan them,
+    then the first differing element: each would else decompress all that
+    lies before the chunk again.)"""
+
+    __slots__ = ("_crc", "_in", "_mark", "_pending", "_z", "codec", "f", "fd", "pos")
 
     def __init__(self, fd: int, f: BufferRef) -> None:
         assert isinstance(f.codec, Deflate)
         self.fd = fd
         self.f = f
         self.codec = f.codec
+        self._mark: tuple[int, zlib._Decompress, int, int, bytes] | None = None
         self._restart()
 
     def _restart(self) -> None:
@@ -103,12 +111,14 @@ class _Inflater:
         while True:
             if CANCEL._set:
                 raise Cancelled("interrupted")
+            if z.eof:
+                # The stream ended, yet more is wanted. (What follows its end
+                # is no input: zlib keeps handing it back, unconsumed, for ever.)
+                raise self._bad(f"ends after {self.pos:,} of {self.f.size:,} bytes")
             if self._pending:
                 data, self._pending = self._pending, b""
             elif self._in < stored:
                 data = self._read_stored()
-            elif z.eof:
-                raise self._bad(f"ends after {self.pos:,} of {self.f.size:,} bytes")
             else:
                 data = b""
             try:
@@ -119,16 +129,21 @@ class _Inflater:
             if out:
                 self._crc = zlib.crc32(out, self._crc)
                 return out
-            if not data and not self._pending:
-                if z.eof:
-                    raise self._bad(f"ends after {self.pos:,} of {self.f.size:,} bytes")
+            if not data and not self._pending and not z.eof:
                 raise self._bad("is truncated")
 
     def skip_to(self, offset: int) -> None:
         if offset < self.pos:
-            self._restart()
+            mark = self._mark
+            if mark is not None and mark[0] <= offset:
+                pos, z, self._in, self._crc, self._pending = mark
+                self.pos, self._z = pos, z.copy()
+            else:
+                self._restart()
         while self.pos < offset:
             self.pos += len(self._next(min(READ_SIZE, offset - self.pos)))
+        if self._mark is None:  # where the stream is first read from
+            self._mark = (self.pos, self._z.copy(), self._in, self._crc, self._pending)
 
     def read_into(self, into: memoryview, offset: int) -> memoryview:
         self.skip_to(offset)

@@ -192,8 +192,8 @@ def _entry_name(path: str, entry: dict[str, Any], version: int, where: str) -> t
         return name, parts[1], int(parts[0])
     buffer = _expect(path, entry, "buffer", str, where)
     step = _expect(path, entry, "step", int, where)
-    if not buffer or step < 0:
-        raise _fail(path, f"{where}buffer name is empty or step negative")
+    if step < 0:  # a buffer name may be empty: a tensor's key in its file
+        raise _fail(path, f"{where}step {step} is negative")
     if step.bit_length() > 3.33 * MAX_STEP_DIGITS:
         raise _fail(path, f"{where}step number too long to read (over {MAX_STEP_DIGITS} digits)")
     return name, buffer, step

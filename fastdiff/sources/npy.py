@@ -128,7 +128,13 @@ class _Literal:
 
     def integer(self) -> int:
         digits = self.word()
-        if not (digits.isascii() and digits.isdigit()) or len(digits) > 19:
+        # As Python writes an integer (numpy reads the header as a literal):
+        # no leading zero.
+        if (
+            not (digits.isascii() and digits.isdigit())
+            or len(digits) > 19
+            or (digits[0] == "0" and len(digits) > 1)
+        ):
             raise self.fail(f"expected a dimension, got {digits!r}")
         return int(digits)
 

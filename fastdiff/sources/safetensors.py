@@ -54,8 +54,21 @@ def _no_duplicates(pairs: list[tuple[str, object]]) -> dict[str, object]:
     for k, v in pairs:
         if k in out:
             raise SafetensorsError(f"the header holds key {k!r} twice")
+        if not k.isascii():
+            _text(k)
         out[k] = v
     return out
+
+
+def _text(s: str) -> None:
+    """Refuse a string JSON gave that is no Unicode text: a lone surrogate
+    escape (``\\ud800``), which safetensors' own reader refuses."""
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        raise SafetensorsError(
+            f"the header holds {s!r}, not valid text (a lone surrogate escape)"
+        ) from None
 
 
 class Tensor:
@@ -110,6 +123,8 @@ def parse_header(fd: int, file_size: int) -> list[Tensor]:
         if name == "__metadata__":
             if not isinstance(info, dict) or not all(isinstance(v, str) for v in info.values()):
                 raise SafetensorsError("__metadata__ must map strings to strings")
+            for v in info.values():
+                _text(v)
             continue
         tensors.append(_tensor(name, info, 8 + n))
     tensors.sort(key=lambda t: (t.begin, t.end))
@@ -245,7 +260,13 @@ def is_checkpoint_folder(names: Iterable[str]) -> bool:
 def folder_listing(folder: str, names: list[str]) -> RunListing:
     """A checkpoint folder as one step (0) of buffers: the shards its index
     names (or every ``*.safetensors`` file when there is no index); each
-    tensor must be in the shard the index says, and in one shard only."""
+    tensor must be in the shard the index says, and in one shard only.
+
+    A shard that is missing or refused leaves its tensors unknown, not
+    absent: those the index puts in it are broken entries (errors where
+    the other run holds them), and without an index every tensor of the
+    step is unknown (``RunListing.lost``). So is a tensor the index puts
+    in another shard than the one holding it."""
     from ..results import Skipped
 
     errors: list[Problem] = []
@@ -268,43 +289,64 @@ def folder_listing(folder: str, names: list[str]) -> RunListing:
     ]
     buffers: list[BufferRef] = []
     seen: dict[str, str] = {}
+    broken: dict[tuple[int, str], Problem] = {}
+    lost: list[tuple[int, Problem]] = []
+
+    def unknown(shard: str, problem: Problem) -> None:
+        """The tensors of a shard that could not be read are unknown."""
+        errors.append(problem)
+        if not weight_map:
+            lost[:1] = [(0, problem)]
+        for tensor, where in weight_map.items():
+            if where == shard:
+                broken.setdefault((0, tensor), problem)
+
     for shard in shards:
         path = os.path.join(folder, shard)
         try:
             refs = read_file(path, 0)
         except FileNotFoundError:
-            errors.append(Problem(path, f"named in {INDEX} but missing", "missing"))
+            unknown(shard, Problem(path, f"named in {INDEX} but missing", "missing"))
             continue
         except OSError as exc:
-            errors.append(Problem(path, f"cannot read: {exc.strerror}", "unreadable"))
+            unknown(shard, Problem(path, f"cannot read: {exc.strerror}", "unreadable"))
             continue
         except SafetensorsError as exc:
-            errors.append(Problem(path, f"{exc}; nothing of it was compared", "malformed"))
+            unknown(shard, Problem(path, f"{exc}; nothing of it was compared", "malformed"))
             continue
         for ref in refs:
             if ref.name in seen:
-                errors.append(
-                    Problem(path, f"tensor {ref.name!r} is also in {seen[ref.name]}", "malformed")
-                )
+                problem = Problem(path, f"tensor {ref.name!r} is also in {seen[ref.name]}",
+                                  "malformed")  # fmt: skip
+                errors.append(problem)
+                broken.setdefault((0, ref.name), problem)
                 continue
             if weight_map and weight_map.get(ref.name) != shard:
                 where = weight_map.get(ref.name)
                 said = f"{INDEX} puts it in {where}" if where else f"{INDEX} does not list it"
-                errors.append(Problem(path, f"tensor {ref.name!r}: {said}", "malformed"))
+                problem = Problem(path, f"tensor {ref.name!r}: {said}", "malformed")
+                errors.append(problem)
+                broken.setdefault((0, ref.name), problem)
                 continue
             seen[ref.name] = shard
             buffers.append(ref)
-    missing = sorted(set(weight_map) - set(seen))
-    if missing and not errors:
-        errors.append(
-            Problem(
-                folder,
-                f"{INDEX} lists {len(missing)} tensors no shard holds ({', '.join(missing[:3])}"
-                f"{' ...' if len(missing) > 3 else ''})",
-                "malformed",
-            )
+    # A tensor held twice is kept from its first shard, yet is not known
+    # to be that one: an error wherever it is paired.
+    buffers = [f for f in buffers if (0, f.name) not in broken]
+    missing = sorted(set(weight_map) - set(seen) - {name for _, name in broken})
+    if missing:
+        problem = Problem(
+            folder,
+            f"{INDEX} lists {len(missing)} tensors no shard holds ({', '.join(missing[:3])}"
+            f"{' ...' if len(missing) > 3 else ''})",
+            "malformed",
         )
-    return RunListing(folder, tuple(buffers), tuple(skipped), tuple(errors), True)
+        errors.append(problem)
+        broken.update(((0, name), problem) for name in missing)
+    return RunListing(
+        folder, tuple(buffers), tuple(skipped), tuple(errors), True, tuple(sorted(broken.items())),
+        tuple(lost),
+    )  # fmt: skip
 
 
 def open_source(spec: str, steps: StepFilter | None = None) -> RunSource:

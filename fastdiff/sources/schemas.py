@@ -117,6 +117,8 @@ def by_name(sources: Sequence[RunSource]) -> Schema | None:
     groups: dict[str, list[Member]] = {}
     for name in names:
         key, dot, _ = name.partition(".")
+        if not key:
+            continue  # no first part to group by ("", ".x"): in no group
         if key == OTHER:
             key = f"{OTHER}_"  # the reserved key stays for buffers in no group
         members = groups.get(key)

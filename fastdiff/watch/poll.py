@@ -496,10 +496,12 @@ class ManifestSide:
         self._broken: dict[int, list[tuple[tuple[int, str], Problem]]] = {}
         for item in src.listing.broken:
             self._broken.setdefault(item[0][0], []).append(item)
+        #: Steps whose buffers are unknown (a checkpoint's shard refused).
+        self._lost = dict(src.listing.lost)
         self.newest = max(by_step, default=None)
         self.had_dumps = bool(by_step)
         self.exists = True
-        self.new_steps: list[int] = sorted(by_step.keys() | self._broken.keys())
+        self.new_steps: list[int] = sorted(by_step.keys() | self._broken.keys() | self._lost.keys())
         #: The listing's errors, reported once (a manifest's are about the run).
         self.problems: list[Problem] = list(src.listing.errors)
         self.last_activity = now
@@ -508,7 +510,7 @@ class ManifestSide:
         return f"ManifestSide({self.spec!r}, steps={len(self._by_step)})"
 
     def has(self, step: int) -> bool:
-        return step in self._by_step or step in self._broken
+        return step in self._by_step or step in self._broken or step in self._lost
 
     def idle(self, now: float) -> bool:
         return True
@@ -531,6 +533,7 @@ class ManifestSide:
             (),
             True,
             tuple(self._broken.get(step, ())),
+            ((step, self._lost[step]),) if step in self._lost else (),
         )
         return RunSource(
             src.spec, listing, src.chunk_size, src.schema, src.dtypes, kind=src.kind
@@ -542,6 +545,7 @@ class ManifestSide:
     def release(self, step: int, read: tuple[BufferRef, ...] = ()) -> None:
         self._by_step.pop(step, None)
         self._broken.pop(step, None)
+        self._lost.pop(step, None)
 
     def grew(self, step: int) -> list[str]:
         return []
