@@ -179,6 +179,10 @@ class _Inflater:
             raise self._bad(f"fails its CRC-32 check ({self._crc:08x}, stored {crc:08x})")
 
 
+#: How a gather gives back the pages of its map (Linux; elsewhere none).
+_DONTNEED = getattr(mmap, "MADV_DONTNEED", None)
+
+
 class _Gather:
     """The elements of a strided view, gathered in logical (C) order: a
     read-only numpy view with the tensor's strides over a map of its
@@ -243,6 +247,13 @@ class _Gather:
             out[done : done + take] = logical[tuple(lead)][col : col + take]
             done += take
             pos += take
+        # A view with strides may touch pages across its whole storage for
+        # one piece (and the kernel maps pages around each one it faults in):
+        # drop them from this process between pieces (they stay in the page
+        # cache). While a piece is gathered they count in resident memory:
+        # clean file pages, up to the storage's size, never copies.
+        if _DONTNEED is not None:
+            self._map.madvise(_DONTNEED)
         return into
 
     def finish(self) -> None:
