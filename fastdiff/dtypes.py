@@ -27,7 +27,7 @@ torch's), and the lookups of the type fields of file formats
 
 from __future__ import annotations
 
-from .record import Record
+from .value import Value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ FP8: dict[str, tuple[int, int, int, str]] = {
 }
 
 
-class DType(Record):
+class DType(Value):
     """One element type: its canonical name, width in bytes, kind and byte order.
 
     ``numpy``: the numpy dtype string that views values (``"<f4"``, ``">i8"``;

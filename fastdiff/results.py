@@ -1,4 +1,4 @@
-"""Result types: immutable values (``Record`` slots classes), the data every
+"""Result types: immutable values (``Value`` slots classes), the data every
 renderer reads.
 
 ``BufferResult`` is one buffer at one step: who it is (step, name, group,
@@ -13,8 +13,8 @@ group) and ``notes``. Field and fact names are the JSON contract
 from __future__ import annotations
 
 from .kernels.facts import COUNT_FIELDS, RESULT_FACTS, UNKNOWN, named_facts
-from .record import Record, plain
 from .statuses import DIVERGENT, verdict_word
+from .value import Value, plain
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ PROBLEM_KINDS = (
 Number = int | float
 
 
-class BufferResult(Record):
+class BufferResult(Value):
     """One buffer at one step.
 
     ``facts``: the values of ``RESULT_FACTS`` in their order (see
@@ -213,7 +213,7 @@ for _i, _name in enumerate(_FACT_NAMES):
 del _i, _name
 
 
-class Role(Record):
+class Role(Value):
     """Where a buffer that diverged stands in the dataflow its schema declares
     (``stages.roles``): ``kind`` (``statuses.ROLES``: origin, receiver,
     undetermined), the declared inputs that differ and those that could not
@@ -240,7 +240,7 @@ class Role(Record):
         self.inputs = inputs
 
 
-class Origin(Record):
+class Origin(Value):
     """A buffer where a divergence was born: at ``step``, on ``rank`` (None: a
     run of one rank)."""
 
@@ -253,7 +253,7 @@ class Origin(Record):
         self.rank = rank
 
 
-class GroupVerdict(Record):
+class GroupVerdict(Value):
     """One group at the first divergent step. ``status``: ``diverged`` (some
     buffer diverges), ``error``, ``within_tolerance`` (bits differ, all within
     the tolerance), ``equal``, or ``absent`` (no buffer of it at that step).
@@ -282,7 +282,7 @@ class GroupVerdict(Record):
         self.magnitude = magnitude
 
 
-class TimelineRow(Record):
+class TimelineRow(Value):
     """One group at one step where some of its buffers are not equal
     (``statuses.TIMELINE``): how many (``n_buffers``), their differing
     elements (``n_diff``, beyond tolerance, summed; None where none was
@@ -311,7 +311,7 @@ class TimelineRow(Record):
         self.magnitude = magnitude
 
 
-class StepSummary(Record):
+class StepSummary(Value):
     """One step: how many buffers have each status, and the groups diverging."""
 
     __slots__ = ("counts", "diverged_groups", "step")
@@ -324,7 +324,7 @@ class StepSummary(Record):
         self.diverged_groups = diverged_groups
 
 
-class Skipped(Record):
+class Skipped(Value):
     """An entry of a run folder that is not compared, and why."""
 
     __slots__ = ("path", "reason")
@@ -334,7 +334,7 @@ class Skipped(Record):
         self.reason = reason
 
 
-class Problem(Record):
+class Problem(Value):
     """An error about one path: what is wrong and what to do, in one line.
 
     ``kind`` lets a caller act on it without parsing the message: one of
@@ -349,7 +349,7 @@ class Problem(Record):
         self.kind = kind
 
 
-class Work(Record):
+class Work(Value):
     """What the comparison did, for the curious and for benchmarks."""
 
     __slots__ = (
@@ -384,7 +384,7 @@ class Work(Record):
         self.elapsed_s = elapsed_s
 
 
-class Report(Record):
+class Report(Value):
     """One run pair compared: the verdict, per-group and per-step summaries,
     every buffer (sorted by step, pipeline order, name), what was skipped and
     the errors; the ``timeline`` (step-major, groups in pipeline order) and
@@ -480,7 +480,7 @@ class Report(Record):
         return verdict_word(self.verdict, self.n_within_tolerance)
 
 
-class RankReport(Record):
+class RankReport(Value):
     """One rank of runs written by several: ``rank`` and its own report (its
     runs are the rank's folders)."""
 

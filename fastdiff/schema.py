@@ -45,7 +45,7 @@ schema declares any: a schema without them costs nothing more.
 from __future__ import annotations
 
 from .errors import SchemaError
-from .record import Record
+from .value import Value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 OTHER = "other"
 
 
-class Field(Record):
+class Field(Value):
     """A named element range ``[start, stop)`` of a buffer."""
 
     __slots__ = ("name", "start", "stop")
@@ -70,7 +70,7 @@ def _shape_text(shape: tuple[int, ...]) -> str:
     return "[" + ", ".join(map(str, shape)) + "]"
 
 
-class Layout(Record):
+class Layout(Value):
     """How a buffer's elements are laid out: its ``shape`` (None: not
     declared; one dimension may be -1, taken from the file size) and its
     named ``fields`` (declared order)."""
@@ -148,7 +148,7 @@ def split_input(name: str) -> tuple[str, bool]:
     return name, False
 
 
-class Member(Record):
+class Member(Value):
     """A buffer name, or a glob pattern (``*``, ``?``, ``[...]``), its dtype and
     its layout. ``table``: it was given as a table (``{ dtype = ... }``), and
     is written back as one (as is a member with inputs). ``unset``: the
@@ -191,7 +191,7 @@ class Member(Record):
         return d
 
 
-class Group(Record):
+class Group(Value):
     __slots__ = ("hint", "key", "members", "title")
 
     def __init__(self, key: str, title: str, hint: str, members: tuple[Member, ...]) -> None:
@@ -204,7 +204,7 @@ class Group(Record):
 OTHER_GROUP = Group(OTHER, "not in the schema", "", ())
 
 
-class Schema(Record):
+class Schema(Value):
     """Groups in pipeline order, and the dtype of buffers in none of them.
 
     Raises SchemaError when a member is in two groups.

@@ -15,11 +15,11 @@ import os
 
 from .dtypes import DTYPES, get_dtype
 from .errors import FastdiffError
-from .record import Record
 from .schema import OTHER_GROUP
 from .sources import open_run
 from .sources.schemas import choose_schema
 from .stages.size import malformed_message
+from .value import Value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ DEFAULT_TOP = 10
 _DTYPE_ORDER = {name: i for i, name in enumerate(DTYPES)}
 
 
-class Tally(Record):
+class Tally(Value):
     """Files, elements and bytes of a set of dumps, and their dtypes."""
 
     __slots__ = ("bytes", "dtypes", "elements", "files", "malformed")
@@ -59,7 +59,7 @@ class Tally(Record):
         self.malformed = malformed  # files counted in bytes but not in elements
 
 
-class StepStats(Record):
+class StepStats(Value):
     __slots__ = ("groups", "step", "total")
 
     def __init__(self, step: int, total: Tally, groups: tuple[tuple[str, Tally], ...]) -> None:
@@ -68,7 +68,7 @@ class StepStats(Record):
         self.groups = groups  # (group key, tally), pipeline order, groups present
 
 
-class GroupStats(Record):
+class GroupStats(Value):
     """One group over every step."""
 
     __slots__ = ("buffers", "key", "steps", "title", "total")
@@ -81,7 +81,7 @@ class GroupStats(Record):
         self.steps = steps  # steps holding at least one of its buffers
 
 
-class BufferStats(Record):
+class BufferStats(Value):
     """One buffer name over every step."""
 
     __slots__ = ("bytes", "dtype", "elements", "group", "name", "steps", "total_bytes")
@@ -105,7 +105,7 @@ class BufferStats(Record):
         self.total_bytes = total_bytes  # over every step
 
 
-class MissingBuffer(Record):
+class MissingBuffer(Value):
     """A buffer dumped at some steps of the run but not at others."""
 
     __slots__ = ("group", "missing_steps", "name", "present_steps")
@@ -119,7 +119,7 @@ class MissingBuffer(Record):
         self.present_steps = present_steps
 
 
-class Malformed(Record):
+class Malformed(Value):
     """A file whose size is not a whole number of its dtype's elements;
     ``path``: the file (in a manifest: ``MANIFEST:NAME``)."""
 
@@ -144,7 +144,7 @@ class Malformed(Record):
         self.path = path
 
 
-class RunStats(Record):
+class RunStats(Value):
     """The sizes of one run. ``notes``: about the schema used, for stderr
     (``note: ...``/``warning: ...``, see ``sources.schemas.choose_schema``);
     not part of the JSON."""

@@ -1,5 +1,5 @@
 """The one description of per-buffer facts (``fastdiff.kernels.facts``) and
-the value classes built on ``fastdiff.record.Record``.
+the value classes built on ``fastdiff.value.Value``.
 
 - The table drives everything downstream of the kernels: merging and
   shifting pieces, the result's fields, the JSON keys and their order, the
@@ -30,9 +30,9 @@ import pytest
 
 from fastdiff.kernels import ScanStats, Tolerance, scan_bytes
 from fastdiff.kernels import facts as F
-from fastdiff.record import Record
 from fastdiff.render.json import buffer_dict, render_json
 from fastdiff.results import COUNT_FIELDS, BufferResult, Report, Work
+from fastdiff.value import Value
 
 #: The keys of a buffer's JSON object, in order: the contract (README "JSON output").
 BUFFER_KEYS = [
@@ -179,7 +179,7 @@ def test_layout_fingerprint_follows_the_slots(monkeypatch: pytest.MonkeyPatch) -
 # --- records ----------------------------------------------------------------------
 
 
-class _Point(Record):
+class _Point(Value):
     __slots__ = ("label", "x", "y")  # sorted, as ruff keeps them
 
     def __init__(self, x: int, y: int = 0, label: str = "") -> None:

@@ -69,7 +69,7 @@ from __future__ import annotations
 
 import math
 
-from ..record import Record
+from ..value import Value
 from .types import DEFAULT_ROUNDING_ULP
 
 TYPE_CHECKING = False
@@ -124,7 +124,7 @@ def json_pairs(value: Any) -> Any:
     return None if value is None else [list(p) for p in value]
 
 
-class Context(Record):
+class Context(Value):
     """What derived facts need to know about a buffer besides its kernel facts.
 
     ``n``: the elements of the common prefix; ``kind``: the dtype's kind
@@ -261,7 +261,7 @@ def _diff_fraction(s: ScanStats, ctx: Context | None) -> float | None:
     return s.n_diff / ctx.n if ctx is not None and ctx.n else None
 
 
-class FieldDiff(Record):
+class FieldDiff(Value):
     """A named field of a buffer that holds a difference: its element range
     ``[start, stop)`` and what differs in it (beyond tolerance: ``n_diff``;
     ``first_index``, ``max_abs_delta`` and ``max_ulp`` as for a buffer)."""
@@ -528,7 +528,7 @@ def _join_lists(f: Fact, x: ScanStats, y: ScanStats) -> tuple[tuple[Any, ...], i
     return listed[:LISTED], xn + yn - join, last
 
 
-class ScanStats(Record):
+class ScanStats(Value):
     """What one scan found: the kernel facts, by name. Indices are element
     indices, -1 for none; ``max_abs_delta`` is None when no differing pair is
     finite on both sides. Facts not given are their ``zero``.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from ..record import Record
+from ..value import Value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ ULP_MAX = (1 << 64) - 1
 DEFAULT_ROUNDING_ULP = 16
 
 
-class Tolerance(Record):
+class Tolerance(Value):
     """What counts as 'close enough' for elements whose bits differ.
 
     The default is exact: every bit difference is a divergence. An element
@@ -103,7 +103,7 @@ class Tolerance(Record):
         return IntegerBound.of(float(self.atol or 0.0), float(self.rtol or 0.0))
 
 
-class IntegerBound(Record):
+class IntegerBound(Value):
     """``atol + rtol*m`` for integers, in a form decided exactly in 64-bit words.
 
     For an integer delta ``d >= 1`` and ``m = |b| < 2**64``, the exact test

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from ..dtypes import get_dtype
 from ..options import tolerance_options
-from ..record import Record
 from ..results import COUNT_FIELDS, BufferResult
+from ..value import Value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from .pair import Pair
 
 
-class ScanJob(Record):
+class ScanJob(Value):
     """One pair and the byte ranges of its common prefix to scan.
 
     ``must_differ``: some chunk's digests disagreed, so the scan must find a

@@ -26,10 +26,10 @@ from ..dtypes import DType, bits_hex, decode, get_dtype
 from ..kernels import scan_bytes
 from ..kernels.facts import Context, ScanStats, first_index, result_facts, row_size
 from ..kernels.types import DEFAULT_ROUNDING_ULP
-from ..record import Record
 from ..results import BufferResult, Problem
 from ..sources.access import open_buffer
 from ..sources.reader import CHANGED, READ_SIZE, FileChanged, buffer, describe_os_error
+from ..value import Value
 from .digest import ScanJob, add_range
 
 TYPE_CHECKING = False
@@ -58,7 +58,7 @@ PYTHON_MAX_BYTES = 64 << 10
 NUMPY_MAX_BYTES = 64 << 20
 
 
-class ScanOutcome(Record):
+class ScanOutcome(Value):
     """What scanning one pair found: the merged kernel facts (``stats``), those
     of each named field (``field_stats``, in the schema's order) and the
     values at the first differing index, or the problem that stopped it.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..record import Record
+from ..value import Value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -19,7 +19,7 @@ else:
 STOP_REASONS = ("diverged", "idle", "interrupted", "error")
 
 
-class StepReport(Record):
+class StepReport(Value):
     """One step, compared once complete in both runs.
 
     ``status``: ``diverged`` when a buffer diverged (differs, has another
@@ -53,7 +53,7 @@ class StepReport(Record):
         self.reads = reads
 
 
-class WatchSummary(Record):
+class WatchSummary(Value):
     """A whole watch: ``report`` is what ``compare`` would report for the
     steps compared (verdict, first divergent step and groups, every buffer,
     errors); ``stopped`` says why the watch ended; ``first_divergence_latency_s``

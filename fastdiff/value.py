@@ -1,11 +1,13 @@
-"""``Record``: the base of fastdiff's immutable value classes.
+"""``Value``: the base of fastdiff's immutable value classes.
 
-A record is a ``__slots__`` class whose attributes its ``__init__`` sets once
-and nothing sets again. ``Record`` gives it equality, a hash and a repr over
+A value is a ``__slots__`` class whose attributes its ``__init__`` sets once
+and nothing sets again (the result types, ``results``; named so that no
+reader mistakes it for the recorder, ``recorder.Recorder``, which writes
+runs). ``Value`` gives it equality, a hash and a repr over
 its fields (``_fields``: by default the parameters of its ``__init__``, in
 order, each stored as the attribute of that name) and ``replace``, a copy
 with some fields changed, as ``dataclasses.replace`` would make. It costs
-nothing at import (no ``dataclasses``, no ``typing``), and a record takes less
+nothing at import (no ``dataclasses``, no ``typing``), and a value takes less
 memory than an object with a ``__dict__``.
 """
 
@@ -16,7 +18,7 @@ if TYPE_CHECKING:
     from typing import Any, Self
 
 
-class Record:
+class Value:
     __slots__ = ()
     #: The fields that make the value, in constructor order (keyword names).
     _fields: tuple[str, ...] = ()
@@ -52,11 +54,11 @@ class Record:
 
 
 def plain(value: Any) -> Any:
-    """``value`` with every record in it as a dict (``Record.as_dict``)."""
-    if isinstance(value, Record):
+    """``value`` with every record in it as a dict (``Value.as_dict``)."""
+    if isinstance(value, Value):
         return value.as_dict()
     if isinstance(value, tuple | list):
-        if any(isinstance(v, Record | tuple | list | dict) for v in value):
+        if any(isinstance(v, Value | tuple | list | dict) for v in value):
             return type(value)(map(plain, value))
         return value
     if isinstance(value, dict):
