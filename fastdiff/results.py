@@ -190,7 +190,7 @@ class BufferResult(Value):
     def as_dict(self) -> dict[str, Any]:
         """Plain data: the fields, then every fact by its name (as values, not
         as the JSON report writes them: see ``render.json.buffer_dict``)."""
-        d = {k: getattr(self, k) for k in self._fields if k != "facts"}
+        d = {k: plain(getattr(self, k)) for k in self._fields if k != "facts"}
         d.update((k, plain(v)) for k, v in zip(_FACT_NAMES, self.facts, strict=True))
         return d
 

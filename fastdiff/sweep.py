@@ -16,6 +16,7 @@ from itertools import combinations
 from .engine.scheduler import compare_pairs
 from .errors import FastdiffError
 from .stages.verdict import exit_code
+from .value import Value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -144,7 +145,7 @@ def bit_identical(report: Report) -> bool:
     return report.bit_identical
 
 
-class UnclassifiedRun:
+class UnclassifiedRun(Value):
     """A run left out of the identity classes, and why (an immutable value)."""
 
     __slots__ = ("reason", "run")
@@ -155,17 +156,6 @@ class UnclassifiedRun:
     def __init__(self, run: str, reason: str) -> None:
         self.run = run
         self.reason = reason
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, UnclassifiedRun):
-            return NotImplemented
-        return (self.run, self.reason) == (other.run, other.reason)
-
-    def __hash__(self) -> int:
-        return hash((self.run, self.reason))
-
-    def __repr__(self) -> str:
-        return f"UnclassifiedRun(run={self.run!r}, reason={self.reason!r})"
 
 
 def _unknown(report: Report) -> bool:
@@ -235,7 +225,7 @@ def identity_classes(
     return classes, [UnclassifiedRun(r, unclassified[r]) for r in wanted if r in unclassified]
 
 
-class FirstOrigins:
+class FirstOrigins(Value):
     """Whether the diverging pairs of a sweep share their first origin (an
     immutable value). ``groups``: (first origin, indices of the pairs it is
     first in), in first-seen order; the origin is None for pairs that
@@ -247,15 +237,6 @@ class FirstOrigins:
 
     def __init__(self, groups: tuple[tuple[Origin | None, tuple[int, ...]], ...]) -> None:
         self.groups = groups
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, FirstOrigins) and self.groups == other.groups
-
-    def __hash__(self) -> int:
-        return hash(self.groups)
-
-    def __repr__(self) -> str:
-        return f"FirstOrigins({self.groups!r})"
 
     @property
     def reproducible(self) -> bool | None:
@@ -282,8 +263,9 @@ def first_origins(reports: Sequence[Report]) -> FirstOrigins | None:
     return FirstOrigins(tuple((o, tuple(pairs)) for o, pairs in groups.values()))
 
 
-class SweepSummary:
-    """What a sweep found, over the pairs that finished (an immutable value).
+class SweepSummary(Value):
+    """What a sweep found, over the pairs that finished (an immutable value;
+    ``as_dict()`` gives it as plain data).
 
     ``classes``: the identity classes when asked for (``classes_of``), else
     None; ``unclassified``: the runs of ``classes_of`` in no class (a pair

@@ -98,6 +98,69 @@ def test_as_dict_is_plain_data_and_render_json_is_the_contract() -> None:
     assert doc["schema_version"] == 1 and doc["first_divergent_step"] == 4
 
 
+PLAIN = (dict, list, tuple, str, int, float, bool, type(None))
+
+
+def assert_plain(value: object, where: str = "report") -> None:
+    """Every value in ``value`` is plain data that ``json.dumps`` takes."""
+    assert isinstance(value, PLAIN), f"{where} is a {type(value).__name__}"
+    if isinstance(value, dict):
+        for k, v in value.items():
+            assert isinstance(k, str), f"{where} has a key {k!r}"
+            assert_plain(v, f"{where}.{k}")
+    elif isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            assert_plain(v, f"{where}[{i}]")
+
+
+def _ranked(folder: Path) -> tuple[Path, Path]:
+    """Two runs of two ranks; rank 1's reward is born differing at step 1."""
+    for run in ("a", "b"):
+        for rank in (0, 1):
+            for step in (0, 1):
+                d = folder / run / f"rank_{rank}"
+                d.mkdir(parents=True, exist_ok=True)
+                x = struct.pack("<4f", 1, 2, 3, 4 + (run == "b" and rank == 1 and step == 1))
+                (d / f"step_{step}_rewards.bin").write_bytes(x)
+    return folder / "a", folder / "b"
+
+
+@pytest.mark.parametrize(
+    "pair",
+    ["examples", "origins", "anatomy", "ranks", "checkpoint", "manifest"],
+)
+def test_as_dict_is_plain_data_for_every_kind_of_report(pair: str, tmp_path: Path) -> None:
+    """Roles (the default schema declares inputs), origins, ranks, fields,
+    header dtypes and digest-only buffers all come out as plain data."""
+    options = CompareOptions()
+    if pair == "examples":
+        a, b = ROOT / "examples/run-a", ROOT / "examples/run-b"
+    elif pair == "origins":
+        a, b = ROOT / "examples/origins/run-a", ROOT / "examples/origins/run-b"
+        options = CompareOptions(schema=str(ROOT / "examples/origins/schema.toml"))
+    elif pair == "anatomy":
+        a, b = ANATOMY
+        options = CompareOptions(schema=ANATOMY_SCHEMA)
+    elif pair == "ranks":
+        a, b = _ranked(tmp_path)
+        options = CompareOptions(schema=RL_STATE.with_default_dtype("f32"))
+    elif pair == "checkpoint":
+        a = b = ROOT / "tests/data/formats/safetensors_steps"
+    else:
+        from fastdiff.hashrun import write_manifest
+
+        text, _ = write_manifest(ROOT / "examples/run-a", options)
+        a = tmp_path / "a.manifest.json"
+        a.write_text(text)
+        b = ROOT / "examples/run-b"
+    report = compare_runs(a, b, options)
+    data = report.as_dict()
+    assert_plain(data)
+    assert json.loads(json.dumps(data))["verdict"] == report.verdict
+    if pair in ("examples", "origins", "ranks"):
+        assert any(isinstance(x.get("role"), dict) for x in data["buffers"])
+
+
 def test_a_nan_is_a_float_in_as_dict_and_a_string_in_the_json(tmp_path: Path) -> None:
     a, b = struct.pack("<2f", math.nan, 1.0), struct.pack("<2f", 1.0, 1.0)
     ra, rb = write_runs(tmp_path, {"step_0_w.bin": (a, b)})
@@ -119,3 +182,16 @@ def test_the_readme_from_python_example_runs_as_written(
     out = capsys.readouterr().out
     assert out.splitlines()[0] == "diverged 5 ('E',)"
     assert "# diverged 5 ('E',)" in code
+
+
+def test_a_sweep_summary_is_plain_data_too() -> None:
+    from fastdiff.sweep import sweep
+
+    pairs = [(ROOT / "examples/run-a", ROOT / "examples/run-b")] * 2
+    reports, summary = sweep(pairs, CompareOptions(), classes_of=[])
+    data = summary.as_dict()
+    assert_plain(data)
+    assert data["diverged"] == 2 and data["first_origins"]["groups"][0][1] == (0, 1)
+    assert data["first_origins"]["groups"][0][0]["name"] == "rewards"
+    for r in reports:
+        assert_plain(r.as_dict())
