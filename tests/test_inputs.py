@@ -72,9 +72,26 @@ def test_leading_zeros_still_make_a_duplicate(tmp_path: Path) -> None:
     run = run_folder(tmp_path / "r", {f"step_{LONG}_x.bin": bytes(8),
                                       f"step_000{LONG}_x.bin": bytes(8)})  # fmt: skip
     listing = discover(run)
-    assert [(f.step, f.name) for f in listing.files] == [(LONG, "x")]
+    assert listing.files == ()  # neither dump: which one is the run's is unknown
     (problem,) = listing.errors
-    assert "same step and buffer" in problem.message
+    assert "same step and buffer" in problem.message and "neither was compared" in problem.message
+    assert listing.broken == (((LONG, "x"), problem),)
+
+
+def test_a_buffer_dumped_twice_is_an_error_never_equal(tmp_path: Path) -> None:
+    """Run A holds step_007_x.bin and step_7_x.bin with different contents;
+    run B's step_7_x.bin equals the first: the buffer is an error in the
+    report (text and JSON), not "equal" on the strength of one of the two."""
+    a = run_folder(tmp_path / "a", {"step_007_x.bin": bytes(8), "step_7_x.bin": b"\1" + bytes(7)})
+    b = run_folder(tmp_path / "b", {"step_7_x.bin": bytes(8)})
+    r = cli("compare", str(a), str(b), "--schema", "raw", "--format", "json")
+    assert r.returncode == 2, r.stderr
+    doc = json.loads(r.stdout)
+    (x,) = doc["buffers"]
+    assert (x["step"], x["name"], x["status"]) == (7, "x", "error")
+    assert doc["verdict"] == "error" and doc["first_divergent_step"] is None
+    text = cli("compare", str(a), str(b), "--schema", "raw").stdout
+    assert "step 7: 1 error" in text and "equal" not in text.split("VERDICT")[0]
 
 
 def test_only_ascii_digits_and_no_trailing_newline_make_a_dump(tmp_path: Path) -> None:

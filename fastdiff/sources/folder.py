@@ -111,6 +111,7 @@ def list_entries(root: str, names: Iterable[str], steps: StepFilter | None = Non
     broken: dict[tuple[int, str], Problem] = {}
     lost: dict[int, Problem] = {}  # steps whose container could not be read
     seen: dict[tuple[int, str], str] = {}
+    twice: dict[tuple[int, str], Problem] = {}  # buffers a run holds two dumps of
     S_ISLNK, S_ISREG, lstat = stat.S_ISLNK, stat.S_ISREG, os.lstat
     prefix = root if root.endswith(os.sep) else root + os.sep  # os.path.join(root, name)
 
@@ -178,14 +179,12 @@ def list_entries(root: str, names: Iterable[str], steps: StepFilter | None = Non
             fail(path, parsed, "file name is not valid UTF-8; rename it to compare it", "name")
             continue
         if parsed in seen:
-            errors.append(
-                Problem(
-                    path,
-                    f"same step and buffer as {seen[parsed]} (step numbers with leading "
-                    "zeros?); keep one of them",
-                    kind="name",
-                )
+            message = (
+                f"same step and buffer as {seen[parsed]} (step numbers with leading zeros?); "
+                "neither was compared: keep one of them"
             )
+            twice.setdefault(parsed, Problem(path, message, kind="name"))  # type: ignore[arg-type]
+            errors.append(twice[parsed])  # type: ignore[index]
             continue
         step, name = parsed
         if fmt == "raw":  # the usual case: nothing is opened
@@ -208,12 +207,20 @@ def list_entries(root: str, names: Iterable[str], steps: StepFilter | None = Non
         for ref in refs:
             key = (ref.step, ref.name)
             if key in seen:
-                message = f"buffer {ref.name!r} of step {step} is also in {seen[key]}; keep one"
-                errors.append(Problem(path, message, kind="name"))
+                message = (
+                    f"buffer {ref.name!r} of step {step} is also in {seen[key]}; neither was "
+                    "compared: keep one"
+                )
+                twice.setdefault(key, Problem(path, message, kind="name"))
+                errors.append(twice[key])
                 continue
             seen[key] = path
             files.append(ref)
-    broken = {k: m for k, m in broken.items() if k not in seen}
+    if twice:  # a buffer dumped twice is neither dump: it is an error, never "equal"
+        files = [f for f in files if (f.step, f.name) not in twice]
+    broken = {k: m for k, m in broken.items() if k not in seen} | {
+        k: m for k, m in twice.items() if k not in broken
+    }
     return RunListing(
         root, tuple(files), tuple(skipped), tuple(errors), True, tuple(sorted(broken.items())),
         tuple(sorted(lost.items(), key=lambda item: item[0])),
