@@ -318,6 +318,37 @@ def test_safetensors_files_folders_and_shards(tmp_path: Path) -> None:
     assert len(doc["buffers"]) == 15
 
 
+def test_which_folders_of_safetensors_files_are_one_checkpoint(tmp_path: Path) -> None:
+    """A checkpoint folder is one by its index, its one file (any name:
+    ``adapter_model.safetensors``), or shards of one model without an index;
+    two unrelated files side by side are no checkpoint but a folder without
+    dumps, an error that names them and says to give one as RUN."""
+    w = {"model.x": np.arange(4, dtype=np.float32)}
+    one, shards, loose = tmp_path / "one", tmp_path / "shards", tmp_path / "loose"
+    for folder in (one, shards, loose):
+        folder.mkdir()
+    _safetensors(one / "adapter_model.safetensors", w)
+    _safetensors(shards / "model-00001-of-00002.safetensors", w)
+    _safetensors(shards / "model-00002-of-00002.safetensors", {"model.y": w["model.x"]})
+    _safetensors(loose / "ma.safetensors", w)
+    _safetensors(loose / "mb.safetensors", w)
+    (loose / "run-b").mkdir()
+    (loose / "run-b" / "step_0_x.bin").write_bytes(bytes(16))
+    assert cli("compare", one, one).returncode == 0
+    code, doc = report(shards, shards)
+    assert code == 0 and sorted(b["name"] for b in doc["buffers"]) == ["model.x", "model.y"]
+    r = cli("compare", loose, loose / "run-b")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "holds no step_<N>_<name>.bin dumps" in r.stderr
+    assert "did you mean" in r.stderr and "run-b?" in r.stderr
+    assert (
+        "(ma.safetensors, mb.safetensors: tensor files, but not one checkpoint; give one as "
+        "RUN)" in r.stderr
+    )
+    assert "is also in" not in r.stdout + r.stderr
+    assert cli("compare", loose / "ma.safetensors", loose / "mb.safetensors").returncode == 0
+
+
 def test_files_written_by_the_safetensors_library(tmp_path: Path) -> None:
     st = pytest.importorskip("safetensors.numpy")
     ml = pytest.importorskip("ml_dtypes")

@@ -192,6 +192,13 @@ def no_dumps_problem(src: RunSource, side: str | None, subfolder: str | None = N
         what = f"did you mean {subfolder}?"
     else:
         what = "give the folder that holds them"
+    files = [
+        os.path.basename(s.path) for s in src.listing.skipped
+        if s.path.endswith((".safetensors", ".npz", ".pt", ".pth"))
+    ]  # fmt: skip
+    if files:  # tensor files that are not one checkpoint: each may be a run
+        shown_files = ", ".join(files[:3]) + (f" and {len(files) - 3:,} more" if files[3:] else "")
+        what += f" ({shown_files}: tensor files, but not one checkpoint; give one as RUN)"
     return Problem(shown, f"{run} holds no {DUMPS}{others}; {what}", kind="no_dumps")
 
 

@@ -252,9 +252,30 @@ def _read_index(folder: str) -> dict[str, str]:
     return weight_map
 
 
+def _shard_of(name: str) -> tuple[str, str] | None:
+    """``(model, total)`` of a shard's name as exporters write it
+    (``model-00001-of-00003.safetensors``), else None."""
+    parts = name[: -len(".safetensors")].rsplit("-", 3)
+    if len(parts) != 4 or parts[2] != "of" or not (parts[1].isdigit() and parts[3].isdigit()):
+        return None
+    return parts[0], parts[3]
+
+
 def is_checkpoint_folder(names: Iterable[str]) -> bool:
-    """Whether a folder's entry names are a safetensors checkpoint's."""
-    return any(n == INDEX or n.endswith(".safetensors") for n in names)
+    """Whether a folder's entry names are a safetensors checkpoint's: its
+    index (``model.safetensors.index.json``), one ``*.safetensors`` file, or
+    shards of one model (``model-0000K-of-0000N.safetensors``, one model and
+    one N). Several other ``.safetensors`` files are no checkpoint: they
+    may be anything (two exports side by side), and are left to be named."""
+    files = []
+    for n in names:
+        if n == INDEX:
+            return True
+        if n.endswith(".safetensors"):
+            files.append(n)
+    if len(files) <= 1:
+        return bool(files)
+    return len({_shard_of(n) for n in files}) == 1 and _shard_of(files[0]) is not None
 
 
 def folder_listing(folder: str, names: list[str]) -> RunListing:
