@@ -452,9 +452,11 @@ def schema_to_toml(schema: Schema) -> str:
 
     out = []
     if schema.has_unset:
+        d = schema.default_dtype
+        how = "u8: raw bytes" if d == "u8" else f"the default, {d}"
         out += [
-            f'# A dtype with a "{UNSET}" after it ("u8{UNSET}") is not set yet: the buffer is',
-            "# read as that dtype (u8: raw bytes), and every report says its dtype is not",
+            f'# A dtype with a "{UNSET}" after it ("{d}{UNSET}") is not set yet: the buffer is',
+            f"# read as that dtype ({how}), and every report says its dtype is not",
             f'# set. Write its dtype without the "{UNSET}" ("f32", "i32", ...) once you know it.',
         ]
     out += [f"name = {q(schema.name)}", f"default_dtype = {q(schema.default_dtype)}"]

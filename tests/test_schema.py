@@ -435,3 +435,23 @@ def test_a_dtype_schema_from_wrote_keeps_saying_it_is_not_set(tmp_path: Path) ->
     assert '"w" = "f32?"' in p.stdout
     text = fastdiff("compare", "--schema", mine, a, b).stdout
     assert "so it was read as f32. Write its dtype" in text and "(rounding)" in text
+
+
+def test_an_unset_dtype_is_named_as_written_with_a_default_dtype(tmp_path: Path) -> None:
+    """With ``--default-dtype f32``, ``schema --from`` writes "f32?", and the
+    file's comment and every note name that, not "u8?"."""
+    import struct
+
+    from helpers import fastdiff, write_runs
+
+    two_ulp = struct.pack("<2I", 0x3F800000, 0x3F800002)
+    a, b = write_runs(tmp_path, {"step_0_w.bin": (struct.pack("<2f", 1, 1), two_ulp)})
+    p = fastdiff("schema", "--from", a, "--default-dtype", "f32")
+    assert p.returncode == 0, p.stderr
+    assert '"w" = "f32?"' in p.stdout and '("f32?") is not set yet' in p.stdout
+    assert "u8" not in p.stdout
+    mine = tmp_path / "mine.toml"
+    mine.write_text(p.stdout)
+    text = fastdiff("compare", "--schema", mine, a, b).stdout
+    assert "(written with a '?', as \"f32?\"), so it was read as f32" in text
+    assert "u8" not in text

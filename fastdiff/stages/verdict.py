@@ -254,7 +254,7 @@ def unset_note(schema: str, unset: dict[str, str]) -> str:
     whose = "its" if one else "each one's"
     return (
         f"{len(shown)} {'buffer' if one else 'buffers'} ({listed}) {'has' if one else 'have'} "
-        f"a dtype the schema {schema!r} does not set yet (written with a '?', as \"u8?\"), "
+        f"a dtype the schema {schema!r} does not set yet (written with a '?', as \"{read[0]}?\"), "
         f"so {'it was' if one else 'they were'} read as {how}. Write {whose} dtype in "
         "the schema file, without the '?'"
     )
