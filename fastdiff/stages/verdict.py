@@ -68,9 +68,9 @@ MAGNITUDE_HINTS = {
 
 #: The hint of the group ``other`` when its buffers were compared as raw bytes.
 BYTES_HINT = (
-    "These buffers were compared as raw bytes (see the note at the top), so how large their "
-    "differences are says nothing: give their element type to learn whether they are "
-    "rounding-size or large."
+    "These buffers were compared as raw bytes (see the note on raw bytes), so how large "
+    "their differences are says nothing: give their element type to learn whether they "
+    "are rounding-size or large."
 )
 
 
