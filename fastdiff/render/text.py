@@ -128,6 +128,24 @@ def _cause_in_max(b: BufferResult) -> bool:
     return b.max_ulp is not None and b.magnitude == "large" and bool(_nan_inf(b))
 
 
+def _mismatch_part(b: BufferResult, nan: bool) -> str | None:
+    """The NaN (``nan``) or inf mismatches, where the max part does not name
+    them; where there is no max part (no differing pair is finite), the last
+    of them says the buffer's magnitude: ``1 NaN mismatch (large)``."""
+    n = b.n_nan_mismatch if nan else b.n_inf_mismatch
+    if not n or _cause_in_max(b):
+        return None
+    text = (
+        plural(n, "NaN mismatch", "NaN mismatches")
+        if nan
+        else plural(n, "inf mismatch", "inf mismatches")
+    )
+    last = not nan or not b.n_inf_mismatch
+    if last and b.max_abs_delta_index is None and b.magnitude is not None:
+        text += f" ({b.magnitude})"
+    return text
+
+
 def _max_part(b: BufferResult) -> str | None:
     if b.max_abs_delta_index is None:
         return None
@@ -176,16 +194,8 @@ TEXT_PARTS: dict[str, Callable[[BufferResult], str | None]] = {
     "n_diff": _count_part,
     "first_index": _first_part,
     "max_abs_delta": _max_part,
-    "n_nan_mismatch": lambda b: (
-        plural(b.n_nan_mismatch, "NaN mismatch", "NaN mismatches")
-        if b.n_nan_mismatch and not _cause_in_max(b)
-        else None
-    ),
-    "n_inf_mismatch": lambda b: (
-        plural(b.n_inf_mismatch, "inf mismatch", "inf mismatches")
-        if b.n_inf_mismatch and not _cause_in_max(b)
-        else None
-    ),
+    "n_nan_mismatch": lambda b: _mismatch_part(b, nan=True),
+    "n_inf_mismatch": lambda b: _mismatch_part(b, nan=False),
     "first_divergent_chunk": _chunk_part,
     "fields": _fields_part,
     "n_signed_zero": _signed_zero_part,
