@@ -132,7 +132,7 @@ def _little() -> tuple[DType, ...]:
         d("f32", 4, "float", "<f4", "f", descr="<f4", digits=".9g"),
         d("f64", 8, "float", "<f8", "d", descr="<f8"),
         d("bool", 1, "uint", "|u1", "B", descr="|b1"),
-        *(d(name, 1, "float", "", "") for name in FP8),
+        *(d(name, 1, "float", "", "", digits=".4g") for name in FP8),
     )
 
 
