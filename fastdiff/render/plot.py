@@ -52,7 +52,7 @@ def write_timeline_plot(report: Report, path: str | os.PathLike[str], dpi: int =
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
-        from matplotlib.ticker import MaxNLocator
+        from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
         from matplotlib.transforms import blended_transform_factory
     except ImportError:
         raise FastdiffError(MISSING) from None
@@ -94,6 +94,10 @@ def write_timeline_plot(report: Report, path: str | os.PathLike[str], dpi: int =
         top.set_yscale("log")
     if any(r.n_diff for r in report.timeline):
         bottom.set_yscale("log")
+        # Counts, as counts: 1, 2, 5, 10, 20, ... (not 2x10^0, 6x10^0 on a short range).
+        bottom.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        bottom.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+        bottom.yaxis.set_minor_formatter(NullFormatter())
     if report.steps:
         lo, hi = report.steps[0].step, report.steps[-1].step
         pad = max(0.5, (hi - lo) * 0.02)
