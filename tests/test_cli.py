@@ -586,7 +586,7 @@ def test_verbose_lists_every_buffer(flag: str) -> None:
          "rewards)"),
         ("nan_payload", "F  log_pi_old [f32]  DIVERGED; 1 of 16 elements differs (6.25%) "
          "in 1 range [6, 7); first at [6]: A=nan B=nan (bits 0x7fc00000 vs 0x7fc00001); "
-         "1 NaN mismatch; undetermined (inputs not compared: policy_logits)"),
+         "1 NaN mismatch (large); undetermined (inputs not compared: policy_logits)"),
         ("nonfinite", "F  returns [f32]  DIVERGED; 4 of 16 elements differ (25%) in 1 range "
          "[1, 5); first at [1]: A=inf B=-inf; max |A-B| 2.5 at [3], max 14,680,064 ULP "
          "(large: 1 NaN mismatch, 2 inf mismatches); origin (inputs matched: "

@@ -226,21 +226,23 @@ def test_a_shard_that_cannot_be_read_leaves_its_tensors_unknown(
     for name in ("a", "b"):
         ckpt = tmp_path / name
         ckpt.mkdir()
-        (ckpt / "model-1.safetensors").write_bytes(st_bytes({"x": F}, bytes(8)))
-        (ckpt / "model-2.safetensors").write_bytes(st_bytes({"y": F, "z": G}, bytes(16)))
+        (ckpt / "model-00001-of-00002.safetensors").write_bytes(st_bytes({"x": F}, bytes(8)))
+        (ckpt / "model-00002-of-00002.safetensors").write_bytes(
+            st_bytes({"y": F, "z": G}, bytes(16))
+        )
         if index:
-            weight_map = {"x": "model-1.safetensors", "y": "model-2.safetensors",
-                          "z": "model-2.safetensors"}  # fmt: skip
+            one, two = "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"
+            weight_map = {"x": one, "y": two, "z": two}
             index_text = json.dumps({"weight_map": weight_map})
             (ckpt / "model.safetensors.index.json").write_text(index_text)
         runs.append(ckpt)
-    shard = runs[1] / "model-2.safetensors"
+    shard = runs[1] / "model-00002-of-00002.safetensors"
     if damage == "missing":
         shard.unlink()
     elif damage == "trailing bytes":
         shard.write_bytes(shard.read_bytes() + b"\0")
     else:
-        weight_map["y"] = "model-1.safetensors"
+        weight_map["y"] = "model-00001-of-00002.safetensors"
         index_text = json.dumps({"weight_map": weight_map})
         (runs[1] / "model.safetensors.index.json").write_text(index_text)
     want = {

@@ -983,7 +983,7 @@ def views(draw: Any, torch: Any) -> tuple[Any, Any, str]:
             view = view[tuple(idx)]
         elif op == "narrow" and view.shape[0] > 1:
             view = view.narrow(0, 1, view.shape[0] - 1)
-        elif op == "select" and view.dim() > 1:
+        elif op == "select" and view.dim() > 1 and view.shape[0] > 0:
             view = view.select(0, view.shape[0] - 1)
         elif op == "expand":
             view = view.unsqueeze(0).expand(2, *view.shape)
