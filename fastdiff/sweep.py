@@ -272,12 +272,13 @@ class SweepSummary(Value):
     ended in error), None with ``classes``. ``error_and_diverged``: the pairs
     counted in ``error`` that also diverged (a divergence was found).
     ``first_origins``: whether the diverging pairs share their first origin
-    (None: no schema declared inputs).
+    (None: no schema declared inputs). ``notes``: the sweep's own remarks
+    (the one schema it read every pair with, where pairs alone would differ).
     """
 
     __slots__ = (
         "cache_hits", "classes", "diverged", "elapsed_s", "error", "error_and_diverged",
-        "first_origins", "identical", "interrupted", "pairs", "unclassified",
+        "first_origins", "identical", "interrupted", "notes", "pairs", "unclassified",
     )  # fmt: skip
 
     pairs: int
@@ -291,6 +292,7 @@ class SweepSummary(Value):
     unclassified: tuple[UnclassifiedRun, ...] | None
     error_and_diverged: int
     first_origins: FirstOrigins | None
+    notes: tuple[str, ...]
 
     def __init__(
         self,
@@ -305,6 +307,7 @@ class SweepSummary(Value):
         unclassified: tuple[UnclassifiedRun, ...] | None = None,
         error_and_diverged: int = 0,
         first_origins: FirstOrigins | None = None,
+        notes: tuple[str, ...] = (),
     ) -> None:
         self.pairs = pairs
         self.identical = identical
@@ -317,6 +320,7 @@ class SweepSummary(Value):
         self.unclassified = unclassified
         self.error_and_diverged = error_and_diverged
         self.first_origins = first_origins
+        self.notes = notes
 
     def __repr__(self) -> str:
         return (
@@ -334,6 +338,80 @@ class SweepSummary(Value):
         return exit_code(self)  # type: ignore[arg-type]  # reads .verdict only
 
 
+def one_schema(
+    pairs: Sequence[RunPair], options: CompareOptions | None = None
+) -> tuple[CompareOptions, tuple[str, ...]]:
+    """The options every pair of a sweep is compared with, and what to tell
+    the user about its schema: one schema for the whole sweep, so that a
+    divergence has the same groups in every row and the first origins of
+    two pairs can be compared. The schema given (``--schema``) wins; without
+    one, the rule of a pair (``sources.schemas.choose_schema``) is applied
+    to every run of the sweep at once: the schema the first manifest records
+    (in the order the runs come), else groups from the buffer names when
+    every run's files give their dtypes, else ``rl-state``. Where every
+    pair alone would be read with it, the options are left as they are (each
+    pair says what compare would); else that schema is given to every pair,
+    and a note (a warning, when manifests record different schemas) says
+    which schema it is, where it comes from, and which pairs it changes."""
+    from .options import CompareOptions
+    from .sources import open_run
+    from .sources.schemas import BY_NAME, choose_schema
+
+    opts = options or CompareOptions()
+    if opts.schema is not None:
+        return opts, ()
+    specs = [os.fspath(s) for pair in pairs for s in pair]
+    sources = {s: open_run(s) for s in dict.fromkeys(specs)}
+    chosen, _ = choose_schema(list(sources.values()), None)
+    recorded = {src.spec: src.schema for src in sources.values()
+                if src.is_manifest and src.schema is not None}  # fmt: skip
+    names = dict.fromkeys(sc.name for sc in recorded.values())
+    source = next((spec for spec, sc in recorded.items() if sc == chosen), None)
+    whence = f"recorded in {source}" if source is not None else {
+        BY_NAME: "its groups from the buffer names", "rl-state": "the default"
+    }.get(chosen.name, "chosen for every run")  # fmt: skip
+    apart = [
+        (i, natural.name)
+        for i, (a, b) in enumerate(pairs)
+        for natural in [choose_schema((sources[os.fspath(a)], sources[os.fspath(b)]), None)[0]]
+        # by-name over a pair's buffers or over every run's: the same rule
+        if natural != chosen and not (natural.name == chosen.name == BY_NAME)
+    ]
+    if not apart:
+        return opts, ()  # each pair's own choice is the sweep's: compare's notes, per pair
+    alone: dict[str, list[int]] = {}
+    for i, name in apart:
+        alone.setdefault(name, []).append(i)
+    changed = "".join(
+        f"; {_pairs_text(pairs, idx)} alone would be read with {name!r}"
+        for name, idx in alone.items()
+    )
+    # The pairs then say what differs from it as from a schema given.
+    every = f"every pair is read with {chosen.name!r} ({whence}) as if given with --schema"
+    if any(sc != chosen for sc in recorded.values()):
+        listed = ", ".join(f"{sc.name!r} in {spec}" for spec, sc in recorded.items())
+        versions = ": versions of one schema" if len(names) == 1 else ""
+        head = f"warning: the manifests of this sweep record different schemas ({listed}{versions})"
+    else:
+        head = "note: one schema for the whole sweep"
+    said = [f"{head}: {every}{changed}; pass --schema to choose"]
+    said += [
+        f"note: {src.spec} records no schema (written by an older fastdiff); read with "
+        f"schema {chosen.name!r}, as every pair of the sweep; pass --schema to choose, "
+        "or hash the run again"
+        for src in sources.values()
+        if src.is_manifest and src.schema is None
+    ]
+    return opts.replace(schema=chosen), tuple(said)
+
+
+def _pairs_text(pairs: Sequence[RunPair], indices: list[int]) -> str:
+    """Pairs named by their runs (the first three, then how many more)."""
+    shown = [f"{os.fspath(pairs[i][0])} {os.fspath(pairs[i][1])}" for i in indices[:3]]
+    more = f" and {len(indices) - 3} more" if len(indices) > 3 else ""
+    return f"{'pair' if len(indices) == 1 else 'pairs'} {', '.join(shown)}{more}"
+
+
 def sweep(
     pairs: Sequence[RunPair],
     options: CompareOptions | None = None,
@@ -344,13 +422,20 @@ def sweep(
     classes_of: Sequence[str] | None = None,
     on_note: Callable[[str], None] | None = None,
 ) -> tuple[list[Report], SweepSummary]:
-    """Compare every pair; ``classes_of``: runs to group into identity classes;
-    ``on_note``: as for ``compare_pairs``."""
+    """Compare every pair with one schema (``one_schema``); ``classes_of``:
+    runs to group into identity classes; ``on_note``: as for
+    ``compare_pairs``, and given ``one_schema``'s notes first (the summary
+    holds them too)."""
     t0 = time.perf_counter()
     hits_before = cache.hits if cache is not None else 0
-    reports = compare_pairs(pairs, options, executor, cache, on_report, progress, on_note)
+    opts, notes = one_schema(pairs, options)
+    if on_note is not None:
+        for note in notes:
+            on_note(note)
+    reports = compare_pairs(pairs, opts, executor, cache, on_report, progress, on_note)
     hits = (cache.hits - hits_before) if cache is not None else 0
-    return reports, summarize(reports, classes_of, hits, time.perf_counter() - t0)
+    summary = summarize(reports, classes_of, hits, time.perf_counter() - t0, notes=notes)
+    return reports, summary
 
 
 def summarize(
@@ -359,9 +444,10 @@ def summarize(
     cache_hits: int = 0,
     elapsed_s: float = 0.0,
     interrupted: bool = False,
+    notes: Sequence[str] = (),
 ) -> SweepSummary:
     """The summary of the pairs in ``reports`` (all of them, or those that
-    finished before an interrupt)."""
+    finished before an interrupt); ``notes``: the sweep's own (its schema)."""
     verdicts = [r.verdict for r in reports]
     classes = unclassified = None
     if classes_of is not None and not interrupted:
@@ -382,4 +468,5 @@ def summarize(
             r.verdict == "error" and r.first_divergent_step is not None for r in reports
         ),
         first_origins=first_origins(reports),
+        notes=tuple(notes),
     )

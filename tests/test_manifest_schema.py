@@ -142,13 +142,16 @@ def test_compare_and_sweep_read_a_manifest_with_its_schema(setup: dict[str, Path
         ]
         lots = next(x for x in got["buffers"] if (x["step"], x["name"]) == (1, "unit_lots"))
         assert (lots["dtype"], lots["n_elements_a"]) == ("i16", 32)
-    # In a sweep, each pair is read with its own manifest's schema.
+    # In a sweep, every pair is read with the one schema the manifest records
+    # (tests/test_sweep_schema.py): the pair of two folders too, with a note.
     r = cli("sweep", "--baseline", setup["a"], setup["b_my"], setup["b"], "--no-cache")
-    assert r.returncode == 1 and r.stderr == "", r.stderr
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.startswith("fastdiff: note: one schema for the whole sweep: every pair is "
+                               "read with 'my' (recorded in ")  # fmt: skip
     records = [json.loads(x) for x in r.stdout.splitlines()[:2]]
     assert [(x["schema"], x["first_divergent_groups"]) for x in records] == [
         ("my", ["R"]),
-        ("rl-state", ["D", "F"]),
+        ("my", ["R"]),
     ]
     # From Python too: CompareOptions() leaves the schema to the manifest.
     assert compare_runs(setup["a_my"], setup["b"]).schema == "my"

@@ -162,6 +162,81 @@ def test_ranks_diverging_differently_point_at_what_sets_them_apart(tmp_path: Pat
     ) in lines
 
 
+KERNEL = "it points at a kernel"
+
+
+def pattern(lines: list[str]) -> str:
+    (line,) = [x for x in lines if x.startswith("pattern: ")]
+    return line
+
+
+def test_one_rank_diverging_while_the_others_are_identical_is_some_ranks_only(
+    tmp_path: Path,
+) -> None:
+    # The newcomer's case: of 3 ranks only rank 1 diverged; a kernel that is
+    # nondeterministic wherever it runs would have moved ranks 0 and 2 too.
+    a = ranked_run(tmp_path / "a", {})
+    b = ranked_run(tmp_path / "b", {1: {(1, "acc")}})
+    line = pattern(text(tmp_path, a, b))
+    assert line == (
+        "pattern: the first origin is on some ranks only: P acc at step 1 on rank 1; no "
+        "divergence on ranks 0, 2: look at what sets those ranks apart: their data, their "
+        "place in the topology, the order of cross-rank reductions"
+    )
+    assert KERNEL not in line
+
+
+def test_ranks_within_tolerance_count_as_not_diverged(tmp_path: Path) -> None:
+    a = ranked_run(tmp_path / "a", {})
+    b = ranked_run(tmp_path / "b", {0: {(1, "acc")}, 1: {(1, "acc")}, 2: {(1, "acc")}})
+    # rank 2's bump is within --atol 1 as all are; rank 0 and 1 get a larger one
+    for r in (0, 1):
+        path = b / f"rank_{r}" / "step_1_acc.bin"
+        values = list(struct.unpack("<4f", path.read_bytes()))
+        values[0] += 5
+        path.write_bytes(f32(*values))
+    p = fastdiff("compare", "--schema", schema_file(tmp_path), a, b, "--atol", "1")
+    assert p.returncode == 1, p.stderr
+    line = pattern(p.stdout.splitlines())
+    assert "P acc at step 1 on ranks 0, 1; no divergence on rank 2" in line
+    assert line.startswith("pattern: the first origin is on some ranks only: ")
+
+
+def test_a_rank_not_compared_leaves_the_pattern_open(tmp_path: Path) -> None:
+    a = ranked_run(tmp_path / "a", {}, range(3))
+    b = ranked_run(tmp_path / "b", {0: {(1, "acc")}, 1: {(1, "acc")}}, range(2))
+    line = pattern(text(tmp_path, a, b))
+    assert line == (
+        "pattern: not known yet: P acc at step 1 on ranks 0, 1; not compared (errors) on "
+        "rank 2: compare those ranks to tell a kernel nondeterministic wherever it runs from "
+        "what sets ranks apart"
+    )
+
+
+def test_diverging_ranks_without_a_found_origin_leave_the_pattern_open(tmp_path: Path) -> None:
+    schema = tmp_path / "open.toml"
+    schema.write_text(SCHEMA.replace('inputs = ["src"]', 'inputs = ["src", "logits"]'))
+    a = ranked_run(tmp_path / "a", {})
+    b = ranked_run(tmp_path / "b", {r: {(1, "mid")} for r in range(3)})
+    p = fastdiff("compare", "--schema", schema, a, b)
+    assert p.returncode == 1, p.stderr
+    assert pattern(p.stdout.splitlines()) == (
+        "pattern: not known yet: no origin found on ranks 0, 1, 2: declare or dump the inputs "
+        "left open to tell a kernel nondeterministic wherever it runs from what sets ranks apart"
+    )
+
+
+def test_one_rank_shows_no_pattern_across_ranks(tmp_path: Path) -> None:
+    a = ranked_run(tmp_path / "a", {}, range(1))
+    b = ranked_run(tmp_path / "b", {0: {(1, "acc")}}, range(1))
+    lines = text(tmp_path, a, b)
+    assert "1 rank: 0" in lines
+    assert pattern(lines) == (
+        "pattern: none with one rank: P acc at step 1 on rank 0: one rank cannot tell a kernel "
+        "nondeterministic wherever it runs from what sets ranks apart"
+    )
+
+
 def test_a_rank_in_one_run_only_is_an_error_and_the_others_are_compared(tmp_path: Path) -> None:
     a = ranked_run(tmp_path / "a", {}, range(3))
     b = ranked_run(tmp_path / "b", {0: {(0, "src")}}, range(2))

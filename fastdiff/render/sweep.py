@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from ..statuses import VERDICT
-from .escape import display_path
+from .escape import display_path, json_text
 from .fmt import plural
 from .json import JSON_SCHEMA_VERSION, origin_dict, report_dict
 
@@ -55,6 +55,8 @@ def sweep_summary_dict(summary: SweepSummary) -> dict[str, Any]:
             {"origin": None if o is None else origin_dict(o), "pairs": list(pairs)}
             for o, pairs in found.groups
         ]
+    if summary.notes:  # the one schema of the sweep, where pairs alone would differ
+        d["notes"] = [json_text(n) for n in summary.notes]
     return d
 
 
@@ -92,6 +94,7 @@ def render_sweep_summary_text(summary: SweepSummary, runs: Sequence[tuple[str, s
     ]  # fmt: skip
     if summary.interrupted:
         lines[0] = "interrupted; finished " + lines[0]
+    lines += [display_path(n) for n in summary.notes]  # "note: ..." / "warning: ..."
     if summary.classes is not None:
         lines.append("classes of bit-identical runs:" + ("" if summary.classes else " none"))
         lines += [

@@ -437,39 +437,64 @@ def rank_table(report: Report) -> list[str]:
 
 
 def rank_pattern(report: Report) -> list[str]:
-    """Whether the ranks that diverged share their first origin (a kernel,
-    nondeterministic wherever it runs) or not (what sets ranks apart)."""
+    """What the ranks' first origins point at, where the schema declares
+    inputs and a rank diverged. A kernel, nondeterministic wherever it runs:
+    every rank (two or more) diverged, with the same first origin. Some
+    ranks only (what sets them apart: their data, their place in the
+    topology, the order of cross-rank reductions): a rank compared without
+    divergence, or first origins that differ. Not known yet otherwise: a
+    rank that could not be compared, a diverging rank whose first origin
+    was not found, or a single rank (nothing to set it against)."""
     assert report.ranks is not None
     diverging = [rr for rr in report.ranks if rr.report.first_divergent_step is not None]
     if report.origins is None or not diverging:
         return []
-    firsts: dict[tuple[int, str] | None, list[int]] = {}
-    shown: dict[tuple[int, str] | None, Origin | None] = {}
+    firsts: dict[tuple[int, str, str], list[int]] = {}
+    shown: dict[tuple[int, str, str], Origin] = {}
+    unfound: list[int] = []  # diverging ranks whose first origin is not known
     for rr in diverging:
         o = rr.first_origin
-        key = None if o is None else (o.step, o.name)
+        if o is None:
+            unfound.append(rr.rank)
+            continue
+        key = (o.step, o.group, o.name)
         firsts.setdefault(key, []).append(rr.rank)
         shown.setdefault(key, o)
-    quiet = [rr.rank for rr in report.ranks if rr.report.first_divergent_step is None]
-    apart = (
-        "look at what sets those ranks apart: their data, their place in the topology, the "
-        "order of cross-rank reductions"
-    )
-    if len(firsts) == 1 and None not in firsts:
-        (key,) = firsts
-        which = "every rank" if not quiet else f"every diverging rank ({_rank_list(firsts[key])})"
-        return [
-            f"pattern: the same first origin on {which}, {_origin_at(shown[key])}: it points at a "
-            "kernel, nondeterministic wherever it runs"
-        ]
-    parts = [
-        f"{_origin_at(shown[k])} on {_rank_list(ranks)}" if k is not None
-        else f"no origin found on {_rank_list(ranks)}"
-        for k, ranks in firsts.items()
-    ]  # fmt: skip
+    undiverged = [rr for rr in report.ranks if rr.report.first_divergent_step is None]
+    quiet = [rr.rank for rr in undiverged if rr.report.verdict != "error"]
+    uncompared = [rr.rank for rr in undiverged if rr.report.verdict == "error"]
+    parts = [f"{_origin_at(shown[k])} on {_rank_list(ranks)}" for k, ranks in firsts.items()]
+    if unfound:
+        parts.append(f"no origin found on {_rank_list(unfound)}")
     if quiet:
         parts.append(f"no divergence on {_rank_list(quiet)}")
-    return [f"pattern: the first origin is on some ranks only: {'; '.join(parts)}: {apart}"]
+    if uncompared:
+        parts.append(f"not compared (errors) on {_rank_list(uncompared)}")
+    listed = "; ".join(parts)
+    if quiet or len(firsts) > 1:
+        return [
+            f"pattern: the first origin is on some ranks only: {listed}: look at what sets "
+            "those ranks apart: their data, their place in the topology, the order of "
+            "cross-rank reductions"
+        ]
+    if len(report.ranks) == 1:
+        return [
+            f"pattern: none with one rank: {listed}: one rank cannot tell a kernel "
+            "nondeterministic wherever it runs from what sets ranks apart"
+        ]
+    if not unfound and not uncompared:
+        (key,) = firsts
+        return [
+            f"pattern: the same first origin on every rank, {_origin_at(shown[key])}: it points "
+            "at a kernel, nondeterministic wherever it runs"
+        ]
+    fix = "compare those ranks" if uncompared else "declare or dump the inputs left open"
+    if uncompared and unfound:
+        fix = "compare those ranks, and declare or dump the inputs left open"
+    return [
+        f"pattern: not known yet: {listed}: {fix} to tell a kernel nondeterministic wherever "
+        "it runs from what sets ranks apart"
+    ]
 
 
 def _ranks_verdict(report: Report) -> list[str]:

@@ -114,6 +114,36 @@ def _shape_text(shape: tuple[int, ...] | None) -> str:
     return "" if shape is None else f" {tuple(shape)}"
 
 
+_HEADERS = "the files' headers differ: "
+_NOTHING_MORE = "; nothing more was compared"
+
+
+def header_message(
+    dtype_a: str, shape_a: tuple[int, ...] | None, dtype_b: str, shape_b: tuple[int, ...] | None
+) -> str:
+    """The message of a pair whose files' headers disagree (``f32 (3, 4) in A,
+    f64 (3, 4) in B``); ``header_change`` reads it back."""
+    return (
+        f"{_HEADERS}{dtype_a}{_shape_text(shape_a)} in A, {dtype_b}{_shape_text(shape_b)} in B"
+        f"{_NOTHING_MORE}"
+    )
+
+
+def header_change(message: str | None) -> tuple[str, str, str, str] | None:
+    """(dtype in A, shape in A, dtype in B, shape in B) of a message that
+    ``header_message`` wrote (a shape as written, ``(3, 4)``, or ""); None
+    for any other message. A result carries the message only, and the
+    verdict says from it what changed."""
+    if message is None or not message.startswith(_HEADERS) or not message.endswith(_NOTHING_MORE):
+        return None
+    a, sep, b = message[len(_HEADERS) : -len(_NOTHING_MORE)].partition(" in A, ")
+    if not sep or not b.endswith(" in B"):
+        return None
+    dtype_a, _, shape_a = a.partition(" ")
+    dtype_b, _, shape_b = b[: -len(" in B")].partition(" ")
+    return dtype_a, shape_a, dtype_b, shape_b
+
+
 def pair_runs(
     run_a: RunListing, run_b: RunListing, schema: Schema, rank: int | None = None
 ) -> tuple[Pair, ...]:
@@ -149,10 +179,7 @@ def pair_runs(
                 layout = Layout(tuple(head.shape), fields)
             both = fa is not None and fb is not None and ha is not None and hb is not None
             if both and (ha != hb or fa.shape != fb.shape):  # type: ignore[union-attr]
-                differs = (
-                    f"the files' headers differ: {ha}{_shape_text(fa.shape)} in A, "  # type: ignore[union-attr]
-                    f"{hb}{_shape_text(fb.shape)} in B; nothing more was compared"  # type: ignore[union-attr]
-                )
+                differs = header_message(ha, fa.shape, hb, fb.shape)  # type: ignore[union-attr]
         return Pair(
             step, name, c[0], dtype, fa, fb, problem, broken_a, broken_b, layout, differs, rank
         )

@@ -36,6 +36,7 @@ from ..results import (
 )
 from ..schema import OTHER, OTHER_GROUP
 from ..statuses import STATUS_ORDER, TIMELINE, TROUBLE
+from .pair import header_change
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -104,15 +105,83 @@ def large_causes(buffers: Iterable[BufferResult], rounding_ulp: object) -> str:
     return ", ".join(causes)
 
 
-def _hint(hint: str, magnitude: str | None, rounding_ulp: object, why: str = "") -> str:
-    if magnitude is None:
-        return hint
-    extra = MAGNITUDE_HINTS[magnitude].format(ulp=rounding_ulp, why=why)
+def structural_change(b: BufferResult) -> str | None:
+    """What a diverging buffer changed in its structure, as a hint says it
+    (``w changed element type (f32 in A, f64 in B)``): its dtype or shape in
+    the files' headers, its length, its size in bytes (malformed), or its
+    presence (in one run only); None when only its values differ. A
+    structural change is no rounding: the runs took different paths."""
+    status = b.status
+    if status == "only_in_a":
+        return f"{b.name} is in run A only"
+    if status == "only_in_b":
+        return f"{b.name} is in run B only"
+    if status == "length_mismatch":
+        return (
+            f"{b.name} changed length ({b.n_elements_a:,} elements in A, {b.n_elements_b:,} in B)"
+        )
+    if status == "malformed" and b.size_a != b.size_b:
+        sizes = [("none" if n is None else f"{n:,} bytes") for n in (b.size_a, b.size_b)]
+        return f"{b.name} changed size ({sizes[0]} in A, {sizes[1]} in B)"
+    if status == "diverged":
+        change = header_change(b.message)
+        if change is not None:
+            dtype_a, shape_a, dtype_b, shape_b = change
+            parts = []
+            if dtype_a != dtype_b:
+                parts.append(f"element type ({dtype_a} in A, {dtype_b} in B)")
+            if shape_a != shape_b:
+                parts.append(f"shape ({shape_a or 'none'} in A, {shape_b or 'none'} in B)")
+            return f"{b.name} changed {' and '.join(parts) or 'header'}"
+    return None
+
+
+#: What a group's structural changes at the first divergent step point at.
+STRUCTURAL_HINT = (
+    "Its differences are structural, not rounding: {changes}: look at the code that "
+    "produces {them} (a logic, configuration or version change), not at the order of "
+    "floating-point operations."
+)
+
+
+def _listed(items: list[str], most: int = 3) -> str:
+    shown = ", ".join(items[:most])
+    return shown + (f" and {len(items) - most} more" if len(items) > most else "")
+
+
+def _join_hint(hint: str, extra: str) -> str:
     if not hint:
         return extra
     hint = hint.rstrip()
     # A schema's hint may end without a full stop: the added sentence starts anew.
     return f"{hint} {extra}" if hint.endswith((".", "!", "?")) else f"{hint}. {extra}"
+
+
+def _hint(hint: str, magnitude: str | None, rounding_ulp: object, why: str = "") -> str:
+    if magnitude is None:
+        return hint
+    return _join_hint(hint, MAGNITUDE_HINTS[magnitude].format(ulp=rounding_ulp, why=why))
+
+
+def _structural_hint(
+    hint: str, changes: dict[str, str], others: list[BufferResult], rounding_ulp: object
+) -> str:
+    """The hint of a group some of whose diverging buffers changed structure
+    (``changes``: name -> what changed): that first, then what the size of
+    the others' differences is, where it says anything."""
+    extra = STRUCTURAL_HINT.format(
+        changes=_listed(list(changes.values())), them="it" if len(changes) == 1 else "them"
+    )
+    magnitude = combined_magnitude(b.magnitude for b in others)
+    if magnitude is not None:
+        names = _listed(list(dict.fromkeys(b.name for b in others)))
+        size = (
+            f"large ({large_causes(others, rounding_ulp)})"
+            if magnitude == "large"
+            else f"rounding-size (at most {rounding_ulp} ULP)"
+        )
+        extra += f" Its other differences ({names}) are {size}."
+    return _join_hint(hint, extra)
 
 
 def _group_verdicts(
@@ -140,9 +209,23 @@ def _group_verdicts(
         else:
             status = "absent"
         hint = g.hint
-        as_bytes = [b.dtype == "u8" and (g.key == OTHER or schema.dtype_unset(b.name))
-                    for b in members if b.diverges]  # fmt: skip
-        if as_bytes and all(as_bytes):
+        changes: dict[str, str] = {}  # once each: several ranks hold the same buffer
+        for b in members:
+            if b.diverges and b.name not in changes:
+                change = structural_change(b)
+                if change is not None:
+                    changes[b.name] = change
+        other = g.key == OTHER
+        raw = {b.name for b in members
+               if b.dtype == "u8" and (other or schema.dtype_unset(b.name))}  # fmt: skip
+        as_bytes = [b.name in raw for b in members if b.diverges]
+        if changes:
+            # A changed dtype, shape, length or presence is no rounding, whatever
+            # the other buffers' differences are; the size of a difference in
+            # raw bytes says nothing.
+            others = [b for b in differing if b.name not in changes and b.name not in raw]
+            hint = _structural_hint(g.hint, changes, others, rounding_ulp)
+        elif as_bytes and all(as_bytes):
             hint = BYTES_HINT  # the size of a difference in raw bytes says nothing
         elif diverged:
             why = large_causes(differing, rounding_ulp) if magnitude == "large" else ""

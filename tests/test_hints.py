@@ -1,0 +1,166 @@
+"""The next-step hint of a suspect group never calls its differences
+rounding-size (or large, or sizeless raw bytes) when one of its diverging
+buffers changed structure: a dtype or shape in the files' headers, a length,
+a size in bytes, or a buffer in one run only. It says what changed instead.
+
+Runs ``python -m fastdiff`` in a subprocess on small runs written here.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from helpers import fastdiff, write_runs
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fastdiff.stages.pair import header_change, header_message
+
+ROUNDING_CLAIM = "Its differences are rounding-size"
+
+
+def _schema(tmp_path: Path, members: dict[str, str]) -> Path:
+    path = tmp_path / "h.toml"
+    body = "\n".join(f'{k} = "{v}"' for k, v in members.items())
+    path.write_text(f'name = "h"\n[[group]]\nkey = "H"\ntitle = "h"\nhint = "H."\n'
+                    f"[group.members]\n{body}\n")  # fmt: skip
+    return path
+
+
+def _compare(a: Path, b: Path, *opts: str | Path) -> tuple[str, dict[str, Any]]:
+    text = fastdiff("compare", a, b, *opts)
+    assert text.returncode == 1, text.stderr
+    doc = fastdiff("compare", a, b, *opts, "--format", "json")
+    assert doc.returncode == 1, doc.stderr
+    return " ".join(text.stdout.split()), json.loads(doc.stdout)
+
+
+def _hint(doc: dict[str, Any], key: str = "H") -> str:
+    (g,) = [g for g in doc["groups"] if g["key"] == key]
+    assert g["status"] == "diverged"
+    return g["hint"]
+
+
+def _npy_runs(tmp_path: Path) -> tuple[Path, Path]:
+    """The newcomer's runs: w f32 in A and f64 in B, v reshaped (3, 4) -> (4, 3),
+    bf one ULP apart at one element."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    np.save(a / "step_0_w.npy", np.arange(12, dtype=np.float32).reshape(3, 4))
+    np.save(b / "step_0_w.npy", np.arange(12, dtype=np.float64).reshape(3, 4))
+    v = np.arange(12, dtype=np.float32)
+    np.save(a / "step_0_v.npy", v.reshape(3, 4))
+    np.save(b / "step_0_v.npy", v.reshape(4, 3))
+    bf = np.ones(8, dtype=np.float32)
+    np.save(a / "step_0_bf.npy", bf)
+    bf[3] = np.nextafter(np.float32(1), np.float32(2))
+    np.save(b / "step_0_bf.npy", bf)
+    return a, b
+
+
+def test_a_changed_dtype_or_shape_is_named_and_not_called_rounding(tmp_path: Path) -> None:
+    a, b = _npy_runs(tmp_path)
+    schema = _schema(tmp_path, {"w": "f32", "v": "f32", "bf": "f32"})
+    text, doc = _compare(a, b, "--schema", schema)
+    hint = _hint(doc)
+    assert hint.startswith("H. Its differences are structural, not rounding: ")
+    assert "w changed element type (f32 in A, f64 in B)" in hint
+    assert "v changed shape ((3, 4) in A, (4, 3) in B)" in hint
+    assert "look at the code that produces them" in hint
+    assert ROUNDING_CLAIM not in hint and "rather than at the logic" not in hint
+    # What the size of the other buffer's differences is, said as such.
+    assert hint.endswith("Its other differences (bf) are rounding-size (at most 16 ULP).")
+    assert f"next, H: {hint}" in text
+
+
+def test_each_group_of_the_by_name_schema_gets_its_own_words(tmp_path: Path) -> None:
+    a, b = _npy_runs(tmp_path)
+    _, doc = _compare(a, b)  # npy runs: one group per buffer name
+    assert _hint(doc, "w").startswith("Its differences are structural, not rounding: w changed "
+                                      "element type (f32 in A, f64 in B): look at the code that "
+                                      "produces it")  # fmt: skip
+    assert "v changed shape ((3, 4) in A, (4, 3) in B)" in _hint(doc, "v")
+    # A group with only a rounding-size difference keeps the rounding advice.
+    assert _hint(doc, "bf").startswith(ROUNDING_CLAIM)
+
+
+def _f32(*xs: float) -> bytes:
+    return struct.pack(f"<{len(xs)}f", *xs)
+
+
+ONE_ULP_UP = struct.unpack("<f", struct.pack("<I", 0x3F800001))[0]
+
+
+def test_a_length_mismatch_is_named_beside_a_rounding_size_difference(tmp_path: Path) -> None:
+    a, b = write_runs(tmp_path, {
+        "step_0_x.bin": (_f32(1.0, 2.0), _f32(1.0, 2.0, 3.0)),
+        "step_0_y.bin": (_f32(1.0), _f32(ONE_ULP_UP)),
+    })  # fmt: skip
+    _, doc = _compare(a, b, "--schema", _schema(tmp_path, {"x": "f32", "y": "f32"}))
+    hint = _hint(doc)
+    assert "x changed length (2 elements in A, 3 in B)" in hint
+    assert ROUNDING_CLAIM not in hint
+    assert hint.endswith("Its other differences (y) are rounding-size (at most 16 ULP).")
+
+
+def test_a_buffer_in_one_run_only_is_named(tmp_path: Path) -> None:
+    a, b = write_runs(tmp_path, {
+        "step_0_x.bin": (None, _f32(1.0)),
+        "step_0_y.bin": (_f32(1.0), _f32(ONE_ULP_UP)),
+        "step_0_z.bin": (_f32(5.0), None),
+    })  # fmt: skip
+    _, doc = _compare(a, b, "--schema", _schema(tmp_path, {"x": "f32", "y": "f32", "z": "f32"}))
+    hint = _hint(doc)
+    assert "x is in run B only, z is in run A only" in hint
+    assert ROUNDING_CLAIM not in hint
+
+
+def test_a_malformed_buffer_of_another_size_is_named(tmp_path: Path) -> None:
+    a, b = write_runs(tmp_path, {
+        "step_0_x.bin": (_f32(1.0) * 8, _f32(1.0) * 7 + b"\0\0\0"),
+        "step_0_y.bin": (_f32(1.0), _f32(ONE_ULP_UP)),
+    })  # fmt: skip
+    p = fastdiff("compare", a, b, "--schema", _schema(tmp_path, {"x": "f32", "y": "f32"}),
+                 "--format", "json")  # fmt: skip
+    assert p.returncode == 2, p.stderr  # a malformed buffer is an error
+    hint = _hint(json.loads(p.stdout))
+    assert "x changed size (32 bytes in A, 31 bytes in B)" in hint
+    assert ROUNDING_CLAIM not in hint
+
+
+def test_a_structural_change_among_raw_bytes_is_named_not_called_sizeless(
+    tmp_path: Path,
+) -> None:
+    a, b = write_runs(tmp_path, {
+        "step_0_x.bin": (b"\1\2\3\4", b"\1\2\3\5"),
+        "step_0_y.bin": (b"\1\2", None),
+    })  # fmt: skip
+    _, doc = _compare(a, b, "--schema", "raw")
+    hint = _hint(doc, "other")
+    assert hint.startswith("Its differences are structural, not rounding: y is in run A only")
+    assert "compared as raw bytes" not in hint and "rounding-size" not in hint
+
+
+def test_without_a_structural_change_raw_bytes_keep_their_hint(tmp_path: Path) -> None:
+    a, b = write_runs(tmp_path, {"step_0_x.bin": (b"\1\2\3\4", b"\1\2\3\5")})
+    _, doc = _compare(a, b, "--schema", "raw")
+    assert _hint(doc, "other").startswith("These buffers were compared as raw bytes")
+
+
+SHAPES = st.none() | st.lists(st.integers(0, 10**6), max_size=4).map(tuple)
+
+
+@given(st.sampled_from(["f32", "f64", "bf16", "u8", "i64"]), SHAPES,
+       st.sampled_from(["f32", "f16", "c64"]), SHAPES)  # fmt: skip
+def test_a_header_message_reads_back(
+    dtype_a: str, shape_a: tuple[int, ...] | None, dtype_b: str, shape_b: tuple[int, ...] | None
+) -> None:
+    got = header_change(header_message(dtype_a, shape_a, dtype_b, shape_b))
+    written = ["" if s is None else str(tuple(s)) for s in (shape_a, shape_b)]
+    assert got == (dtype_a, written[0], dtype_b, written[1])
+    assert header_change("size 31 bytes is not a whole number of 4-byte f32 elements") is None
