@@ -209,7 +209,7 @@ def _steps(
                 if row is None:
                     row = spread[b.group] = _Spread()
                 row.add(b)
-            if b.group == OTHER and b.dtype == "u8":
+            if b.group == OTHER and b.dtype == "u8" and status != "error":
                 as_bytes.add(b.name)
             elif has_unset and b.name not in unset and schema.dtype_unset(b.name):
                 unset[b.name] = b.dtype
