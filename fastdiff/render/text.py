@@ -336,6 +336,12 @@ def render_text(report: Report, verbose: bool = False) -> str:
         lines += _ranks_lines(report, verbose)
     else:
         lines += _body_lines(report, verbose)
+    w = report.work
+    if verbose and w.files_verified:  # --cache-verify's reads, not counted as hashing
+        lines.append(
+            f"cache: {plural(w.files_verified, 'hit')} verified by hashing again "
+            f"({w.bytes_verified:,} bytes read, besides {w.bytes_hashed:,} hashed)"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -386,6 +386,8 @@ def combine_ranks(
     work = Work(
         files_hashed=sum(w.files_hashed for w in works),
         bytes_hashed=sum(w.bytes_hashed for w in works),
+        files_verified=sum(w.files_verified for w in works),
+        bytes_verified=sum(w.bytes_verified for w in works),
         pairs_scanned=sum(w.pairs_scanned for w in works),
         bytes_scanned=sum(w.bytes_scanned for w in works),
         engine=",".join(engines) or None,
