@@ -113,10 +113,11 @@ def test_stats_of_a_manifest_reads_it_with_its_schema(setup: dict[str, Path]) ->
     assert got["schema"] == "my"
     assert [g["group"] for g in got["groups"]] == ["R", "other"]
     assert got["totals"]["dtypes"] == ["u16", "i16", "f32"]
-    drop = ("run", "source")
+    drop = ("run", "source", "disk")  # disk: what a folder holds; a manifest holds digests
     assert {k: v for k, v in got.items() if k not in drop} == {
         k: v for k, v in want.items() if k not in drop
     }
+    assert got["disk"] is None and want["disk"]["digests_only"] == 0
     text = cli("stats", setup["a_my"])
     assert text.returncode == 0 and text.stderr == ""
     assert text.stdout.startswith(f"run: {setup['a_my']} (manifest), schema my\n")
