@@ -62,8 +62,7 @@ def _reproduces(diverging: list[tuple[int, Report]], others: int) -> str:
     if len(diverging) < others:
         matched = others - len(diverging)
         return (
-            f"reproduces: intermittently: {len(diverging)} of {others} arms "
-            f"{'diverges' if len(diverging) == 1 else 'diverge'} from arm 1, "
+            f"reproduces: intermittently: {len(diverging)} of {others} arms diverge from arm 1, "
             f"{plural(matched, 'arm')} matched it bit for bit"
         )
     places = {(r.first_divergent_step, tuple(_first_buffers(r))) for _, r in diverging}
@@ -143,8 +142,7 @@ def render_rerun_text(result: RerunResult) -> str:
         index, report = min(diverging, key=lambda item: (item[1].first_divergent_step, item[0]))
         step = report.first_divergent_step
         lines.append(
-            f"NOT DETERMINISTIC: {len(diverging)} of {len(reports)} arms "
-            f"{'diverges' if len(diverging) == 1 else 'diverge'} from arm 1; "
+            f"NOT DETERMINISTIC: {len(diverging)} of {len(reports)} arms diverge from arm 1; "
             f"first at step {step} (arm {index}: {_names(_first_buffers(report))})"
         )
         from .text import born_lines
