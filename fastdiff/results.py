@@ -350,15 +350,21 @@ class Problem(Value):
 
 
 class Work(Value):
-    """What the comparison did, for the curious and for benchmarks."""
+    """What the comparison did, for the curious and for benchmarks:
+    ``files_hashed``/``bytes_hashed``, buffers read to hash them (not
+    digests a manifest or the cache supplied); ``files_verified``/
+    ``bytes_verified``, cache hits read again to verify the cache
+    (``--cache-verify``), counted apart; pairs and bytes a kernel read."""
 
     __slots__ = (
         "bytes_hashed",
         "bytes_scanned",
+        "bytes_verified",
         "elapsed_s",
         "engine",
         "executor",
         "files_hashed",
+        "files_verified",
         "jobs",
         "pairs_scanned",
     )
@@ -367,6 +373,8 @@ class Work(Value):
         self,
         files_hashed: int = 0,
         bytes_hashed: int = 0,
+        files_verified: int = 0,
+        bytes_verified: int = 0,
         pairs_scanned: int = 0,
         bytes_scanned: int = 0,
         engine: str | None = None,
@@ -376,6 +384,8 @@ class Work(Value):
     ) -> None:
         self.files_hashed = files_hashed
         self.bytes_hashed = bytes_hashed
+        self.files_verified = files_verified
+        self.bytes_verified = bytes_verified
         self.pairs_scanned = pairs_scanned
         self.bytes_scanned = bytes_scanned
         self.engine = engine

@@ -144,12 +144,42 @@ class Malformed(Value):
         self.path = path
 
 
+class Disk(Value):
+    """What a run folder's dumps occupy on disk, against what they stand for:
+    the distinct files that hold dumps' data and their bytes (headers
+    included: an ``.npy``'s, a container's), and the dumps a recorder's
+    digest log holds as digests only (their data was never written) with
+    the bytes they stand for."""
+
+    __slots__ = ("bytes", "digests_only", "digests_only_bytes", "files")
+
+    def __init__(self, files: int, bytes: int, digests_only: int, digests_only_bytes: int) -> None:
+        self.files = files
+        self.bytes = bytes
+        self.digests_only = digests_only
+        self.digests_only_bytes = digests_only_bytes
+
+
+def _disk(files: Iterable[BufferRef]) -> Disk:
+    held: dict[tuple[int, ...], int] = {}
+    n_digests = digest_bytes = 0
+    for f in files:
+        if f.has_data:
+            held[f.file_key] = f.file_size
+        else:
+            n_digests += 1
+            digest_bytes += f.size
+    return Disk(len(held), sum(held.values()), n_digests, digest_bytes)
+
+
 class RunStats(Value):
-    """The sizes of one run. ``notes``: about the schema used, for stderr
-    (``note: ...``/``warning: ...``, see ``sources.schemas.choose_schema``);
-    not part of the JSON."""
+    """The sizes of one run. ``disk``: what a folder's dumps occupy on disk
+    (None for a manifest, which holds digests only). ``notes``: about the
+    schema used, for stderr (``note: ...``/``warning: ...``, see
+    ``sources.schemas.choose_schema``); not part of the JSON."""
 
     __slots__ = (
+        "disk",
         "errors",
         "groups",
         "largest",
@@ -182,6 +212,7 @@ class RunStats(Value):
         skipped: tuple[Skipped, ...],
         errors: tuple[Problem, ...],
         notes: tuple[str, ...] = (),
+        disk: Disk | None = None,
     ) -> None:
         self.run = run
         self.source = source
@@ -197,6 +228,7 @@ class RunStats(Value):
         self.skipped = skipped
         self.errors = errors
         self.notes = notes
+        self.disk = disk
 
 
 # --- computing ---------------------------------------------------------------
@@ -313,6 +345,7 @@ def run_stats(
         malformed=tuple(malformed),
         skipped=listing.skipped,
         errors=listing.errors,
+        disk=None if source == "manifest" else _disk(listing.files),
     )
 
 

@@ -106,7 +106,8 @@ def _buffer_lines(b: BufferResult, report: Report) -> list[str]:
         lines.append(f"  in run {'A' if b.status == 'only_in_a' else 'B'} only")
         return lines
     if b.status == "length_mismatch":
-        lines.append(f"  {b.n_elements_a:,} elements in A, {b.n_elements_b:,} in B")
+        n = b.n_elements_a or 0
+        lines.append(f"  {n:,} {'element' if n == 1 else 'elements'} in A, {b.n_elements_b:,} in B")
     if b.n_diff is None:
         lines.append(f"  {b.message or 'its bytes differ'}")
         chunk = b.first_divergent_chunk
@@ -130,9 +131,12 @@ def _buffer_lines(b: BufferResult, report: Report) -> list[str]:
     if b.max_ulp is not None:
         lines.append(f"  Greatest ULP distance: {b.max_ulp:,} (up to {allowed['ulp']} allowed)")
     if b.first_index is not None:
+        from .render.text import format_value  # the digits that tell the dtype's values apart
+
         lines.append(
             f"  First difference at index {_index(b.first_index, shape)}: "
-            f"A={_number(b.a)} ({b.a_bits}), B={_number(b.b)} ({b.b_bits})"
+            f"A={format_value(b.a, b.dtype)} ({b.a_bits}), "
+            f"B={format_value(b.b, b.dtype)} ({b.b_bits})"
         )
     nan = b.n_nan_mismatch or 0
     inf = b.n_inf_mismatch or 0

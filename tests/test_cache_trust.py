@@ -369,3 +369,35 @@ def test_work_counts_only_the_files_it_read_to_hash(tmp_path: Path) -> None:
     assert h.returncode == 0, h.stderr
     w = work("compare", manifest, b, "--no-cache")
     assert (w["files_hashed"], w["bytes_hashed"]) == (3, 3 * 64)  # only run B's files
+
+
+def test_cache_verification_reads_are_counted_apart(tmp_path: Path) -> None:
+    """--cache-verify re-hashes cache hits: work.files_verified and
+    bytes_verified count those reads (files_hashed does not), and -v says so."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    for run in (a, b):
+        run.mkdir()
+        for step in range(3):
+            (run / f"step_{step}_rewards.bin").write_bytes(bytes(range(64)))
+    cache = ("--cache", "--cache-dir", str(tmp_path / "cache"), "--cache-min-age", "0")
+
+    def work(*more: str) -> dict:
+        p = cli("compare", a, b, *cache, *more, "--format", "json")
+        assert p.returncode == 0, p.stderr
+        return json.loads(p.stdout)["work"]
+
+    w = work()  # fills the cache
+    assert (w["files_hashed"], w["files_verified"], w["bytes_verified"]) == (6, 0, 0)
+    w = work()  # hits, none verified
+    assert (w["files_hashed"], w["files_verified"], w["bytes_verified"]) == (0, 0, 0)
+    w = work("--cache-verify", "1")
+    assert (w["files_hashed"], w["bytes_hashed"]) == (0, 0)
+    assert (w["files_verified"], w["bytes_verified"]) == (6, 6 * 64)
+    w = work("--cache-verify", "0.5")
+    assert (w["files_verified"], w["bytes_verified"]) == (3, 3 * 64)
+    p = cli("compare", a, b, *cache, "--cache-verify", "1", "-v")
+    assert p.returncode == 0
+    assert p.stdout.splitlines()[-1] == (
+        "cache: 6 hits verified by hashing again (384 bytes read, besides 0 hashed)"
+    )
+    assert "cache:" not in cli("compare", a, b, *cache, "-v").stdout

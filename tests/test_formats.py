@@ -204,6 +204,58 @@ def test_npz_archives_as_runs_and_as_steps(tmp_path: Path, compressed: bool) -> 
     assert cli("compare", a / "step_0.npz", b / "step_0.npz").returncode == 0
 
 
+def test_a_refused_npz_member_is_an_error_and_the_archive_is_still_compared(
+    tmp_path: Path,
+) -> None:
+    # savez_compressed runs whose step 1 archive holds a Fortran-order member
+    # (not gathered out of a stream): an error for that member only; the
+    # member g that differs is compared and reported, and step 1 is kept.
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    r = np.random.default_rng(5)
+    f = np.asfortranarray(r.standard_normal((3, 5)))
+    for step in range(3):
+        x, g = r.standard_normal(8).astype(np.float32), r.standard_normal(6)
+        extra = {"f": f} if step == 1 else {}
+        np.savez_compressed(a / f"step_{step}.npz", x=x, g=g, **extra)
+        g = g.copy()
+        if step == 1:
+            g[2] += 1
+        np.savez_compressed(b / f"step_{step}.npz", x=x, g=g, **extra)
+    out = cli("compare", a, b, "--format", "json")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    lines = out.stderr.splitlines()
+    assert len(lines) == 2
+    for side, line in zip((a, b), lines, strict=True):
+        assert line.startswith(f"fastdiff: error: {side / 'step_1.npz'}: member 'f.npy': ")
+        assert "np.ascontiguousarray" in line
+        assert line.endswith("; this member was not compared")
+    doc = json.loads(out.stdout)
+    rows = {(d["step"], d["name"]): d["status"] for d in doc["buffers"]}
+    assert rows == {
+        (0, "x"): "equal", (0, "g"): "equal",
+        (1, "x"): "equal", (1, "g"): "diverged", (1, "f"): "error",
+        (2, "x"): "equal", (2, "g"): "equal",
+    }  # fmt: skip
+    assert doc["first_divergent_step"] == 1
+    text = cli("compare", a, b).stdout
+    assert "step 1: 1 equal, 1 diverged, 1 error" in text
+    assert "compared as raw bytes" not in text  # f was not compared at all
+    # The archive given as the run: the same, at step 0.
+    out = cli("compare", a / "step_1.npz", b / "step_1.npz", "--format", "json")
+    assert out.returncode == 2 and out.stderr.count("member 'f.npy'") == 2
+    rows = {d["name"]: d["status"] for d in json.loads(out.stdout)["buffers"]}
+    assert rows == {"x": "equal", "g": "diverged", "f": "error"}
+    # Stored (np.savez), the same Fortran-order member is gathered and compared.
+    np.savez(a / "step_1.npz", x=x, g=g, f=f)
+    np.savez(b / "step_1.npz", x=x, g=g, f=f)
+    rows = {
+        d["name"]: d["status"] for d in report(a / "step_1.npz", b / "step_1.npz")[1]["buffers"]
+    }
+    assert rows == {"x": "equal", "g": "equal", "f": "equal"}
+
+
 def test_a_compressed_member_whose_crc_fails_is_malformed(tmp_path: Path) -> None:
     import zipfile
 

@@ -24,6 +24,7 @@ from helpers import fastdiff
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fastdiff.sources.buffers import Unread
 from fastdiff.sources.npy import NpyError, parse_header
 from fastdiff.sources.npz import NpzError
 from fastdiff.sources.npz import read_file as read_npz
@@ -618,6 +619,9 @@ def test_the_members_of_a_zip_read_whole_or_are_malformed(
         except NpzError:
             return
         for ref in refs:
+            if isinstance(ref, Unread):  # a member refused alone, in one line
+                assert "\n" not in ref.reason and ref.reason.startswith("member ")
+                continue
             try:
                 with open_buffer(ref) as reader:
                     got = bytes(reader.read_into(memoryview(bytearray(ref.size)), 0))
@@ -651,5 +655,8 @@ def test_the_zip_reader_reads_or_refuses(
     finally:
         path.unlink()
     for ref in refs:
+        if isinstance(ref, Unread):
+            assert "\n" not in ref.reason
+            continue
         stored = ref.codec.stored if ref.codec is not None else ref.size  # type: ignore[attr-defined]
         assert ref.offset >= 0 and ref.offset + stored <= len(raw)

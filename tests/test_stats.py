@@ -114,6 +114,15 @@ def expected(run: str, files: list[File], top: int = 10, source: str = "folder")
             **tally(files),
             "bytes_per_step": {"min": min(per_step), "max": max(per_step)},
         },
+        # raw dumps: each its own file, of the dump's bytes; a manifest: no data
+        "disk": None
+        if source == "manifest"
+        else {
+            "files": len(files),
+            "bytes": sum(f[4] for f in files),
+            "digests_only": 0,
+            "digests_only_bytes": 0,
+        },
         "steps": [
             {
                 "step": s,
@@ -222,8 +231,9 @@ def test_manifest_gives_the_same_stats(tmp_path: Path) -> None:
         str(manifest), rl_files([0, 1], drop=frozenset({(1, "ph_mu")})), source="manifest"
     )
     assert doc == want
-    assert {k: v for k, v in doc.items() if k not in ("run", "source")} == {
-        k: v for k, v in stats_json(run).items() if k not in ("run", "source")
+    # The same, but for what lies on disk: a manifest holds digests only.
+    assert {k: v for k, v in doc.items() if k not in ("run", "source", "disk")} == {
+        k: v for k, v in stats_json(run).items() if k not in ("run", "source", "disk")
     }
 
 
@@ -416,3 +426,49 @@ def test_stats_imports_neither_numpy_nor_numba() -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
     )
     assert p.stderr == "0 []\n"
+
+
+def test_digest_only_dumps_are_told_apart_from_files_on_disk(tmp_path: Path) -> None:
+    import numpy as np
+
+    from fastdiff import Recorder
+
+    run = tmp_path / "rec"
+    with Recorder(run, data=lambda s: s % 2 == 0) as rec:
+        for step in range(5):
+            rec.dump(step, "w", np.linspace(0, 1, 300, dtype=np.float32) * (step + 1))
+            rec.dump(step, "ids", np.arange(6, dtype=np.int64) + step)
+    on_disk = [p for p in run.iterdir() if not p.name.startswith(".")]
+    assert len(on_disk) == 6  # steps 0, 2, 4: two files each
+    dumps = 5 * (300 * 4 + 6 * 8)
+    doc = stats_json(str(run))
+    assert doc["totals"]["files"] == 10 and doc["totals"]["bytes"] == dumps
+    assert doc["disk"] == {
+        "files": 6,
+        "bytes": sum(p.stat().st_size for p in on_disk),  # .npy headers included
+        "digests_only": 4,
+        "digests_only_bytes": 2 * (300 * 4 + 6 * 8),
+    }
+    p = fastdiff("stats", run)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[1].startswith(
+        f"total: 5 steps, 2 buffers, 10 dumps, 1,530 elements, {dumps:,} bytes"
+    )
+    disk = doc["disk"]["bytes"]
+    assert lines[2] == (
+        f"on disk: 6 files, {disk:,} bytes ({disk / 1024:.1f} KiB); 4 dumps of 2,496 bytes "
+        "(2.4 KiB) are digests only, in the digest log (no data file)"
+    )
+
+
+def test_steps_of_nearly_one_size_say_so(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    for step, n in enumerate((8952, 8959, 8955)):
+        (run / f"step_{step}_x.bin").write_bytes(bytes(n))
+    p = fastdiff("stats", run)
+    assert p.returncode == 0
+    lines = p.stdout.splitlines()
+    assert lines[1].startswith("total: 3 steps, 1 buffer, 3 files, ")  # raw files: no disk line
+    assert lines[2] == "per step: about 8.7 KiB each (8,952 to 8,959 bytes)"

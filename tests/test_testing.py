@@ -189,3 +189,21 @@ def test_the_message_says_where_the_divergence_was_born() -> None:
     with pytest.raises(AssertionError) as plain:
         assert_runs_equal(ex / "run-a", ex / "run-b", schema="raw")
     assert "Born in" not in str(plain.value) and "Origin:" not in str(plain.value)
+
+
+def test_values_one_ulp_apart_print_apart(tmp_path: Path) -> None:
+    # 0.12335 in f32 and its neighbour: 6 digits would print both as 0.12335.
+    x = np.full(4, 0.12335, dtype=np.float32)
+    y = x.copy()
+    y[2] = np.nextafter(y[2], np.float32(1))
+    a, b = run(tmp_path / "a", {(0, "w"): x}), run(tmp_path / "b", {(0, "w"): y})
+    with pytest.raises(AssertionError) as info:
+        assert_runs_equal(a, b)
+    line = next(x for x in str(info.value).splitlines() if "First difference" in x)
+    bits = [f"0x{int(v.view(np.uint32)):08x}" for v in (x[2], y[2])]
+    prefix = "  First difference at index (2,): A="
+    assert line.startswith(prefix), line
+    shown_a, rest = line[len(prefix) :].split(f" ({bits[0]}), B=")
+    shown_b = rest.removesuffix(f" ({bits[1]})")
+    assert shown_a != shown_b  # told apart, and each reads back as its value
+    assert np.float32(shown_a) == x[2] and np.float32(shown_b) == y[2]

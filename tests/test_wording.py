@@ -57,3 +57,66 @@ def test_watch_says_the_statuses_as_compare_does(tmp_path: Path) -> None:
     assert "step 1: DIVERGED [F]: 33 equal, 1 only in run A" in watched.stdout
     compared = fastdiff("compare", a, b)
     assert "step 1: 33 equal, 1 only in run A  diverged: F" in compared.stdout
+
+
+def test_counts_of_one_are_singular(tmp_path: Path) -> None:
+    files = {
+        "step_0_a.bin": (b"\1", b"\1\2"),  # 1 element against 2
+        "step_0_b.bin": (b"\1", b"\2"),  # 1 of 1 differs
+        "step_0_c.bin": (b"\1", b"\1"),  # equal, 1 element
+    }
+    ra, rb = write_runs(tmp_path, files)
+    text = fastdiff("compare", ra, rb, "--schema", "raw", "-v").stdout
+    assert "LENGTH MISMATCH: A has 1 element, B 2" in text
+    assert "1 of 1 element differs (100%)" in text
+    assert "equal (1 element)" in text
+    assert " 1 elements" not in text
+
+
+def test_sweep_names_both_diverging_pairs(tmp_path: Path) -> None:
+    schema = tmp_path / "s.toml"
+    schema.write_text('[[group]]\nkey = "D"\n[group.members]\nw = { dtype = "u8", inputs = [] }\n')
+    runs = []
+    for name, data in (("base", bytes(4)), ("same", bytes(4)), ("div", b"\0\1\0\0")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "step_0_w.bin").write_bytes(data)
+        runs.append(str(tmp_path / name))
+    r = fastdiff("sweep", "--all", *runs, "--schema", schema, "--format", "text")
+    assert r.returncode == 1, r.stderr
+    assert "3 pairs: 1 identical, 2 diverged, 0 with errors" in r.stdout
+    assert "first origin reproducible: D w at step 0 in both diverging pairs" in r.stdout
+
+
+def test_a_buffer_compared_by_digests_keeps_its_shape_and_says_so_once(tmp_path: Path) -> None:
+    schema = tmp_path / "s.toml"
+    schema.write_text(
+        '[[group]]\nkey = "E"\n[group.members]\nw = { dtype = "f32", shape = [2, 2] }\n'
+    )
+    ra, rb = write_runs(tmp_path, {"step_0_w.bin": (bytes(16), bytes(12) + b"\0\0\x80\x3f")})
+    manifest = tmp_path / "a.json"
+    h = fastdiff("hash", ra, "-o", manifest, "--schema", schema, "--no-cache")
+    assert h.returncode == 0, h.stderr
+    lines = fastdiff("compare", manifest, rb, "--schema", schema).stdout.splitlines()
+    (line,) = [ln for ln in lines if " w [" in ln]
+    assert line.startswith("    E  w [f32, (2, 2)]  DIVERGED; compared by digests only"), line
+    assert line.count("digests only") == 1, line
+    assert "first differing chunk: bytes 0..16" in line
+
+
+def test_the_group_table_stays_aligned_with_long_group_keys() -> None:
+    data = REPO / "tests" / "data" / "torch"
+    out = fastdiff("compare", data / "checkpoint_a.pt", data / "checkpoint_b.pt").stdout
+    lines = out.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("VERDICT:")) + 1
+    table = []
+    for ln in lines[start:]:
+        if not ln:
+            break
+        table.append(ln)
+    assert len(table) == 3, table
+    # the key column right-aligned, the title and the state each in one column
+    keys = [ln.split()[0] for ln in table]
+    assert {ln.index(k) + len(k) for ln, k in zip(table, keys, strict=True)} == {11}
+    assert (
+        len({ln.index(w) for ln, w in zip(table, ("equal", "DIVERGED", "equal"), strict=True)}) == 1
+    )

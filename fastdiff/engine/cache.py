@@ -134,6 +134,7 @@ class DigestCache:
         "_queued",
         "folder",
         "hits",
+        "last_verified",
         "min_age_ns",
         "path",
         "verified",
@@ -159,6 +160,9 @@ class DigestCache:
         self.warnings: list[str] = []
         self.hits = 0
         self.verified = 0
+        #: The buffers the last ``get_many`` re-hashed to verify its hits
+        #: (whether they matched or not): reads a caller may count.
+        self.last_verified: list[BufferRef] = []
         self._queued: list[tuple[object, ...]] = []
         self._db: sqlite3.Connection | None = None
         try:
@@ -278,6 +282,7 @@ class DigestCache:
         import sqlite3
 
         out: dict[BufferRef, BufferDigest] = {}
+        self.last_verified = []
         if self._db is None:
             return out
         wanted: dict[tuple[object, ...], list[BufferRef]] = {}
@@ -342,6 +347,8 @@ class DigestCache:
             with ThreadPoolExecutor(min(k, os.cpu_count() or 1)) as pool:
                 done = pool.map(hash_batch, [[f] for f in sample], [chunk_size] * k)
                 fresh = [r for batch in done for r in batch]
+        self.last_verified = [f for f, got in zip(sample, fresh, strict=True)
+                              if isinstance(got, BufferDigest)]  # fmt: skip
         for f, got in zip(sample, fresh, strict=True):
             if not isinstance(got, BufferDigest):
                 del hits[f]

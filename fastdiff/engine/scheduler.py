@@ -166,8 +166,9 @@ class _Job(_Need):
     """A submitted plan on its way through the stages."""
 
     __slots__ = (
-        "bytes_hashed", "bytes_scanned", "cs_a", "cs_b", "engines", "errors", "files_hashed",
-        "notes", "pairs_scanned", "plan", "results", "scans_left", "to_hash",
+        "bytes_hashed", "bytes_scanned", "bytes_verified", "cs_a", "cs_b", "engines", "errors",
+        "files_hashed", "files_verified", "notes", "pairs_scanned", "plan", "results",
+        "scans_left", "to_hash",
     )  # fmt: skip
 
     def __init__(self, plan: Plan, opts: CompareOptions) -> None:
@@ -183,6 +184,7 @@ class _Job(_Need):
         self.notes = ready.notes
         self.scans_left = 0
         self.files_hashed = self.bytes_hashed = 0
+        self.files_verified = self.bytes_verified = 0
         self.pairs_scanned = self.bytes_scanned = 0
         self.engines: set[str] = set()
 
@@ -441,9 +443,17 @@ class Scheduler:
             for (f, cs), _ in new:
                 by_cs.setdefault(cs, []).append(f)
             hits: dict[tuple[BufferRef, int], BufferDigest] = {}
+            owners = None
             for cs, files in by_cs.items():
                 for f, d in self.cache.get_many(files, cs).items():
                     hits[(f, cs)] = d
+                for f in self.cache.last_verified:  # re-hashed to verify the cache: counted
+                    if owners is None:
+                        owners = dict(new)
+                    need = owners[(f, cs)][0]
+                    if isinstance(need, _Job):
+                        need.files_verified += 1
+                        need.bytes_verified += f.size
             if hits:
                 rest = []
                 for key, group in new:
@@ -613,6 +623,8 @@ class Scheduler:
         work = Work(
             files_hashed=job.files_hashed,
             bytes_hashed=job.bytes_hashed,
+            files_verified=job.files_verified,
+            bytes_verified=job.bytes_verified,
             pairs_scanned=job.pairs_scanned,
             bytes_scanned=job.bytes_scanned,
             engine=",".join(sorted(job.engines)) or None,

@@ -41,6 +41,14 @@ def stats_dict(s: RunStats) -> dict[str, Any]:
             **tally_dict(s.total),
             "bytes_per_step": {"min": min(per_step, default=0), "max": max(per_step, default=0)},
         },
+        "disk": None
+        if s.disk is None
+        else {
+            "files": s.disk.files,
+            "bytes": s.disk.bytes,
+            "digests_only": s.disk.digests_only,
+            "digests_only_bytes": s.disk.digests_only_bytes,
+        },
         "steps": [
             {
                 "step": st.step,
@@ -126,14 +134,34 @@ def render_stats_text(s: RunStats) -> str:
     t = s.total
     lines = [f"run: {display_path(s.run)} ({s.source}), schema {display_path(s.schema)}"]
     per_step = [st.total.bytes for st in s.steps]
+    disk = s.disk
+    # A dump is a file of its own unless a container holds several, or a
+    # recorder's digest log holds it as a digest only.
+    apart = disk is not None and (disk.digests_only or disk.files != t.files)
     lines.append(
         f"total: {plural(s.n_steps, 'step')}, {plural(s.n_buffers, 'buffer')}, "
-        f"{plural(t.files, 'file')}, {plural(t.elements, 'element')}, "
+        f"{plural(t.files, 'dump' if apart else 'file')}, {plural(t.elements, 'element')}, "
         f"{t.bytes:,} bytes ({format_bytes(t.bytes)}); dtypes {' '.join(t.dtypes) or '-'}"
     )
+    if disk is not None and (apart or disk.bytes != t.bytes):
+        size = f"{disk.bytes:,} bytes ({format_bytes(disk.bytes)})"
+        line = f"on disk: {plural(disk.files, 'file')}, {size}"
+        if disk.digests_only:
+            n, b = disk.digests_only, disk.digests_only_bytes
+            are = "is a digest" if n == 1 else "are digests"
+            line += (
+                f"; {plural(n, 'dump')} of {b:,} bytes ({format_bytes(b)}) {are} only, "
+                "in the digest log (no data file)"
+            )
+        lines.append(line)
     if per_step:
         lo, hi = min(per_step), max(per_step)
-        each = format_bytes(lo) if lo == hi else f"{format_bytes(lo)} to {format_bytes(hi)}"
+        if lo == hi:
+            each = format_bytes(lo)
+        elif format_bytes(lo) == format_bytes(hi):
+            each = f"about {format_bytes(lo)} each ({lo:,} to {hi:,} bytes)"
+        else:
+            each = f"{format_bytes(lo)} to {format_bytes(hi)}"
         lines.append(f"per step: {each}")
 
     # Steps with the same content per group share one row.

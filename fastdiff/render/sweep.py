@@ -86,11 +86,11 @@ def format_sweep_row(report: Report) -> str:
 def render_sweep_summary_text(summary: SweepSummary, runs: Sequence[tuple[str, str]] = ()) -> str:
     """The summary; ``runs``: each pair's two runs, in order (to name pairs)."""
     lines = [
-        f"{summary.pairs} pairs: {summary.identical} identical, {summary.diverged} diverged, "
-        f"{summary.error} with errors"
+        f"{plural(summary.pairs, 'pair')}: {summary.identical} identical, "
+        f"{summary.diverged} diverged, {summary.error} with errors"
         + (f" ({summary.error_and_diverged} of them diverged too)"
            if summary.error_and_diverged else "")
-        + f" ({summary.elapsed_s:.2f} s, {summary.cache_hits} digests from the cache)"
+        + f" ({summary.elapsed_s:.2f} s, {plural(summary.cache_hits, 'digest')} from the cache)"
     ]  # fmt: skip
     if summary.interrupted:
         lines[0] = "interrupted; finished " + lines[0]
@@ -127,8 +127,13 @@ def origin_lines(summary: SweepSummary, runs: Sequence[tuple[str, str]] = ()) ->
                 "diverged buffers are receivers or undetermined, or have no inputs)"]  # fmt: skip
     if found.reproducible:
         ((o, pairs),) = found.groups
-        return [f"first origin reproducible: {_origin_text(o)} in all "
-                f"{plural(len(pairs), 'diverging pair')}"]  # fmt: skip
+        n = len(pairs)
+        every = (
+            "the one diverging pair"
+            if n == 1
+            else ("both diverging pairs" if n == 2 else f"all {n:,} diverging pairs")
+        )
+        return [f"first origin reproducible: {_origin_text(o)} in {every}"]  # fmt: skip
 
     def named(i: int) -> str:
         if i < len(runs):

@@ -85,14 +85,14 @@ def _count_part(b: BufferResult) -> str | None:
         return None
     total = min(b.n_elements_a or 0, b.n_elements_b or 0)
     if b.n_diff:
-        count = f"{b.n_diff:,} of {total:,} elements {_differ(b.n_diff)}"
+        count = f"{b.n_diff:,} of {plural(total, 'element')} {_differ(b.n_diff)}"
         if b.diff_fraction is not None:
             count += f" ({_percent(b.diff_fraction)})"
         if b.n_within_tolerance:
             count += f" and {b.n_within_tolerance:,} more {WITHIN_TOLERANCE.phrase}"
     else:
         n = b.n_within_tolerance
-        count = f"{n:,} of {total:,} elements {_differ(n)}, all {WITHIN_TOLERANCE.phrase}"
+        count = f"{n:,} of {plural(total, 'element')} {_differ(n)}, all {WITHIN_TOLERANCE.phrase}"
     where = _where(b)  # every element whose bits differ, within tolerance or not
     if where is None:
         return count
@@ -162,7 +162,10 @@ def _chunk_part(b: BufferResult) -> str | None:
     if b.first_divergent_chunk is None:
         return None
     lo, hi = b.first_divergent_chunk
-    return f"first differing chunk: bytes {lo}..{hi} (compared by digests only)"
+    said = b.message is not None and "by digests only" in b.message  # said once is enough
+    return f"first differing chunk: bytes {lo}..{hi}" + (
+        "" if said else " (compared by digests only)"
+    )
 
 
 def _field_text(f: FieldDiff) -> str:
@@ -249,7 +252,7 @@ def _format_buffer(b: BufferResult) -> str:
     word = STATUS[b.status]
     if b.status == "equal":
         n = b.n_elements_a
-        return f"{head}  {word.label}" + ("" if n is None else f" ({n:,} elements)")
+        return f"{head}  {word.label}" + ("" if n is None else f" ({plural(n, 'element')})")
     if b.status in ("only_in_a", "only_in_b"):
         return f"{head}  {word.label}"
     if b.status in ("malformed", "error"):
@@ -260,7 +263,9 @@ def _format_buffer(b: BufferResult) -> str:
         return line
     parts = []
     if b.status == "length_mismatch":
-        parts.append(f"{word.label}: A has {b.n_elements_a:,} elements, B {b.n_elements_b:,}")
+        parts.append(
+            f"{word.label}: A has {plural(b.n_elements_a or 0, 'element')}, B {b.n_elements_b:,}"
+        )
         if b.n_diff == 0 and not b.n_within_tolerance:
             parts.append("common prefix equal")
         elif b.n_diff is None and b.first_divergent_chunk is None and b.message:
@@ -336,6 +341,12 @@ def render_text(report: Report, verbose: bool = False) -> str:
         lines += _ranks_lines(report, verbose)
     else:
         lines += _body_lines(report, verbose)
+    w = report.work
+    if verbose and w.files_verified:  # --cache-verify's reads, not counted as hashing
+        lines.append(
+            f"cache: {plural(w.files_verified, 'hit')} verified by hashing again "
+            f"({w.bytes_verified:,} bytes read, besides {w.bytes_hashed:,} hashed)"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -508,7 +519,7 @@ def _ranks_verdict(report: Report) -> list[str]:
                 f"VERDICT: {word.phrase}: {plural(len(report.errors), 'problem')} (above); no "
                 f"divergence on any of the {n} among the buffers that could be compared"
             ]
-        close = f", {report.n_within_tolerance} buffers only {WITHIN_TOLERANCE.phrase}"
+        close = f", {plural(report.n_within_tolerance, 'buffer')} only {WITHIN_TOLERANCE.phrase}"
         return [f"VERDICT: {word.phrase}: {n}{close if report.n_within_tolerance else ''}"]
     diverged = VERDICT["diverged"].phrase
     state = diverged if report.verdict == "diverged" else f"{word.phrase}, and {diverged}"
@@ -551,10 +562,11 @@ def _verdict_lines(report: Report) -> list[str]:
     out = [f"{head}: first divergent step {report.first_divergent_step}; groups: {suspects}"]
     out += born_lines(report)
     width = max(len(t) for t in titles.values()) + 4
+    key_w = max(5, *map(len, keys.values()))  # long keys (by-name groups) stay aligned
     for g in report.groups:
         state = GROUP_STATUS[g.status].label
         tail = f": {', '.join(map(display_path, g.diverged))}" if g.diverged else ""
-        out.append(f"  {keys[g.key]:>5}  {titles[g.key]:<{width}}{state}{tail}")
+        out.append(f"  {keys[g.key]:>{key_w}}  {titles[g.key]:<{width}}{state}{tail}")
     first = report.origins[0].group if report.origins else None
     # The hint of the group where the divergence was born first, then the others.
     for g in sorted(report.groups, key=lambda g: g.key != first):

@@ -198,6 +198,24 @@ class BufferRef:
         )  # fmt: skip
 
 
+class Unread:
+    """A buffer that a container names but whose own bytes are refused (an
+    ``.npz`` member whose ``.npy`` header is refused, a tensor whose storage
+    record is missing): an error for that buffer alone, while the rest of
+    the container is compared. ``reason``: the one line that says which
+    member and what is wrong (from the format's reader)."""
+
+    __slots__ = ("name", "reason", "step")
+
+    def __init__(self, step: int, name: str, reason: str) -> None:
+        self.step = step
+        self.name = name
+        self.reason = reason
+
+    def __repr__(self) -> str:
+        return f"Unread({self.step}, {self.name!r}, {self.reason!r})"
+
+
 class BufferDigest:
     """The chunk digests of one buffer (an immutable value): the xxh3-128 of
     each ``chunk_size`` bytes from the buffer's start (the last may be

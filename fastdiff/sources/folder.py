@@ -24,7 +24,7 @@ import stat
 
 from ..render.escape import is_utf8
 from ..results import Problem, Skipped
-from .buffers import BufferRef, RunListing, step_filter
+from .buffers import BufferRef, RunListing, Unread, step_filter
 from .names import DIGEST_LOG, DUMP_PATTERN, MAX_STEP_DIGITS, split_name
 from .reader import open_fd
 from .run import RunSource
@@ -205,6 +205,9 @@ def list_entries(root: str, names: Iterable[str], steps: StepFilter | None = Non
             fail(path, parsed, f"{exc}; nothing of it was compared", "malformed")
             continue
         for ref in refs:
+            if isinstance(ref, Unread):  # refused alone: the rest of the container is read
+                fail(path, (ref.step, ref.name), ref.reason, "malformed")
+                continue
             key = (ref.step, ref.name)
             if key in seen:
                 message = (
@@ -238,7 +241,7 @@ _READERS = {
 }
 
 
-def headed_buffers(path: str, step: int, name: str | None, fmt: str) -> list[BufferRef]:
+def headed_buffers(path: str, step: int, name: str | None, fmt: str) -> list[BufferRef | Unread]:
     """The buffers of a dump whose file says what it holds (an ``.npy``: the
     one buffer ``name``; a container: its tensors), read from its header;
     raises OSError, or the format's ValueError."""

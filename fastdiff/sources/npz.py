@@ -6,8 +6,12 @@ range of the archive, hashed through memory maps; a compressed one
 (``np.savez_compressed``) is streamed through the decompressor in bounded
 memory (``buffers.Deflate``), its CRC-32 checked whenever it is read whole.
 The archive is located by its central directory (``ziparchive``), which is
-checked before anything is trusted; an object array, a member that is not
-``.npy``, or an ``.npy`` header that is refused makes the archive refused.
+checked before anything is trusted, and an archive it refuses, or one with a
+member that is not ``.npy``, is refused whole. A member whose own ``.npy``
+header is refused (an object array, say), whose stream is not valid
+deflate, or that is a Fortran-order array compressed (its elements would
+have to be gathered out of a stream) is an error for that member alone
+(``Unread``): the archive's other members are still compared.
 """
 
 from __future__ import annotations
@@ -15,9 +19,9 @@ from __future__ import annotations
 import os
 import zlib
 
-from .buffers import BufferRef, Deflate, RunListing, step_filter
+from .buffers import BufferRef, Deflate, Unread, step_filter
 from .npy import MAX_HEADER_SIZE, PREAMBLE, NpyError, parse_header
-from .run import RunSource, refused
+from .run import RunSource, container_listing, refused
 from .ziparchive import ZipError, read_members
 
 TYPE_CHECKING = False
@@ -49,37 +53,45 @@ def _head(fd: int, m: ZipMember) -> bytes:
             while z.unconsumed_tail and len(out) < want:
                 out += z.decompress(z.unconsumed_tail, want - len(out))
     except zlib.error as exc:
-        raise NpzError(f"member {m.name!r} is not a valid deflate stream ({exc})") from None
+        raise NpzError(f"member {m.name!r}: not a valid deflate stream ({exc})") from None
     return out
 
 
-def archive_buffers(path: str, step: int, fd: int, st: os.stat_result) -> list[BufferRef]:
-    """The buffers of an open ``.npz`` file (at ``step``); raises NpzError."""
+def archive_buffers(path: str, step: int, fd: int, st: os.stat_result) -> list[BufferRef | Unread]:
+    """The buffers of an open ``.npz`` file (at ``step``), in archive order:
+    a member whose own header or stream is refused is an ``Unread`` (an
+    error for that member alone); raises NpzError when the archive as a
+    whole is refused."""
     try:
         members = read_members(fd, st.st_size)
     except ZipError as exc:
         raise NpzError(str(exc)) from None
-    out: list[BufferRef] = []
-    dev, ino, mtime, ctime, size = st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size
     for m in members:
         if not m.name.endswith(".npy"):
             raise NpzError(f"member {m.name!r} is not an .npy array")
+    out: list[BufferRef | Unread] = []
+    dev, ino, mtime, ctime, size = st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size
+    for m in members:
+        name = m.name[:-4]
         try:
             h = parse_header(_head(fd, m), m.size)
-        except NpyError as exc:
-            raise NpzError(f"member {m.name!r}: {exc}") from None
-        name = m.name[:-4]
+        except (NpyError, NpzError) as exc:
+            out.append(Unread(step, name, _unread(m, str(exc))))
+            continue
         if m.method == 0:
             ref = BufferRef(
                 path, step, name, h.nbytes, dev, ino, mtime, ctime, m.data_offset + h.data_offset,
                 size, h.dtype, h.shape, h.codec,
             )  # fmt: skip
+        elif h.codec is not None:
+            why = (
+                "a Fortran-order array in a compressed archive (np.savez_compressed), which "
+                "fastdiff does not gather; save it in C order (np.ascontiguousarray) or "
+                "uncompressed (np.savez)"
+            )
+            out.append(Unread(step, name, _unread(m, why)))
+            continue
         else:
-            if h.codec is not None:
-                raise NpzError(
-                    f"member {m.name!r}: a Fortran-order array in a compressed archive; "
-                    "fastdiff reads those stored (np.savez), or in C order"
-                )
             codec = Deflate(m.stored, m.crc, h.data_offset)
             ref = BufferRef(
                 path, step, name, h.nbytes, dev, ino, mtime, ctime, m.data_offset, size,
@@ -89,7 +101,12 @@ def archive_buffers(path: str, step: int, fd: int, st: os.stat_result) -> list[B
     return out
 
 
-def read_file(path: str, step: int) -> list[BufferRef]:
+def _unread(m: ZipMember, why: str) -> str:
+    prefix = f"member {m.name!r}: "
+    return f"{prefix}{why.removeprefix(prefix)}; this member was not compared"
+
+
+def read_file(path: str, step: int) -> list[BufferRef | Unread]:
     """The buffers of the ``.npz`` at ``path``; raises OSError or NpzError."""
     import stat
 
@@ -116,4 +133,4 @@ def open_source(spec: str, steps: StepFilter | None = None) -> RunSource:
     want = step_filter(steps)
     if want is not None and not want(0):
         refs = []
-    return RunSource(spec, RunListing(spec, tuple(refs), (), ()), steps=steps, kind="npz")
+    return RunSource(spec, container_listing(spec, refs), steps=steps, kind="npz")

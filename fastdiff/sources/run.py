@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from ..results import Problem
-from .buffers import RunListing
+from .buffers import RunListing, Unread
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from ..results import Skipped
     from ..schema import Schema
-    from .buffers import StepFilter
+    from .buffers import BufferRef, StepFilter
 
 
 class RunSource:
@@ -77,3 +80,23 @@ def refused(spec: str, message: str, kind: str) -> RunSource:
     """A run that cannot be used at all: its listing holds the one problem."""
     problem = Problem(spec, message, kind=kind)
     return RunSource(spec, RunListing(spec, (), (), (problem,), readable=False))
+
+
+def container_listing(
+    spec: str, items: Iterable[BufferRef | Unread], skipped: tuple[Skipped, ...] = ()
+) -> RunListing:
+    """The listing of a container file given as a run: its buffers, and an
+    error (and a broken buffer) for each buffer whose bytes its reader
+    refused (``Unread``), the rest of the container still compared."""
+    refs: list[BufferRef] = []
+    errors: list[Problem] = []
+    broken: list[tuple[tuple[int, str], Problem]] = []
+    for item in items:
+        if isinstance(item, Unread):
+            problem = Problem(spec, item.reason, kind="malformed")
+            errors.append(problem)
+            broken.append(((item.step, item.name), problem))
+        else:
+            refs.append(item)
+    broken.sort(key=lambda item: item[0])
+    return RunListing(spec, tuple(refs), skipped, tuple(errors), True, tuple(broken))

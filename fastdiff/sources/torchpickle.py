@@ -93,15 +93,20 @@ class StorageType:
 
 class Storage:
     """A storage of the archive: its key (member ``data/<key>``), element
-    type, bytes, and where its bytes start in the archive file."""
+    type, bytes, and where its bytes start in the archive file. ``problem``:
+    why its record cannot be read (its tensors are then not compared), or
+    None."""
 
-    __slots__ = ("data_offset", "dtype", "key", "nbytes")
+    __slots__ = ("data_offset", "dtype", "key", "nbytes", "problem")
 
-    def __init__(self, key: str, dtype: DType, nbytes: int, data_offset: int) -> None:
+    def __init__(
+        self, key: str, dtype: DType, nbytes: int, data_offset: int, problem: str | None = None
+    ) -> None:
         self.key = key
         self.dtype = dtype
         self.nbytes = nbytes
         self.data_offset = data_offset
+        self.problem = problem
 
 
 class Tensor:

@@ -22,10 +22,12 @@ contiguous tensor is a byte range of its storage's member (from
 ``storage_offset`` x itemsize); any other view (transposed, sliced with
 steps, expanded) is gathered in logical order, strides honoured
 (``buffers.Strided``). Tensors that are the very same view of one storage
-(tied weights) share a ``span``: their bytes are hashed once. A view that
-reaches past its storage, a storage whose member is missing, compressed or
-not the size its pickle says, a ``data.pkl`` over ``MAX_PICKLE`` bytes, and
-every archive ``ziparchive`` refuses, are refused.
+(tied weights) share a ``span``: their bytes are hashed once. A
+``data.pkl`` over ``MAX_PICKLE`` bytes or that the interpreter refuses, and
+every archive ``ziparchive`` refuses, are refused whole. A tensor whose view
+reaches past its storage, or whose storage's member is missing, compressed
+or not the size the pickle says, is an error for that tensor alone
+(``Unread``): the archive's other tensors are still compared.
 """
 
 from __future__ import annotations
@@ -34,8 +36,8 @@ import os
 import zlib
 
 from ..dtypes import DTYPES
-from .buffers import BufferRef, RunListing, Strided, step_filter
-from .run import RunSource, refused
+from .buffers import BufferRef, Strided, Unread, step_filter
+from .run import RunSource, container_listing, refused
 from .torchpickle import PickleRefused, Storage, load, walk
 from .ziparchive import ZipError, read_members
 
@@ -67,7 +69,7 @@ class Archive:
 
     __slots__ = ("buffers", "left_out")
 
-    def __init__(self, buffers: list[BufferRef], left_out: int) -> None:
+    def __init__(self, buffers: list[BufferRef | Unread], left_out: int) -> None:
         self.buffers = buffers
         self.left_out = left_out
 
@@ -171,6 +173,24 @@ def _view(t: Tensor, name: str, dt: DType) -> tuple[int, int, Strided | None]:
     return start, numel * w, codec
 
 
+def _storage_problem(m: ZipMember | None, key: str, kind: StorageType, numel: int) -> str | None:
+    """What is wrong with storage ``key``'s record ``m`` (None: nothing)."""
+    if m is None:
+        return f"its storage's member data/{key} is not in the archive"
+    if m.method != 0:
+        return (
+            f"its storage data/{key} is compressed (torch.save stores storages uncompressed; "
+            "fastdiff reads those: was the archive zipped again?)"
+        )
+    nbytes = numel * kind.dtype.itemsize
+    if m.size != nbytes:
+        return (
+            f"its storage data/{key} holds {m.size:,} bytes, but the pickle says {numel:,} "
+            f"elements of {kind.name} ({nbytes:,} bytes)"
+        )
+    return None
+
+
 def read_archive(path: str, step: int, fd: int, st: os.stat_result) -> Archive:
     """The buffers of an open ``torch.save`` archive (at ``step``); raises TorchError."""
     try:
@@ -197,21 +217,12 @@ def read_archive(path: str, step: int, fd: int, st: os.stat_result) -> Archive:
             if seen[0].dtype is not kind.dtype or seen[1] != numel:
                 raise TorchError(f"storage {key!r} is named twice, as two different storages")
             return seen[2]
-        m = by_name.get(f"{prefix}/data/{key}")
-        if m is None:
-            raise TorchError(f"storage {key!r}: its member data/{key} is not in the archive")
-        if m.method != 0:
-            raise TorchError(
-                f"storage data/{key} is compressed (torch.save stores storages uncompressed; "
-                "fastdiff reads those: was the archive zipped again?)"
-            )
         nbytes = numel * kind.dtype.itemsize
-        if m.size != nbytes:
-            raise TorchError(
-                f"storage data/{key} holds {m.size:,} bytes, but its pickle says {numel:,} "
-                f"elements of {kind.name} ({nbytes:,} bytes)"
-            )
-        s = Storage(key, kind.dtype, nbytes, m.data_offset)
+        problem = _storage_problem(by_name.get(f"{prefix}/data/{key}"), key, kind, numel)
+        if problem is not None:  # its tensors are errors; the rest of the archive is read
+            s = Storage(key, kind.dtype, nbytes, -1, problem)
+        else:
+            s = Storage(key, kind.dtype, nbytes, by_name[f"{prefix}/data/{key}"].data_offset)
         storages[key] = (kind, numel, s)
         return s
 
@@ -220,18 +231,28 @@ def read_archive(path: str, step: int, fd: int, st: os.stat_result) -> Archive:
     except PickleRefused as exc:
         raise TorchError(f"data.pkl: {exc}") from None
     placed = []
+    unread: list[Unread] = []
     count: dict[tuple[object, ...], int] = {}
     for name, t in tensors:
         dt = t.dtype
         if big and dt.itemsize > 1:
             dt = DTYPES[dt.name + "be"]
-        start, nbytes, codec = _view(t, name, dt)
+        try:
+            if t.storage.problem is not None:
+                raise TorchError(t.storage.problem)
+            start, nbytes, codec = _view(t, name, dt)
+        except TorchError as exc:
+            why = str(exc).removeprefix(f"tensor {name!r}: ")
+            unread.append(
+                Unread(step, name, f"tensor {name!r}: {why}; this tensor was not compared")
+            )
+            continue
         offset = t.storage.data_offset + start
         view = (offset, nbytes, dt.name, t.shape, codec)
         count[view] = count.get(view, 0) + 1
         placed.append((name, t.shape, dt.name, view))
     dev, ino, mtime, ctime, size = st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size
-    out = []
+    out: list[BufferRef | Unread] = []
     # Views that are the very same bytes are hashed once, as the first of them.
     first: dict[tuple[object, ...], BufferRef] = {}
     for name, shape, dtype, view in placed:
@@ -242,10 +263,10 @@ def read_archive(path: str, step: int, fd: int, st: os.stat_result) -> Archive:
         if count[view] > 1:
             first.setdefault(view, ref)
         out.append(ref)
-    return Archive(out, left_out)
+    return Archive(out + unread, left_out)
 
 
-def archive_buffers(path: str, step: int, fd: int, st: os.stat_result) -> list[BufferRef]:
+def archive_buffers(path: str, step: int, fd: int, st: os.stat_result) -> list[BufferRef | Unread]:
     """The buffers of an open ``torch.save`` archive (at ``step``); raises TorchError."""
     return read_archive(path, step, fd, st).buffers
 
@@ -289,5 +310,5 @@ def open_source(spec: str, steps: StepFilter | None = None) -> RunSource:
             else ("values that are not tensors (numbers, strings, ...) are")
         )
         skipped = (Skipped(spec, f"{n:,} {what} not compared"),)
-    listing = RunListing(spec, tuple(refs), skipped, ())
+    listing = container_listing(spec, refs, skipped)
     return RunSource(spec, listing, steps=steps, kind="torch")

@@ -89,13 +89,14 @@ class Pair:
         )  # fmt: skip
 
     def result(self, status: Status, **fields: object) -> BufferResult:
-        """A BufferResult for this pair, with its identity filled in; an equal
-        buffer of a declared shape holds it too (``-v`` shows it, as on the
-        lines of buffers that differ)."""
+        """A BufferResult for this pair, with its identity filled in; a buffer
+        of a declared shape that no scan described (equal, or decided by
+        digests alone, its sides of one length) holds it too (``-v`` shows
+        it, as on the lines of buffers a scan described)."""
         layout = self.layout
-        if status == "equal" and layout is not None and layout.shape is not None:
+        if layout is not None and layout.shape is not None and "facts" not in fields:
             n = fields.get("n_elements_a")
-            if isinstance(n, int) and "facts" not in fields:
+            if isinstance(n, int) and n == fields.get("n_elements_b", n):
                 fields["shape"] = layout.resolve(n)
         return BufferResult(
             step=self.step,

@@ -25,7 +25,8 @@ NOT_COMPARED = "; nothing was compared for this buffer"
 
 def malformed_message(size: int, itemsize: int, dtype: str, compared: bool = True) -> str:
     return (
-        f"size {size} bytes is not a whole number of {itemsize}-byte {dtype} elements"
+        f"size {size} {'byte' if size == 1 else 'bytes'} is not a whole number of "
+        f"{itemsize}-byte {dtype} elements"
         f"{NOT_COMPARED if compared else ''} (truncated dump, or wrong dtype in the schema?)"
     )
 

@@ -292,7 +292,7 @@ def _steps(
                 if row is None:
                     row = spread[b.group] = _Spread()
                 row.add(b)
-            if b.group == OTHER and b.dtype == "u8":
+            if b.group == OTHER and b.dtype == "u8" and status != "error":
                 as_bytes.add(b.name)
             elif has_unset and b.name not in unset and schema.dtype_unset(b.name):
                 unset[b.name] = b.dtype
@@ -469,6 +469,8 @@ def combine_ranks(
     work = Work(
         files_hashed=sum(w.files_hashed for w in works),
         bytes_hashed=sum(w.bytes_hashed for w in works),
+        files_verified=sum(w.files_verified for w in works),
+        bytes_verified=sum(w.bytes_verified for w in works),
         pairs_scanned=sum(w.pairs_scanned for w in works),
         bytes_scanned=sum(w.bytes_scanned for w in works),
         engine=",".join(engines) or None,
