@@ -96,7 +96,7 @@ def test_every_pair_of_a_sweep_is_read_with_the_manifests_schema(tmp_path: Path)
     assert text.returncode == 1
     assert note in text.stdout.splitlines()
     assert f"{a}  {b}  diverged at step 1 [D M]" in text.stdout.splitlines()
-    assert "first origin reproducible: D tokens at step 1 in all 2 diverging pairs" in text.stdout
+    assert "first origin reproducible: D tokens at step 1 in both diverging pairs" in text.stdout
 
 
 def test_a_schema_given_is_used_for_every_pair_and_says_nothing(tmp_path: Path) -> None:
