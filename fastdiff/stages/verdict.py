@@ -358,7 +358,7 @@ class _Summary:
     """What a report says of its buffers (sorted by step): the first divergent
     step and its groups, the step summaries, the timeline, the notes."""
 
-    __slots__ = ("divergent", "first_groups", "first_step", "groups", "notes", "steps",
+    __slots__ = ("divergent", "first_groups", "first_step", "groups", "notes", "problems", "steps",
                  "timeline", "verdict")  # fmt: skip
 
     def __init__(
@@ -389,6 +389,40 @@ class _Summary:
             all_notes.append(undecided_note(undecided))
         self.notes = tuple(all_notes)
         self.verdict: Verdict = "error" if problems else "diverged" if divergent else "identical"
+        self.problems = problems
+
+    def report(
+        self,
+        run_a: str,
+        run_b: str,
+        schema: Schema,
+        buffers: tuple[BufferResult, ...],
+        skipped: Iterable[Skipped],
+        tolerance: dict[str, object] | None,
+        work: Work,
+        origins: tuple[Origin, ...] | None,
+        ranks: tuple[RankReport, ...] | None = None,
+    ) -> Report:
+        """The report this summary is the verdict of."""
+        return Report(
+            run_a=run_a,
+            run_b=run_b,
+            schema=schema.name,
+            verdict=self.verdict,
+            first_divergent_step=self.first_step,
+            first_divergent_groups=self.first_groups,
+            groups=self.groups,
+            steps=self.steps,
+            buffers=buffers,
+            skipped=tuple(sorted(skipped, key=lambda s: s.path)),
+            errors=self.problems,
+            tolerance=tolerance or {},
+            work=work,
+            timeline=self.timeline,
+            notes=self.notes,
+            origins=origins,
+            ranks=ranks,
+        )
 
 
 def _problems(errors: Iterable[Problem]) -> tuple[Problem, ...]:
@@ -418,23 +452,8 @@ def build_report(
             from .roles import assign_roles
 
             ordered, origins = assign_roles(ordered, [s.step for s in summary.steps], schema)
-    return Report(
-        run_a=run_a,
-        run_b=run_b,
-        schema=schema.name,
-        verdict=summary.verdict,
-        first_divergent_step=summary.first_step,
-        first_divergent_groups=summary.first_groups,
-        groups=summary.groups,
-        steps=summary.steps,
-        buffers=ordered,
-        skipped=tuple(sorted(skipped, key=lambda s: s.path)),
-        errors=problems,
-        tolerance=tolerance or {},
-        work=work or Work(),
-        timeline=summary.timeline,
-        notes=summary.notes,
-        origins=origins,
+    return summary.report(
+        run_a, run_b, schema, ordered, skipped, tolerance, work or Work(), origins
     )
 
 
@@ -479,24 +498,8 @@ def combine_ranks(
         elapsed_s=max((w.elapsed_s for w in works), default=0.0),
     )
     all_skipped = [*skipped, *(s for rr in rank_reports for s in rr.report.skipped)]
-    return Report(
-        run_a=run_a,
-        run_b=run_b,
-        schema=schema.name,
-        verdict=summary.verdict,
-        first_divergent_step=summary.first_step,
-        first_divergent_groups=summary.first_groups,
-        groups=summary.groups,
-        steps=summary.steps,
-        buffers=buffers,
-        skipped=tuple(sorted(all_skipped, key=lambda s: s.path)),
-        errors=problems,
-        tolerance=tolerance or {},
-        work=work,
-        timeline=summary.timeline,
-        notes=summary.notes,
-        origins=origins,
-        ranks=rank_reports,
+    return summary.report(
+        run_a, run_b, schema, buffers, all_skipped, tolerance, work, origins, rank_reports
     )
 
 
