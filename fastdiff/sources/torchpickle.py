@@ -402,11 +402,24 @@ def load(data: bytes, storage: Callable[[str, StorageType, str, int], Storage]) 
         pos = end + 1
         return text
 
-    def text(raw: bytes) -> str:
+    def counted(width: int) -> bytes:
+        """A length-prefixed argument: its length in ``width`` little-endian
+        bytes, then that many bytes (counted against ``MAX_MEMORY``)."""
+        nonlocal pos, spent
+        need(width)
+        k = int.from_bytes(data[pos : pos + width], "little")
+        pos += width
+        need(k)
+        spent += k
+        pos += k
+        return data[pos - k : pos]
+
+    def text(raw: bytes, where: int | None = None) -> str:
+        """``raw`` as UTF-8; ``where``: the byte an error names (default: here)."""
         try:
             return raw.decode("utf-8")
         except UnicodeDecodeError:
-            raise _damaged("a string that is not UTF-8", pos) from None
+            raise _damaged("a string that is not UTF-8", pos if where is None else where) from None
 
     def put(index: int, value: object) -> None:
         memo[index] = value  # (its cost is counted with the opcode's)
@@ -439,14 +452,8 @@ def load(data: bytes, storage: Callable[[str, StorageType, str, int], Storage]) 
                 stack.append(get(data[pos]))
                 pos += 1
             elif op == 0x58 or op == 0x8C or op == 0x8D:  # X BINUNICODE, SHORT_, 8
-                width = 4 if op == 0x58 else 1 if op == 0x8C else 8
-                need(width)
-                k = int.from_bytes(data[pos : pos + width], "little")
-                pos += width
-                need(k)
-                spent += k
-                stack.append(text(data[pos : pos + k]))
-                pos += k
+                raw = counted(4 if op == 0x58 else 1 if op == 0x8C else 8)
+                stack.append(text(raw, pos - len(raw)))
             elif op == 0x4B:  # K BININT1
                 need(1)
                 stack.append(data[pos])
@@ -590,26 +597,13 @@ def load(data: bytes, storage: Callable[[str, StorageType, str, int], Storage]) 
                     except (UnicodeDecodeError, ValueError):
                         raise _damaged("an integer that is not digits", at) from None
             elif op == 0x42 or op == 0x43 or op == 0x8E:  # BINBYTES, SHORT_, 8
-                width = 4 if op == 0x42 else 1 if op == 0x43 else 8
-                need(width)
-                k = int.from_bytes(data[pos : pos + width], "little")
-                pos += width
-                need(k)
-                spent += k
-                stack.append(data[pos : pos + k])
-                pos += k
+                stack.append(counted(4 if op == 0x42 else 1 if op == 0x43 else 8))
             elif op == 0x54 or op == 0x55:  # BINSTRING, SHORT_BINSTRING (ASCII, as pickle)
-                width = 4 if op == 0x54 else 1
-                need(width)
-                k = int.from_bytes(data[pos : pos + width], "little")
-                pos += width
-                need(k)
-                spent += k
+                raw = counted(4 if op == 0x54 else 1)
                 try:
-                    stack.append(data[pos : pos + k].decode("ascii"))
+                    stack.append(raw.decode("ascii"))
                 except UnicodeDecodeError:
                     raise _damaged("a byte string that is not ASCII", at) from None
-                pos += k
             elif op == 0x62:  # b BUILD
                 state = stack.pop()
                 inst = stack[-1]
