@@ -26,7 +26,7 @@ from ..render.escape import is_utf8
 from ..results import Problem, Skipped
 from .buffers import BufferRef, RunListing, Unread, step_filter
 from .names import DIGEST_LOG, DUMP_PATTERN, MAX_STEP_DIGITS, split_name
-from .reader import open_fd
+from .reader import read_regular
 from .run import RunSource
 
 TYPE_CHECKING = False
@@ -247,16 +247,12 @@ def headed_buffers(path: str, step: int, name: str | None, fmt: str) -> list[Buf
     raises OSError, or the format's ValueError."""
     module, function = _READERS[fmt]
     read = getattr(__import__(f"{__package__}.{module}", fromlist=(function,)), function)
-    fd = open_fd(path)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise ValueError("no longer a regular file (it changed while it was listed)")
-        if fmt == "npy":
-            return read(path, step, name, fd, st)  # type: ignore[no-any-return]
-        return read(path, step, fd, st)  # type: ignore[no-any-return]
-    finally:
-        os.close(fd)
+    head = (path, step, name) if fmt == "npy" else (path, step)
+    return read_regular(  # type: ignore[no-any-return]
+        path,
+        lambda fd, st: read(*head, fd, st),
+        what="no longer a regular file (it changed while it was listed)",
+    )
 
 
 def open_source(spec: str, steps: StepFilter | None = None) -> RunSource:

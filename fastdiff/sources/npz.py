@@ -108,18 +108,9 @@ def _unread(m: ZipMember, why: str) -> str:
 
 def read_file(path: str, step: int) -> list[BufferRef | Unread]:
     """The buffers of the ``.npz`` at ``path``; raises OSError or NpzError."""
-    import stat
+    from .reader import read_regular
 
-    from .reader import open_fd
-
-    fd = open_fd(path)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise NpzError("not a regular file")
-        return archive_buffers(path, step, fd, st)
-    finally:
-        os.close(fd)
+    return read_regular(path, lambda fd, st: archive_buffers(path, step, fd, st), NpzError)
 
 
 def open_source(spec: str, steps: StepFilter | None = None) -> RunSource:

@@ -37,10 +37,13 @@ from stat import S_ISREG
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
     from types import TracebackType
+    from typing import TypeVar
 
     from .buffers import BufferRef
+
+    T = TypeVar("T")
 
 #: Bytes per read call. 1 MiB keeps the buffer in cache for the hash that
 #: follows and is a multiple of every element size.
@@ -161,6 +164,26 @@ def open_fd(path: str) -> int:
         except PermissionError:
             pass  # O_NOATIME needs ownership; retry without it
     return os.open(path, _BASE_FLAGS)
+
+
+def read_regular(
+    path: str,
+    read: Callable[[int, os.stat_result], T],
+    error: Callable[[str], Exception] = ValueError,
+    what: str = "not a regular file",
+) -> T:
+    """``read(fd, st)`` over a read-only descriptor of ``path`` and its
+    ``fstat``, the descriptor closed after; raises ``error(what)`` when
+    ``path`` is not a regular file (a FIFO, a device, a folder), OSError when
+    it cannot be opened."""
+    fd = open_fd(path)
+    try:
+        st = os.fstat(fd)
+        if not S_ISREG(st.st_mode):
+            raise error(what)
+        return read(fd, st)
+    finally:
+        os.close(fd)
 
 
 class open_dump:  # used as a function: ``with open_dump(f) as fd``

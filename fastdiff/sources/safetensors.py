@@ -204,18 +204,9 @@ def file_buffers(path: str, step: int, fd: int, st: os.stat_result) -> list[Buff
 def read_file(path: str, step: int) -> list[BufferRef]:
     """The buffers of the safetensors file at ``path``; raises OSError or
     SafetensorsError."""
-    from .reader import open_fd
+    from .reader import read_regular
 
-    fd = open_fd(path)
-    try:
-        st = os.fstat(fd)
-        import stat
-
-        if not stat.S_ISREG(st.st_mode):
-            raise SafetensorsError("not a regular file")
-        return file_buffers(path, step, fd, st)
-    finally:
-        os.close(fd)
+    return read_regular(path, lambda fd, st: file_buffers(path, step, fd, st), SafetensorsError)
 
 
 def _read_index(folder: str) -> dict[str, str]:

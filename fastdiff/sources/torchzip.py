@@ -273,18 +273,9 @@ def archive_buffers(path: str, step: int, fd: int, st: os.stat_result) -> list[B
 
 def read_file(path: str, step: int) -> Archive:
     """The archive at ``path``; raises OSError or TorchError."""
-    import stat
+    from .reader import read_regular
 
-    from .reader import open_fd
-
-    fd = open_fd(path)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise TorchError("not a regular file")
-        return read_archive(path, step, fd, st)
-    finally:
-        os.close(fd)
+    return read_regular(path, lambda fd, st: read_archive(path, step, fd, st), TorchError)
 
 
 def open_source(spec: str, steps: StepFilter | None = None) -> RunSource:
