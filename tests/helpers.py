@@ -6,12 +6,18 @@ Imported as ``helpers`` (pytest puts this folder on ``sys.path``, as for ``naive
 from __future__ import annotations
 
 import os
+import struct
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def f32(*values: float) -> bytes:
+    """Little-endian float32 bytes of ``values`` (a dump's contents)."""
+    return struct.pack(f"<{len(values)}f", *values)
 
 
 def fastdiff(

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import fastdiff
+from helpers import f32, fastdiff
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ("examples/anatomy/run-a", "examples/anatomy/run-b")
@@ -44,10 +44,6 @@ def write_run(folder: Path, files: dict[str, bytes]) -> Path:
     for name, data in files.items():
         (folder / name).write_bytes(data)
     return folder
-
-
-def f32(*values: float) -> bytes:
-    return struct.pack(f"<{len(values)}f", *values)
 
 
 def next_up(value: float, k: int = 1) -> float:

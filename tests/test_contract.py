@@ -11,15 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import fastdiff, write_runs
+from helpers import f32, fastdiff, write_runs
 
 QNAN, QNAN_1 = 0x7FC00000, 0x7FC00001
 INF, NEG_INF, ONE, TWO = 0x7F800000, 0xFF800000, 0x3F800000, 0x40000000
 NEG_ZERO = 0x80000000
-
-
-def f32(*values: float) -> bytes:
-    return struct.pack(f"<{len(values)}f", *values)
 
 
 def bits32(*words: int) -> bytes:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import fastdiff
+from helpers import f32, fastdiff
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPECTED = ROOT / "tests" / "expected"
@@ -45,10 +45,6 @@ q2 = { dtype = "f32", inputs = ["src"] }
 
 NAMES = ("src", "mid", "acc", "plain", "out", "q2")
 Run = dict[tuple[int, str], bytes]
-
-
-def f32(*values: float) -> bytes:
-    return struct.pack(f"<{len(values)}f", *values)
 
 
 def base(steps: range | list[int] = range(3)) -> Run:

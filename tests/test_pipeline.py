@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 import os
 import socket
-import struct
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from helpers import write_runs
+from helpers import f32, write_runs
 
 from fastdiff import CompareOptions, compare_runs, render_json
 from fastdiff.kernels import Tolerance
@@ -20,10 +19,6 @@ from fastdiff.sources.folder import discover
 from fastdiff.sources.names import parse_dump_name
 from fastdiff.stages.hash import hash_buffer
 from fastdiff.stages.verdict import exit_code
-
-
-def f32(*values: float) -> bytes:
-    return struct.pack(f"<{len(values)}f", *values)
 
 
 def by_name(report: object) -> dict[tuple[int, str], object]:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import fastdiff
+from helpers import f32, fastdiff
 
 SCHEMA = """\
 name = "pipe"
@@ -42,10 +42,6 @@ out = { dtype = "f32", inputs = ["acc"] }
 """
 NAMES = ("src", "mid", "acc", "out")
 STEPS = 3
-
-
-def f32(*values: float) -> bytes:
-    return struct.pack(f"<{len(values)}f", *values)
 
 
 def write_rank(folder: Path, rank: int, bumps: set[tuple[int, str]] = frozenset()) -> None:
