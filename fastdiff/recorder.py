@@ -217,10 +217,12 @@ class _Pending:
 
     __slots__ = ("ctime_ns", "key", "line")
 
-    def __init__(self, key: tuple[int, str], ctime_ns: int, line: Callable[[int], bytes]) -> None:
+    def __init__(
+        self, key: tuple[int, str], ctime_ns: int, line: Callable[[int, str | None], bytes]
+    ) -> None:
         self.key = key
         self.ctime_ns = ctime_ns
-        self.line = line  # the line, given its sealed_ns
+        self.line = line  # the line, given its sealed_ns and the check of the line it replaces
 
 
 class Recorder:
@@ -238,8 +240,8 @@ class Recorder:
     """
 
     __slots__ = (
-        "_batch", "_batch_since", "_fs_now", "_lock", "_log_fd", "_pending", "_pool", "_seq",
-        "_want", "chunk_size", "closed", "path", "rank", "run",
+        "_batch", "_batch_since", "_checks", "_fs_now", "_lock", "_log_fd", "_pending", "_pool",
+        "_seq", "_want", "chunk_size", "closed", "path", "rank", "run",
     )  # fmt: skip
 
     def __init__(
@@ -269,6 +271,10 @@ class Recorder:
         self._log_fd: int | None = None
         self._pending: list[_Pending] = []
         self._batch: list[bytes] = []  # sealed lines not written yet
+        #: The check of the newest line of each dump in the log: a dump
+        #: recorded again names it (``replaces``), so that compare tells a
+        #: new recording of a dump from two logs joined into one.
+        self._checks: dict[tuple[int, str], str] = {}
         self._batch_since = 0.0
         self._fs_now = -(1 << 63)  # the latest timestamp of the run's file system seen
         self._seq = 0
@@ -335,8 +341,11 @@ class Recorder:
             hashing = self._start_digests(flat, HASH_THREADS)
             chunks = _joined(hashing) if hashing else chunk_digests((memoryview(flat),), cs)
             self._unlink_stale(final)
-            line = log_line(step, name, dtype, shape, size, cs, chunks, time_ns=time.time_ns())
-            self._batch.append(line)
+            line = log_line(
+                step, name, dtype, shape, size, cs, chunks, time_ns=time.time_ns(),
+                replaces=self._checks.get(key),
+            )  # fmt: skip
+            self._append(key, line)
             self._flush(f"the digests of {filename}")
             self._seal(os.fstat(self._log_fd).st_mtime_ns)  # type: ignore[arg-type]
             return
@@ -350,10 +359,10 @@ class Recorder:
         chunks = joined if joined is not None else chunk_digests((memoryview(flat),), cs)
         offset = len(header)
 
-        def line(sealed_ns: int) -> bytes:
+        def line(sealed_ns: int, replaces: str | None) -> bytes:
             return log_line(
                 step, name, dtype, shape, size, cs, chunks, filename, offset, st, sealed_ns,
-                time.time_ns(),
+                time.time_ns(), replaces,
             )  # fmt: skip
 
         self._seal(st.st_ctime_ns)
@@ -394,6 +403,12 @@ class Recorder:
         except OSError as exc:
             what = f"{exc.strerror} (fastdiff Recorder: nothing was recorded)"
             raise OSError(exc.errno, what, exc.filename or log) from exc
+        if os.fstat(self._log_fd).st_size:
+            # Recording into a run recorded before: a dump recorded again
+            # names the line it replaces.
+            from .sources.digestlog import read_log
+
+            self._checks = {k: e.check for k, e in read_log(log).entries.items()}
 
     def _write(
         self, final: str, header: bytes, data: memoryview, step: int, name: str
@@ -451,6 +466,15 @@ class Recorder:
             why = f"{exc.strerror} (fastdiff Recorder: {what} were not recorded)"
             raise OSError(exc.errno, why, log) from exc
 
+    def _append(self, key: tuple[int, str], line: bytes) -> None:
+        """Batch ``line``, the newest of dump ``key``."""
+        from .sources.digestlog import line_check
+
+        if not self._batch:
+            self._batch_since = time.monotonic()
+        self._batch.append(line)
+        self._checks[key] = line_check(line)
+
     def _seal(self, fs_now: int) -> None:
         """Write the held-back lines of dumps whose ctime is earlier than
         ``fs_now``, a timestamp of the same file system read just now."""
@@ -459,9 +483,8 @@ class Recorder:
         pending = self._pending
         done = 0
         while done < len(pending) and pending[done].ctime_ns < self._fs_now:
-            if not self._batch:
-                self._batch_since = time.monotonic()
-            self._batch.append(pending[done].line(self._fs_now))
+            p = pending[done]
+            self._append(p.key, p.line(self._fs_now, self._checks.get(p.key)))
             done += 1
         if done:
             del pending[:done]

@@ -559,7 +559,9 @@ def _bad_lines(good: bytes) -> list[tuple[bytes, str]]:
         (good[:-40], "no check at its end"),
         (bytes(flipped), "its check does not match"),
         (b"{}", "no check"),
-        (forged(v=2), "format version 2"),
+        (forged(v=3), "format version 3"),
+        (forged(v=1), "other keys"),  # format 1 had no replaces
+        (forged(replaces="abc"), "replaces must be"),
         (forged(sealed_ns=fields["ctime_ns"]), "not sealed"),
         (forged(size=fields["size"] + 4), "is not shape"),
         (forged(chunks=fields["chunks"][:0]), "do not fit"),

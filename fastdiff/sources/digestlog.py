@@ -45,8 +45,14 @@ bfloat16 and the 8-bit floats as raw bytes, ``<V2``, ``|V1``) when the
 header's width and shape agree with them; that says how values are
 printed, never whether bytes are equal.
 
-The newest valid line of each (step, name) describes it. Lines of a chunk
-size other than the newest line's are not used (their files are hashed).
+The newest valid line of each (step, name) describes it when it agrees
+with every earlier line of that dump, or says which line it replaces
+(``replaces``: that line's check; the recorder writes it when a dump is
+recorded again). Two lines of one dump that disagree otherwise (two logs
+concatenated, ``cat A/log >> B/log``) are a conflict, and neither is
+trusted: a dump that has a file is hashed (with a note), and one recorded
+as digests only is an error. Lines of a chunk size other than the newest
+line's are not used (their files are hashed).
 """
 
 from __future__ import annotations
@@ -58,6 +64,7 @@ from xxhash import xxh3_64_hexdigest
 from ..dtypes import DTYPES
 from ..options import check_chunk_size
 from ..render.fmt import first_few
+from ..results import Problem
 from .buffers import BufferDigest, BufferRef, RunListing, step_filter
 from .names import DIGEST_LOG, dump_name
 from .run import RunSource
@@ -68,8 +75,10 @@ if TYPE_CHECKING:
 
     from .buffers import StepFilter
 
-#: The format of a line (its ``v``).
-LOG_VERSION = 1
+#: The format of a line (its ``v``): 2 adds ``replaces``; lines of 1 are read too.
+LOG_VERSION = 2
+#: The formats read.
+_VERSIONS = (1, 2)
 #: A log is read up to this many bytes; a larger one is not used at all.
 MAX_LOG_BYTES = 1 << 30
 #: A longer line is refused (at 4 MiB chunks, 35 bytes per chunk digest: a
@@ -80,9 +89,10 @@ _SHOWN = 3
 
 _KEYS = (
     "v", "step", "name", "file", "dtype", "shape", "size", "chunk_size", "chunks", "offset",
-    "file_size", "dev", "ino", "mtime_ns", "ctime_ns", "sealed_ns", "time_ns",
+    "file_size", "dev", "ino", "mtime_ns", "ctime_ns", "sealed_ns", "time_ns", "replaces",
 )  # fmt: skip
-_KEY_SET = frozenset(_KEYS)
+#: The keys of a line of each format version.
+_KEY_SETS = {2: frozenset(_KEYS), 1: frozenset(_KEYS) - {"replaces"}}
 #: The keys of a file's identity: None together in a digests-only line.
 _FILE_KEYS = ("offset", "file_size", "dev", "ino", "mtime_ns", "ctime_ns", "sealed_ns")
 _CHECK = b',"check":"'
@@ -97,11 +107,14 @@ class LogLineError(ValueError):
 class LogEntry:
     """One valid line of a digest log (an immutable value). ``file``: the
     dump's file name in the run folder, None for digests only; the identity
-    fields are None then too. ``lineno``: where it is in the log (1-based)."""
+    fields are None then too. ``lineno``: where it is in the log (1-based);
+    ``check``: the line's own check (16 hex digits); ``replaces``: the check
+    of the earlier line of the same dump that this one replaces (a dump
+    recorded again), or None."""
 
     __slots__ = (
-        "chunk_size", "chunks", "ctime_ns", "dev", "dtype", "file", "file_size", "ino",
-        "lineno", "mtime_ns", "name", "offset", "sealed_ns", "shape", "size", "step",
+        "check", "chunk_size", "chunks", "ctime_ns", "dev", "dtype", "file", "file_size", "ino",
+        "lineno", "mtime_ns", "name", "offset", "replaces", "sealed_ns", "shape", "size", "step",
     )  # fmt: skip
 
     step: int
@@ -120,14 +133,29 @@ class LogEntry:
     ctime_ns: int | None
     sealed_ns: int | None
     lineno: int
+    check: str
+    replaces: str | None
 
-    def __init__(self, fields: dict[str, object], chunks: tuple[bytes, ...], lineno: int) -> None:
+    def __init__(
+        self, fields: dict[str, object], chunks: tuple[bytes, ...], lineno: int, check: str = ""
+    ) -> None:
         for key in self.__slots__:
-            if key not in ("chunks", "lineno"):
+            if key not in ("chunks", "lineno", "check", "replaces"):
                 setattr(self, key, fields[key])
         self.shape = tuple(fields["shape"])  # type: ignore[call-overload]
         self.chunks = chunks
         self.lineno = lineno
+        self.check = check
+        self.replaces = fields.get("replaces")  # type: ignore[assignment]
+
+    @property
+    def record(self) -> tuple[object, ...]:
+        """What the line says of its dump: two lines of one dump that differ
+        here disagree (their times and seals may differ)."""
+        return (
+            self.file, self.dtype, self.shape, self.size, self.chunk_size, self.chunks,
+            self.offset, *self.file_key,
+        )  # fmt: skip
 
     @property
     def file_key(self) -> tuple[object, ...]:
@@ -154,17 +182,21 @@ def log_line(
     identity: os.stat_result | None = None,
     sealed_ns: int | None = None,
     time_ns: int = 0,
+    replaces: str | None = None,
 ) -> bytes:
     """One line of the log, newline included: a dump written as ``file``
     (its data at ``offset``, ``identity`` its ``fstat`` after the rename,
     ``sealed_ns`` a later timestamp of the same file system), or, with
-    ``file`` None, a dump recorded as digests only."""
+    ``file`` None, a dump recorded as digests only. ``replaces``: the check
+    (``line_check``) of the line of an earlier recording of the same dump,
+    which this one replaces."""
     import json
 
     fields: dict[str, object] = dict.fromkeys(_KEYS)
     fields.update(
         v=LOG_VERSION, step=step, name=name, file=file, dtype=dtype, shape=list(shape),
         size=size, chunk_size=chunk_size, chunks=[c.hex() for c in chunks], time_ns=time_ns,
+        replaces=replaces,
     )  # fmt: skip
     if file is not None:
         assert identity is not None and offset is not None and sealed_ns is not None
@@ -175,6 +207,11 @@ def log_line(
         )  # fmt: skip
     body = json.dumps(fields, separators=(",", ":")).encode()  # ASCII: names are escaped
     return body[:-1] + _CHECK + xxh3_64_hexdigest(body).encode() + b'"}\n'
+
+
+def line_check(line: bytes) -> str:
+    """The check of a line ``log_line`` wrote (what a later line's ``replaces`` names)."""
+    return line.rstrip(b"\n")[-18:-2].decode()
 
 
 # --- reading -----------------------------------------------------------------------
@@ -204,10 +241,18 @@ def parse_line(raw: bytes, lineno: int = 0) -> LogEntry:
         fields = json.loads(body)
     except (ValueError, RecursionError):
         raise LogLineError("not JSON") from None
-    if not isinstance(fields, dict) or fields.keys() != _KEY_SET:
+    if not isinstance(fields, dict) or "v" not in fields:
         raise LogLineError("not a digest log line (other keys)")
-    if fields["v"] != LOG_VERSION or type(fields["v"]) is not int:
-        raise LogLineError(f"format version {fields['v']!r}, not {LOG_VERSION} (a newer fastdiff?)")
+    version = fields["v"]
+    if type(version) is not int or version not in _VERSIONS:
+        raise LogLineError(f"format version {version!r}, not {LOG_VERSION} (a newer fastdiff?)")
+    if fields.keys() != _KEY_SETS[version]:
+        raise LogLineError("not a digest log line (other keys)")
+    replaces = fields.get("replaces")
+    if replaces is not None and not (
+        isinstance(replaces, str) and len(replaces) == 16 and not replaces.strip(_HEX)
+    ):
+        raise LogLineError("replaces must be the check of a line, 16 lowercase hex digits")
     step = _int(fields, "step", 0, 1 << 2000)
     name, file, dtype = fields["name"], fields["file"], fields["dtype"]
     if not isinstance(name, str) or not name or "/" in name or "\0" in name:
@@ -251,15 +296,19 @@ def parse_line(raw: bytes, lineno: int = 0) -> LogEntry:
             _int(fields, key, -(1 << 63), 1 << 63)
         if fields["sealed_ns"] <= fields["ctime_ns"]:  # type: ignore[operator]
             raise LogLineError("written before the clock passed its file's ctime (not sealed)")
-    return LogEntry(fields, tuple(bytes.fromhex(c) for c in chunks), lineno)  # type: ignore[arg-type]
+    chunk_bytes = tuple(bytes.fromhex(c) for c in chunks)
+    return LogEntry(fields, chunk_bytes, lineno, check.decode())  # type: ignore[arg-type]
 
 
 class LogContents:
     """What a log holds for the steps asked: the newest valid entry of each
     (step, name), the chunk size of the newest, and what was wrong (one
-    line each: ``line N: why``; ``unusable``: why the whole log was not used)."""
+    line each: ``line N: why``; ``unusable``: why the whole log was not used).
+    ``conflicts``: the dumps two of whose lines disagree (neither replacing
+    the other), with the numbers of the first two such lines; they are not
+    in ``entries``."""
 
-    __slots__ = ("bad", "chunk_size", "entries", "unusable")
+    __slots__ = ("bad", "chunk_size", "conflicts", "entries", "unusable")
 
     def __init__(
         self,
@@ -267,11 +316,13 @@ class LogContents:
         chunk_size: int | None,
         bad: list[str],
         unusable: str | None = None,
+        conflicts: dict[tuple[int, str], tuple[int, int]] | None = None,
     ) -> None:
         self.entries = entries
         self.chunk_size = chunk_size
         self.bad = bad
         self.unusable = unusable
+        self.conflicts = {} if conflicts is None else conflicts
 
 
 def read_log(path: str, want: Callable[[int], bool] | None = None) -> LogContents:
@@ -300,6 +351,7 @@ def read_log(path: str, want: Callable[[int], bool] | None = None) -> LogContent
     lines = bytes(raw).split(b"\n")
     torn = lines.pop()  # after the last newline: empty, unless a writer was cut short
     entries: dict[tuple[int, str], LogEntry] = {}
+    conflicts: dict[tuple[int, str], tuple[int, int]] = {}
     bad: list[str] = []
     newest: LogEntry | None = None
     for lineno, line in enumerate(lines, 1):
@@ -309,12 +361,25 @@ def read_log(path: str, want: Callable[[int], bool] | None = None) -> LogContent
             bad.append(f"line {lineno}: {exc}")
             continue
         newest = entry
-        if want is None or want(entry.step):
-            entries[(entry.step, entry.name)] = entry  # a later line replaces an earlier one
+        if want is not None and not want(entry.step):
+            continue
+        key = (entry.step, entry.name)
+        if key in conflicts:
+            continue  # once two lines disagree, no later line settles it
+        before = entries.get(key)
+        if (
+            before is None
+            or entry.replaces == before.check  # a dump recorded again
+            or entry.record == before.record  # the same record twice
+        ):
+            entries[key] = entry
+        else:
+            conflicts[key] = (before.lineno, entry.lineno)
+            del entries[key]
     if torn:
         bad.append(f"line {len(lines) + 1}: cut short (the job stopped while writing it)")
     cs = newest.chunk_size if newest is not None else None
-    return LogContents(entries, cs, bad)
+    return LogContents(entries, cs, bad, conflicts=conflicts)
 
 
 def _listed_npy_header(ref: BufferRef) -> tuple[int, tuple[int, ...]] | None:
@@ -353,11 +418,29 @@ def _described(ref: BufferRef, e: LogEntry) -> tuple[str | None, tuple[int, ...]
     return e.dtype, e.shape
 
 
+def _dumps(n: int) -> str:
+    return "1 dump" if n == 1 else f"{n:,} dumps"
+
+
 def _changed_note(spec: str, changed: list[str]) -> str:
     shown = first_few(changed, _SHOWN)
     n = len(changed)
     what = "1 dump changed since it was" if n == 1 else f"{n} dumps changed since they were"
     return f"{spec}: {what} recorded ({shown}): hashed again, not taken from the digest log"
+
+
+def _copied_note(spec: str, copied: list[str]) -> str:
+    """Dumps that are other files than the recorded ones: the run copied
+    (``cp -r``, ``rsync``) or its dumps replaced since recording; their
+    bytes may well be the recorded ones, but the log cannot vouch for them."""
+    shown = first_few(copied, _SHOWN)
+    one = len(copied) == 1
+    return (
+        f"{spec}: {_dumps(len(copied))} {'was' if one else 'were'} copied or touched since "
+        f"{'it was' if one else 'they were'} recorded ({shown}: {'its' if one else 'their'} file "
+        "identity is not the recorded one, so the log cannot vouch for the bytes): hashed "
+        "again, not taken from the digest log"
+    )
 
 
 def attach_log(spec: str, listing: RunListing, steps: StepFilter | None = None) -> RunSource:
@@ -382,16 +465,25 @@ def attach_log(spec: str, listing: RunListing, steps: StepFilter | None = None) 
         )
     cs = log.chunk_size
     entries = log.entries
-    if not entries or cs is None:
+    conflicts = log.conflicts
+    if not (entries or conflicts) or cs is None:
         return RunSource(spec, listing, steps=steps, notes=tuple(notes))
     buffers: list[BufferRef] = []
     changed: list[str] = []
+    copied: list[str] = []
     disagree: list[str] = []
+    beside: list[str] = []  # files of dumps the log recorded as digests only
+    hashed: list[str] = []  # files of dumps whose lines conflict
     used = False
     for ref in listing.buffers:
-        e = entries.get((ref.step, ref.name))
+        key = (ref.step, ref.name)
+        e = entries.get(key)
         if e is None or e.file is None or os.path.basename(ref.path) != e.file:
             buffers.append(ref)  # not recorded, or a data file beside a digests-only line
+            if key in conflicts:
+                hashed.append(os.path.basename(ref.path))
+            elif e is not None and e.file is None:
+                beside.append(os.path.basename(ref.path))
             continue
         described = _described(ref, e)
         if described is None:
@@ -405,7 +497,9 @@ def attach_log(spec: str, listing: RunListing, steps: StepFilter | None = None) 
             if e.chunk_size == cs:
                 digest = BufferDigest(ref.path, ref.size, cs, e.chunks)
                 used = True
-        else:
+        elif (ref.dev, ref.ino) != (e.dev, e.ino):  # another file: a copy (cp -r), a replacement
+            copied.append(e.file)
+        else:  # the very file, written, truncated or touched since
             changed.append(e.file)
         described_ref = BufferRef(
             ref.path, ref.step, ref.name, ref.size, ref.dev, ref.ino, ref.mtime_ns,
@@ -416,6 +510,21 @@ def attach_log(spec: str, listing: RunListing, steps: StepFilter | None = None) 
     present = {(f.step, f.name) for f in listing.buffers}
     present.update(key for key, _ in listing.broken)
     lost = {step for step, _ in listing.lost}
+    errors = list(listing.errors)
+    broken = list(listing.broken)
+    for key, (first, second) in conflicts.items():
+        if key in present or key[0] in lost:
+            continue
+        where = f"{log_path}:{dump_name(key[0], key[1], '.npy')}"
+        problem = Problem(
+            where,
+            f"lines {first} and {second} of the digest log record this dump differently and "
+            "neither replaces the other (two logs joined into one?), and it has no file to "
+            "hash: it cannot be compared; record it again, or restore the run's own log",
+            kind="malformed",
+        )
+        errors.append(problem)
+        broken.append((key, problem))
     other_cs = 0
     for key, e in entries.items():
         if e.file is not None or key in present or e.step in lost:
@@ -433,6 +542,21 @@ def attach_log(spec: str, listing: RunListing, steps: StepFilter | None = None) 
         used = True
     if changed:
         notes.append(_changed_note(spec, changed))
+    if copied:
+        notes.append(_copied_note(spec, copied))
+    if hashed:
+        notes.append(
+            f"warning: {log_path}: {_dumps(len(hashed))} recorded by lines that disagree and "
+            f"neither replaces the other (two logs joined into one?) ({first_few(hashed, _SHOWN)}):"
+            " not taken from the log; the files are hashed"
+        )
+    if beside:
+        notes.append(
+            f"warning: {log_path}: {_dumps(len(beside))} recorded as digests only, yet the folder "
+            f"holds a file of {'it' if len(beside) == 1 else 'each'} that the log does not "
+            f"describe ({first_few(beside, _SHOWN)}): the files are compared, not the log's "
+            "records"
+        )
     if disagree:
         notes.append(
             f"warning: {log_path}: {len(disagree)} lines disagree with the header of the file "
@@ -444,8 +568,8 @@ def attach_log(spec: str, listing: RunListing, steps: StepFilter | None = None) 
             f"size than the log's newest lines ({cs}): missing"
         )
     out = RunListing(
-        listing.root, tuple(buffers), listing.skipped, listing.errors, listing.readable,
-        listing.broken, listing.lost,
+        listing.root, tuple(buffers), listing.skipped, tuple(errors), listing.readable,
+        tuple(sorted(broken, key=lambda item: item[0])), listing.lost,
     )  # fmt: skip
     return RunSource(spec, out, cs if used else None, steps=steps, notes=tuple(notes))
 
