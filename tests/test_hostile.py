@@ -247,7 +247,8 @@ def test_a_shard_that_cannot_be_read_leaves_its_tensors_unknown(
         index_text = json.dumps({"weight_map": weight_map})
         (runs[1] / "model.safetensors.index.json").write_text(index_text)
     want = {
-        "x": "equal",
+        # without an index, a shard refused leaves every tensor of the step unknown
+        "x": "equal" if index else "error",
         "y": "error",
         "z": "equal" if damage == "tensor in another shard" else "error",
     }

@@ -252,6 +252,31 @@ def _shard_of(name: str) -> tuple[str, str] | None:
     return parts[0], parts[3]
 
 
+def _absent_shards(files: list[str]) -> list[str]:
+    """The shards that shards of one model (``model-0000K-of-0000N``) say
+    exist but ``files`` lacks, named as their siblings are."""
+    found: dict[tuple[str, str], set[int]] = {}
+    widths: dict[tuple[str, str], int] = {}
+    for name in files:
+        of = _shard_of(name)
+        if of is None:
+            continue
+        number = name[: -len(".safetensors")].rsplit("-", 3)[1]
+        found.setdefault(of, set()).add(int(number))
+        widths[of] = len(number)
+    absent = []
+    for (model, total), numbers in found.items():
+        if int(total) > 100_000:
+            continue  # no exporter writes so many: not a count to enumerate
+        width = widths[(model, total)]
+        absent += [
+            f"{model}-{k:0{width}d}-of-{total}.safetensors"
+            for k in range(1, int(total) + 1)
+            if k not in numbers
+        ]
+    return sorted(absent)
+
+
 def is_checkpoint_folder(names: Iterable[str]) -> bool:
     """Whether a folder's entry names are a safetensors checkpoint's: its
     index (``model.safetensors.index.json``), one ``*.safetensors`` file, or
@@ -283,6 +308,7 @@ def folder_listing(folder: str, names: list[str]) -> RunListing:
 
     errors: list[Problem] = []
     skipped: list[Skipped] = []
+    lost: list[tuple[int, Problem]] = []
     if INDEX in names:
         try:
             weight_map = _read_index(folder)
@@ -293,6 +319,16 @@ def folder_listing(folder: str, names: list[str]) -> RunListing:
     else:
         weight_map = {}
         shards = sorted(n for n in names if n.endswith(".safetensors"))
+        for shard in _absent_shards(shards):
+            path = os.path.join(folder, shard)
+            problem = Problem(
+                path,
+                "missing: the other shards' names say the checkpoint has it, and without "
+                f"{INDEX} no tensor of the checkpoint is known to be complete; copy the shard",
+                "missing",
+            )
+            errors.append(problem)
+            lost[:1] = [(0, problem)]
     listed = set(shards) | {INDEX}
     skipped += [
         Skipped(os.path.join(folder, n), "not a tensor file of this checkpoint")
@@ -302,7 +338,6 @@ def folder_listing(folder: str, names: list[str]) -> RunListing:
     buffers: list[BufferRef] = []
     seen: dict[str, str] = {}
     broken: dict[tuple[int, str], Problem] = {}
-    lost: list[tuple[int, Problem]] = []
 
     def unknown(shard: str, problem: Problem) -> None:
         """The tensors of a shard that could not be read are unknown."""
@@ -345,6 +380,11 @@ def folder_listing(folder: str, names: list[str]) -> RunListing:
     # A tensor held twice is kept from its first shard, yet is not known
     # to be that one: an error wherever it is paired.
     buffers = [f for f in buffers if (0, f.name) not in broken]
+    if lost:
+        # Without an index, a shard missing or refused leaves every tensor of
+        # the step unknown: none is compared (each is an error where the other
+        # run holds it), so a checkpoint short of a shard is never "identical".
+        buffers = []
     missing = sorted(set(weight_map) - set(seen) - {name for _, name in broken})
     if missing:
         problem = Problem(

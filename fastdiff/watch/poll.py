@@ -498,10 +498,12 @@ class ManifestSide:
             self._broken.setdefault(item[0][0], []).append(item)
         #: Steps whose buffers are unknown (a checkpoint's shard refused).
         self._lost = dict(src.listing.lost)
-        self.newest = max(by_step, default=None)
-        self.had_dumps = bool(by_step)
+        #: Steps it holds: of buffers, and of buffers named but unreadable or unknown.
+        held = by_step.keys() | self._broken.keys() | self._lost.keys()
+        self.newest = max(held, default=None)
+        self.had_dumps = bool(held)
         self.exists = True
-        self.new_steps: list[int] = sorted(by_step.keys() | self._broken.keys() | self._lost.keys())
+        self.new_steps: list[int] = sorted(held)
         #: The listing's errors, reported once (a manifest's are about the run).
         self.problems: list[Problem] = list(src.listing.errors)
         self.last_activity = now
