@@ -41,7 +41,7 @@ ENGINE_CHOICES = ("auto", "numba", "numpy", "python")
 
 
 #: The tolerance's keyword arguments of ``CompareOptions`` (``Tolerance``'s fields).
-TOLERANCE_KEYWORDS = ("atol", "rtol", "ulp", "nan_equal", "rounding_ulp")
+TOLERANCE_KEYWORDS = ("atol", "rtol", "ulp", "nan_equal", "rounding_ulp", "int_tolerance")
 
 
 class CompareOptions:
@@ -54,7 +54,7 @@ class CompareOptions:
     run B's), else rl-state (``sources.schemas.choose_schema``); a schema
     given here wins over a manifest's. The tolerance: ``tolerance=Tolerance(...)``,
     or its fields as keywords (``atol=``, ``rtol=``, ``ulp=``,
-    ``nan_equal=``, ``rounding_ulp=``), not both. ``engine``: auto | numba |
+    ``nan_equal=``, ``rounding_ulp=``, ``int_tolerance=``), not both. ``engine``: auto | numba |
     numpy | python; ``executor``: auto | serial | thread | process; ``jobs``:
     None for the cores this process may use. A value of the wrong type is a
     ``TypeError`` here, not an error deep inside a comparison.
@@ -83,9 +83,10 @@ class CompareOptions:
         ulp: int | None = None,
         nan_equal: bool | None = None,
         rounding_ulp: int | None = None,
+        int_tolerance: bool | None = None,
     ) -> None:
         given = {k: v for k, v in zip(TOLERANCE_KEYWORDS, (atol, rtol, ulp, nan_equal,
-                                                          rounding_ulp), strict=True)
+                                                          rounding_ulp, int_tolerance), strict=True)
                  if v is not None}  # fmt: skip
         if tolerance is None:
             tolerance = _tolerance(given) if given else EXACT
@@ -158,9 +159,10 @@ def _tolerance(given: dict[str, object]) -> Tolerance:
         v = given.get(k)
         if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
             raise TypeError(f"CompareOptions: {k} must be an int, got {v!r}")
-    nan_equal = given.get("nan_equal", False)
-    if not isinstance(nan_equal, bool):
-        raise TypeError(f"CompareOptions: nan_equal must be a bool, got {nan_equal!r}")
+    for k in ("nan_equal", "int_tolerance"):
+        v = given.get(k, False)
+        if not isinstance(v, bool):
+            raise TypeError(f"CompareOptions: {k} must be a bool, got {v!r}")
     return Tolerance(**given)  # type: ignore[arg-type]
 
 
@@ -189,6 +191,8 @@ def tolerance_options(tol: Tolerance) -> str:
         parts.append(f"--ulp {tol.ulp}")
     if tol.nan_equal:
         parts.append("--nan-equal")
+    if tol.int_tolerance:
+        parts.append("--int-tolerance")
     return " ".join(parts)
 
 
@@ -199,4 +203,5 @@ def tolerance_dict(tol: Tolerance) -> dict[str, object]:
         "ulp": tol.ulp,
         "nan_equal": tol.nan_equal,
         "rounding_ulp": tol.rounding_ulp,  # where magnitude draws its line, not a tolerance
+        "int_tolerance": tol.int_tolerance,  # integer and bool buffers too (else exact)
     }

@@ -154,9 +154,11 @@ class Member(Value):
     is written back as one (as is a member with inputs). ``unset``: the
     dtype is a placeholder nobody set (written ``"u8?"``): reports say so.
     ``inputs``: the buffers it is computed from, as written (``name`` or
-    ``name@prev``); None: not declared (no role), ``()``: a source."""
+    ``name@prev``); None: not declared (no role), ``()``: a source.
+    ``int_tolerance``: a tolerance applies to it though its dtype is an
+    integer or bool (else those stay exact; ``kernels.Tolerance``)."""
 
-    __slots__ = ("dtype", "inputs", "layout", "pattern", "table", "unset")
+    __slots__ = ("dtype", "inputs", "int_tolerance", "layout", "pattern", "table", "unset")
 
     def __init__(
         self,
@@ -166,12 +168,14 @@ class Member(Value):
         table: bool = False,
         unset: bool = False,
         inputs: tuple[str, ...] | None = None,
+        int_tolerance: bool = False,
     ) -> None:
         self.pattern = pattern
         self.dtype = dtype
         self.layout = layout
         self.inputs = inputs
-        self.table = table or layout is not None
+        self.int_tolerance = int_tolerance
+        self.table = table or layout is not None or int_tolerance
         self.unset = unset
 
     @property
@@ -188,6 +192,8 @@ class Member(Value):
             d.update(self.layout.as_data())
         if self.inputs is not None:
             d["inputs"] = list(self.inputs)
+        if self.int_tolerance:
+            d["int_tolerance"] = True
         return d
 
 
@@ -211,7 +217,8 @@ class Schema(Value):
     """
 
     __slots__ = (
-        "_exact", "_globs", "_inputs", "_layouts", "_unset", "default_dtype", "groups", "name",
+        "_exact", "_globs", "_inputs", "_int_tolerant", "_layouts", "_unset", "default_dtype",
+        "groups", "name",
     )  # fmt: skip
 
     def __init__(self, name: str, groups: tuple[Group, ...], default_dtype: str = "u8") -> None:
@@ -223,6 +230,7 @@ class Schema(Value):
         layouts: dict[str, Layout] = {}  # by pattern: only members that have one
         unset: set[str] = set()  # patterns whose dtype nobody set
         inputs: dict[str, tuple[str, ...]] = {}  # by pattern: only members that declare them
+        int_tolerant: set[str] = set()  # patterns whose integers a tolerance applies to
         owner: dict[str, str] = {}
         for g in groups:
             for m in g.members:
@@ -241,11 +249,14 @@ class Schema(Value):
                     unset.add(m.pattern)
                 if m.inputs is not None:
                     inputs.setdefault(m.pattern, m.inputs)
+                if m.int_tolerance:
+                    int_tolerant.add(m.pattern)
         self._exact = exact
         self._globs = tuple(globs)
         self._layouts = layouts
         self._unset = frozenset(unset)
         self._inputs = inputs
+        self._int_tolerant = frozenset(int_tolerant)
 
     def classify(self, name: str) -> tuple[str, str]:
         """(group key, dtype) of a buffer: exact names first, then globs in order."""
@@ -302,6 +313,13 @@ class Schema(Value):
                 if fnmatchcase(name, pattern):
                     return pattern
         return None
+
+    def int_tolerant(self, name: str) -> bool:
+        """Whether the member that classifies ``name`` asks for the tolerance
+        on its integers (``int_tolerance = true``)."""
+        if not self._int_tolerant:
+            return False  # the usual case
+        return self._pattern_of(name) in self._int_tolerant
 
     @property
     def has_inputs(self) -> bool:

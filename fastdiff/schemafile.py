@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 _TOP_KEYS = {"name", "default_dtype", "group", "schema_version"}
 _GROUP_KEYS = {"key", "title", "hint", "members"}
-_MEMBER_KEYS = {"dtype", "shape", "fields", "inputs"}
+_MEMBER_KEYS = {"dtype", "shape", "fields", "inputs", "int_tolerance"}
 _TABLES = (
     "known tables: [[group]], [group.members], [group.members.NAME] (a member given "
     "as a table) and [group.members.NAME.fields]"
@@ -276,8 +276,17 @@ def _member(gi: int, name: str, value: object, fail: Any, unknown: Any) -> Membe
     fields = _fields(value.get("fields"), shape, field_fail)
     layout = Layout(shape, fields) if shape is not None or fields else None
     inputs = _inputs(value.get("inputs"), lambda what: fail(gi, (*at, "inputs"), what))
+    int_tolerance = value.get("int_tolerance", False)
+    if not isinstance(int_tolerance, bool):
+        raise fail(
+            gi, (*at, "int_tolerance"), "must be true or false (true: the tolerance applies to "
+            "this integer or bool buffer too)",
+        )  # fmt: skip
     # ``table``: a table that holds only the dtype is written back as one.
-    return Member(name, dtype, layout, table=inputs is None, unset=unset, inputs=inputs)
+    return Member(
+        name, dtype, layout, table=inputs is None, unset=unset, inputs=inputs,
+        int_tolerance=int_tolerance,
+    )  # fmt: skip
 
 
 def _unset_dtype(text: str) -> tuple[str, bool]:
@@ -444,6 +453,8 @@ def schema_to_toml(schema: Schema) -> str:
     def value(v: Any) -> str:
         if isinstance(v, str):
             return q(v)
+        if isinstance(v, bool):
+            return "true" if v else "false"
         if isinstance(v, list):
             return "[" + ", ".join(map(value, v)) + "]"
         if isinstance(v, dict):

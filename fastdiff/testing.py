@@ -36,31 +36,37 @@ def assert_runs_equal(
     run_b: str | os.PathLike[str],
     *,
     schema: str | os.PathLike[str] | Schema | None = None,
-    atol: float = 0,
-    rtol: float = 0,
-    ulp: int = 0,
+    atol: float | None = None,
+    rtol: float | None = None,
+    ulp: int | None = None,
     nan_equal: bool = False,
+    int_tolerance: bool = False,
 ) -> None:
     """Pass when runs ``run_a`` and ``run_b`` (folders or manifests) are equal,
     else raise AssertionError saying where and how they first differ.
 
     Equal means bit for bit, unless a tolerance is given: ``atol`` and
     ``rtol`` (``|a-b| <= atol + rtol*|b|``), ``ulp`` (units in the last
-    place), ``nan_equal`` (any NaN equals any NaN); 0 is no tolerance, so
-    that -0.0 and +0.0, or two NaN payloads, differ. ``schema``: a preset
-    name, a TOML file or a ``Schema`` (default: as ``fastdiff compare``
-    picks). Runs that cannot be compared (a folder missing, a damaged file)
-    raise AssertionError too, naming each problem.
+    place), ``nan_equal`` (any NaN equals any NaN), as ``fastdiff compare``'s
+    options: a tolerance given as 0 compares values, so -0.0 equals +0.0 (as
+    ``torch.testing.assert_close(atol=0, rtol=0)`` has it); none given
+    (None) compares bits, so they differ, as two NaN payloads do. A
+    tolerance applies to floating-point buffers; integer and bool buffers
+    stay exact unless ``int_tolerance`` (or their schema member) asks.
+    ``schema``: a preset name, a TOML file or a ``Schema`` (default: as
+    ``fastdiff compare`` picks). Runs that cannot be compared (a folder
+    missing, a damaged file) raise AssertionError too, naming each problem.
     """
     from .compare import compare_runs
     from .options import CompareOptions
 
     options = CompareOptions(
         schema=schema,
-        atol=float(atol) if atol else None,
-        rtol=float(rtol) if rtol else None,
-        ulp=int(ulp) if ulp else None,
+        atol=None if atol is None else float(atol),
+        rtol=None if rtol is None else float(rtol),
+        ulp=None if ulp is None else int(ulp),
         nan_equal=nan_equal,
+        int_tolerance=int_tolerance,
     )
     report = compare_runs(run_a, run_b, options)
     if report.verdict != "identical":

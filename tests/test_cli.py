@@ -712,7 +712,13 @@ def test_bad_schema_file(tmp_path: Path, text: str, line: int, needle: str) -> N
         ("diverge_E", ("--rtol", "1e-6"), "isv_full", {"rtol": 1e-6}),
         ("diverge_E", ("--ulp", "1"), "isv_full", {"ulp": 1}),
         ("nan_payload", ("--nan-equal",), "log_pi_old", {"nan_equal": True}),
-        ("multi_group", ("--ulp", "4294967294"), "action_prng_state", {"ulp": 4294967294}),
+        # an integer buffer: only where the tolerance is asked for integers too
+        (
+            "multi_group",
+            ("--ulp", "4294967294", "--int-tolerance"),
+            "action_prng_state",
+            {"ulp": 4294967294, "int_tolerance": True},
+        ),
     ],
 )
 def test_tolerance_makes_small_differences_within(
@@ -722,7 +728,8 @@ def test_tolerance_makes_small_differences_within(
     assert run.rc == 0 and run.stderr == ""
     assert doc["verdict"] == "identical"
     assert doc["first_divergent_step"] is None
-    exact = {"atol": None, "rtol": None, "ulp": None, "nan_equal": False, "rounding_ulp": 16}
+    exact = {"atol": None, "rtol": None, "ulp": None, "nan_equal": False, "rounding_ulp": 16,
+             "int_tolerance": False}  # fmt: skip
     assert doc["tolerance"] == exact | tolerance
     close = [b for b in doc["buffers"] if b["status"] != "equal"]
     assert close and all(b["status"] == "within_tolerance" for b in close)
@@ -764,7 +771,7 @@ def test_tolerance_too_tight_still_diverges(case: str, opts: tuple[str, ...]) ->
 
 
 def test_int_extremes_with_ulp_splits_counts() -> None:
-    _, doc = compare_json("int_extremes", "--ulp", "1")
+    _, doc = compare_json("int_extremes", "--ulp", "1", "--int-tolerance")
     got = {b["name"]: b for b in doc["buffers"] if b["status"] != "equal"}
     for name in ("action_prng_state", "steps_since_done"):
         assert got[name]["status"] == "diverged"

@@ -260,7 +260,7 @@ MEMBER_ERRORS = [
     ("x = { shape = [3] }", "key 'members.x': a member given as a table needs its dtype"),
     ('x = { dtype = "f33" }', "key 'members.x.dtype': unknown dtype 'f33'"),
     ('x = { dtype = "f32", colour = 1 }', "key 'members.x.colour': unknown key (expected one "
-     "of: dtype, fields, inputs, shape)"),
+     "of: dtype, fields, inputs, int_tolerance, shape)"),
     ('x = { dtype = "f32", shape = [] }', "key 'members.x.shape': must be a list of dimensions"),
     ('x = { dtype = "f32", shape = [0] }', "key 'members.x.shape': dimension 0 is 0: each is a "
      "positive integer, or -1"),

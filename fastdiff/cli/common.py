@@ -226,6 +226,13 @@ def compare_options(default_cache: bool) -> tuple[Arg, ...]:
             group=TOLERANCE,
         ),
         Arg(
+            "--int-tolerance",
+            action=STORE_TRUE,
+            help="apply the tolerance to integer and bool buffers too (default: they stay "
+            "exact; a schema member may ask with int_tolerance = true)",
+            group=TOLERANCE,
+        ),
+        Arg(
             "--rounding-ulp",
             type=non_negative_int,
             metavar="N",
@@ -321,6 +328,7 @@ def options_of(args: Namespace) -> CompareOptions:
                 getattr(args, "ulp", None),
                 getattr(args, "nan_equal", False),
                 getattr(args, "rounding_ulp", None),
+                getattr(args, "int_tolerance", False),
             ),
             chunk_size=DEFAULT_CHUNK_SIZE if chunk_size is None else chunk_size,
             engine=getattr(args, "engine", "auto"),

@@ -36,6 +36,7 @@ import gc
 import os
 import time
 
+from ..dtypes import get_dtype
 from ..options import CompareOptions, tolerance_dict
 from ..results import DIVERGENT, BufferResult, Problem, Report, Skipped, Work
 from ..sources import (
@@ -155,9 +156,8 @@ class _Need:
     __slots__ = ("found", "waiting")
 
     def __init__(self) -> None:
-        #: The digests (or the problems hashing met) it has, by file. (A
-        #: file's chunk size is the same wherever a need holds it.)
-        self.found: dict[BufferRef, BufferDigest | Problem] = {}
+        #: The digests (or the problems hashing met) it has, by file and chunk size.
+        self.found: dict[_Key, BufferDigest | Problem] = {}
         #: How many keys it still waits for.
         self.waiting = 0
 
@@ -199,6 +199,21 @@ class _Digests(_Need):
         self.files = files
         self.chunk_size = chunk_size
         self.on_done = on_done
+
+
+def pair_sizes(p: Pair, cs_a: int, cs_b: int) -> tuple[int, int]:
+    """The chunk sizes a pair's sides are compared at: each side's own
+    (``cs_a``, ``cs_b``), but a side with data beside one without (a
+    manifest's entry, a dump a recorder logged as digests only), whose
+    digests cannot be made again, is hashed at the chunk size of those
+    digests: so either order of two runs gives the same answer."""
+    a, b = p.a, p.b
+    assert a is not None and b is not None
+    if not b.has_data and b.digest is not None and a.has_data:
+        cs_a = b.digest.chunk_size
+    if not a.has_data and a.digest is not None and b.has_data:
+        cs_b = a.digest.chunk_size
+    return cs_a, cs_b
 
 
 def _size(f: BufferRef) -> int:
@@ -287,17 +302,18 @@ class Scheduler:
         for p in job.to_hash:
             fa, fb = p.a, p.b
             assert fa is not None and fb is not None
+            at_a, at_b = pair_sizes(p, cs_a, cs_b)
             # A digest known in advance (a manifest's) is taken as it is.
             d = fa.digest
-            if d is None or (fa.has_data and d.chunk_size != cs_a):
-                need(job, fa, spec_a, cs_a)
+            if d is None or (fa.has_data and d.chunk_size != at_a):
+                need(job, fa, spec_a, at_a)
             else:
-                found[fa.span or fa] = d  # type: ignore[index]
+                found[(fa.span or fa, at_a)] = d  # type: ignore[index]
             d = fb.digest
-            if d is None or (fb.has_data and d.chunk_size != cs_b):
-                need(job, fb, spec_b, cs_b)
+            if d is None or (fb.has_data and d.chunk_size != at_b):
+                need(job, fb, spec_b, at_b)
             else:
-                found[fb.span or fb] = d  # type: ignore[index]
+                found[(fb.span or fb, at_b)] = d  # type: ignore[index]
         self._opened(job)
         self._open_plans += 1
         if self._progress_on:
@@ -315,9 +331,9 @@ class Scheduler:
         for f in request.files:
             d = f.digest
             if d is not None and d.chunk_size == chunk_size:
-                request.found[f] = d  # known in advance (a recorder's digest log)
+                request.found[(f.span or f, chunk_size)] = d  # known in advance (a digest log)
             elif not f.has_data:
-                request.found[f] = Problem(
+                request.found[(f.span or f, chunk_size)] = Problem(
                     f.path,
                     f"recorded as digests only at chunk size {d.chunk_size if d else '?'}: "
                     "nothing to hash at another (give that --chunk-size)",
@@ -425,9 +441,8 @@ class Scheduler:
             self._flush()
 
     def _deliver(self, key: _Key, item: BufferDigest | Problem) -> None:
-        f = key[0]
         for need in self._waiters.pop(key, ()):
-            need.found[f] = item
+            need.found[key] = item
             need.waiting -= 1
             if need.waiting == 0:
                 self._ready.append(need)
@@ -541,10 +556,13 @@ class Scheduler:
         """All digests are in: decide by digest, and scan what still differs."""
         found = job.found
         results, errors = job.results, job.errors
+        schema = job.plan.schema
         scan_jobs: list[ScanJob] = []
         for p in job.to_hash:
             assert p.a is not None and p.b is not None
-            da, db = found[p.a.span or p.a], found[p.b.span or p.b]  # type: ignore[index]
+            at_a, at_b = pair_sizes(p, job.cs_a, job.cs_b)
+            da = found[(p.a.span or p.a, at_a)]  # type: ignore[index]
+            db = found[(p.b.span or p.b, at_b)]  # type: ignore[index]
             if isinstance(da, Problem) or isinstance(db, Problem):
                 bad = [d for d in (da, db) if isinstance(d, Problem)]
                 errors += bad
@@ -560,14 +578,20 @@ class Scheduler:
                 decided = by_digest(p, da, db, data, RECORDED_DIGESTS_ONLY)
             else:
                 decided = by_digest(p, da, db, data)
+            tol = self.opts.tolerance
+            if not tol.exact:  # integer buffers stay exact, unless asked
+                kind = get_dtype(p.dtype).kind
+                tol = tol.for_buffer(kind, schema.int_tolerant(p.name))
             if not isinstance(decided, BufferResult):
+                if tol is not self.opts.tolerance:
+                    decided = decided.replace(tolerance=tol)
                 scan_jobs.append(decided)
                 continue
             if decided.status == "error" and decided.message:
                 errors.append(Problem(p.a.path, decided.message, kind="mismatch"))
-            elif decided.status == "diverged" and not data and not self.opts.tolerance.exact:
+            elif decided.status == "diverged" and not data and not tol.exact:
                 # Digests say only that bits differ, not whether within tolerance.
-                decided = tolerance_undecided(p, decided, self.opts.tolerance, recorded)
+                decided = tolerance_undecided(p, decided, tol, recorded)
                 local = p.a if p.a.has_data else p.b
                 errors.append(Problem(local.path, decided.message or "", kind="undecided"))
             results.append(decided)
@@ -614,8 +638,8 @@ class Scheduler:
     def _report(self, need: _Need) -> None:
         self._open -= 1
         if isinstance(need, _Digests):
-            found = need.found
-            need.on_done([found[f] for f in need.files])
+            found, cs = need.found, need.chunk_size
+            need.on_done([found[(f.span or f, cs)] for f in need.files])
             return
         assert isinstance(need, _Job) and self._runner is not None
         job, plan = need, need.plan

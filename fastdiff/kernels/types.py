@@ -45,6 +45,12 @@ class Tolerance(Value):
     A NaN against a number, or an infinity against anything else, is never
     within tolerance.
 
+    A tolerance applies to floating-point buffers only: integer and boolean
+    buffers (PRNG states, indices, counts, masks) stay exact, unless
+    ``int_tolerance`` (``--int-tolerance``) or the schema member of the
+    buffer (``int_tolerance = true``) asks for the tolerance there too
+    (``for_buffer``).
+
     How ``|a-b| <= atol + rtol*|b|`` is evaluated depends on the dtype:
 
     - floats: in float64, like ``numpy.isclose`` (the values widened to
@@ -62,7 +68,7 @@ class Tolerance(Value):
     means ``DEFAULT_ROUNDING_ULP``.
     """
 
-    __slots__ = ("atol", "nan_equal", "rounding_ulp", "rtol", "ulp")
+    __slots__ = ("atol", "int_tolerance", "nan_equal", "rounding_ulp", "rtol", "ulp")
 
     def __init__(
         self,
@@ -71,6 +77,7 @@ class Tolerance(Value):
         ulp: int | None = None,
         nan_equal: bool = False,
         rounding_ulp: int | None = None,
+        int_tolerance: bool = False,
     ) -> None:
         for name, value in (("atol", atol), ("rtol", rtol)):
             if value is not None and not (math.isfinite(value) and value >= 0):
@@ -88,10 +95,20 @@ class Tolerance(Value):
         self.ulp = ulp
         self.nan_equal = nan_equal
         self.rounding_ulp = min(rounding_ulp, ULP_MAX)
+        self.int_tolerance = int_tolerance
 
     @property
     def exact(self) -> bool:
         return self.atol is None and self.rtol is None and self.ulp is None and not self.nan_equal
+
+    def for_buffer(self, kind: str, int_tolerant: bool = False) -> Tolerance:
+        """The tolerance a buffer of dtype ``kind`` ("float", "int", "uint")
+        is compared with: this one for floats, for integers where
+        ``int_tolerance`` or the buffer's schema member (``int_tolerant``)
+        asks; else exact (the same line between rounding and large)."""
+        if kind == "float" or self.exact or self.int_tolerance or int_tolerant:
+            return self
+        return Tolerance(rounding_ulp=self.rounding_ulp)
 
     @property
     def uses_close(self) -> bool:

@@ -25,17 +25,24 @@ class ScanJob(Value):
     """One pair and the byte ranges of its common prefix to scan.
 
     ``must_differ``: some chunk's digests disagreed, so the scan must find a
-    difference.
+    difference. ``tolerance``: the one this buffer is compared with, where
+    it is not the comparison's (``Tolerance.for_buffer``: an integer buffer
+    stays exact); None: the comparison's.
     """
 
-    __slots__ = ("must_differ", "pair", "ranges")
+    __slots__ = ("must_differ", "pair", "ranges", "tolerance")
 
     def __init__(
-        self, pair: Pair, ranges: tuple[tuple[int, int], ...], must_differ: bool = True
+        self,
+        pair: Pair,
+        ranges: tuple[tuple[int, int], ...],
+        must_differ: bool = True,
+        tolerance: Tolerance | None = None,
     ) -> None:
         self.pair = pair
         self.ranges = ranges
         self.must_differ = must_differ
+        self.tolerance = tolerance
 
     @property
     def n_bytes(self) -> int:

@@ -223,7 +223,7 @@ def scan_job(job: ScanJob, tol: Tolerance, requested: str = "auto") -> ScanOutco
 
 def scan_batch(jobs: Sequence[ScanJob], tol: Tolerance, requested: str) -> list[ScanOutcome]:
     """Scan several jobs (one pool task)."""
-    return [scan_job(j, tol, requested) for j in jobs]
+    return [scan_job(j, j.tolerance or tol, requested) for j in jobs]
 
 
 def outcome_result(p: Pair, out: ScanOutcome) -> BufferResult:
