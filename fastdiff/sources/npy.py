@@ -43,7 +43,7 @@ class NpyError(ValueError):
 class NpyHeader:
     """What an ``.npy`` header says: the dtype (fastdiff's name; None for raw
     bytes of a type numpy cannot name, ``<V2``: the schema names it, or a
-    recorder's digest log), the shape (None with such a dtype), where the
+    recorder's digest log), the shape, where the
     data starts and how many bytes it has, and its layout (``codec``: None
     for C order, a ``Strided`` view for Fortran order). ``itemsize`` and
     ``dims``: the element width and the shape as written, whatever the dtype."""
@@ -230,7 +230,8 @@ def parse_header(head: bytes, file_size: int) -> NpyHeader:
         itemsize = dt.itemsize
     else:
         # Raw bytes of an unnamed type (ml_dtypes saves bfloat16 as <V2): the
-        # schema names its dtype, and its shape is then the schema's too.
+        # schema (or a recorder's digest log) names its dtype; its shape is
+        # the header's, as for every .npy.
         name, itemsize = None, void
     shape = fields["shape"]
     assert isinstance(shape, tuple)
@@ -259,7 +260,7 @@ def parse_header(head: bytes, file_size: int) -> NpyHeader:
             step *= d
         codec = Strided(itemsize, tuple(shape), tuple(strides), nbytes)
     dims = tuple(shape)
-    return NpyHeader(name, None if name is None else dims, end, nbytes, codec, itemsize, dims)
+    return NpyHeader(name, dims, end, nbytes, codec, itemsize, dims)
 
 
 def _void_size(descr: str) -> int | None:

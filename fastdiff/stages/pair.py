@@ -178,9 +178,29 @@ def pair_runs(
             if head.shape is not None:
                 fields = layout.fields if layout is not None else ()
                 layout = Layout(tuple(head.shape), fields)
-            both = fa is not None and fb is not None and ha is not None and hb is not None
-            if both and (ha != hb or fa.shape != fb.shape):  # type: ignore[union-attr]
-                differs = header_message(ha, fa.shape, hb, fb.shape)  # type: ignore[union-attr]
+            if fa is not None and fb is not None:
+                if ha is not None and hb is not None:
+                    if ha != hb or fa.shape != fb.shape:
+                        differs = header_message(ha, fa.shape, hb, fb.shape)
+                elif (hb if ha is None else ha) != c[1]:
+                    # A file without a header (a raw dump, read as the schema's
+                    # dtype) beside one whose header gives another dtype: the
+                    # runs wrote different things, never one read as the other.
+                    raw, typed = (fa, fb) if ha is None else (fb, fa)
+                    shapes = (raw.shape, typed.shape) if ha is None else (typed.shape, raw.shape)
+                    dtypes = (c[1], hb) if ha is None else (ha, c[1])
+                    differs = header_message(dtypes[0], shapes[0], dtypes[1], shapes[1])  # type: ignore[arg-type]
+        elif (fa is not None and fa.shape is not None) or (fb is not None and fb.shape is not None):
+            # Headers that give a shape but no dtype (numpy's raw bytes of a
+            # type it cannot name, bf16 as <V2): the schema's dtype, the
+            # header's shape, as for every .npy.
+            sa = fa.shape if fa is not None else None
+            sb = fb.shape if fb is not None else None
+            shape = sa if sa is not None else sb
+            assert shape is not None
+            layout = Layout(tuple(shape), layout.fields if layout is not None else ())
+            if sa is not None and sb is not None and sa != sb:
+                differs = header_message(dtype, sa, dtype, sb)
         return Pair(
             step, name, c[0], dtype, fa, fb, problem, broken_a, broken_b, layout, differs, rank
         )
@@ -214,7 +234,11 @@ def pair_runs(
         step, name = key = fa.step, fa.name
         c = classified.get(name) or classify(name)
         fb = take_b(key, None)
-        if fa.dtype is None and (fb is None or fb.dtype is None):
+        if (
+            fa.dtype is None
+            and fa.shape is None
+            and (fb is None or (fb.dtype is None and fb.shape is None))
+        ):
             pair = Pair(step, name, c[0], c[1], fa, fb, layout=c[3], rank=rank)  # the usual case
         else:
             pair = make(step, name, c, fa, fb)
@@ -223,7 +247,7 @@ def pair_runs(
         if take_b((fb.step, fb.name), None) is not None:  # in run B only
             step, name = fb.step, fb.name
             c = classified.get(name) or classify(name)
-            if fb.dtype is None:
+            if fb.dtype is None and fb.shape is None:
                 pair = Pair(step, name, c[0], c[1], None, fb, layout=c[3], rank=rank)
             else:
                 pair = make(step, name, c, None, fb)
