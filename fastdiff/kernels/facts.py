@@ -236,6 +236,8 @@ def unravel(index: int | None, shape: tuple[int, ...] | None) -> tuple[int, ...]
     """A flat element index as an index into ``shape`` (C order), torch style."""
     if index is None or shape is None:
         return None
+    if not shape:
+        return ()  # a 0-d tensor: its one element has the empty index
     out = []
     for dim in reversed(shape[1:]):
         index, at = divmod(index, dim)
