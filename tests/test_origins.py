@@ -149,7 +149,7 @@ def test_prev_across_a_gap_is_the_latest_step_held_and_says_which(tmp_path: Path
     assert p.returncode == 1, p.stderr
     assert (
         "  born in: P acc at step 20 (inputs mid, acc@prev matched; @prev is step 10, the "
-        "latest held before 20)" in p.stdout.splitlines()
+        "latest both runs hold before 20)" in p.stdout.splitlines()
     )
 
 

@@ -214,7 +214,7 @@ def _prev_text(step: int, prev_step: int | None) -> str:
     """Which step ``@prev`` read, where it is not the step before (a gap)."""
     if prev_step is None or prev_step == step - 1:
         return ""
-    return f"; @prev is step {prev_step}, the latest held before {step}"
+    return f"; @prev is step {prev_step}, the latest both runs hold before {step}"
 
 
 def _no_inputs(step: int) -> str:

@@ -10,10 +10,11 @@ input could not be compared (not dumped at that step, in one run only,
 unreadable or malformed), is **undetermined**: born there or upstream, the
 dumps cannot tell.
 
-``name@prev`` is ``name`` at the latest earlier step the runs hold (a
-``prev_step`` that is not the step before means a gap in which the
-divergence could have been born). At step 0 it is no input (there is no
-earlier state); at a first step held that is not 0 it counts as not dumped.
+``name@prev`` is ``name`` at the latest earlier step both runs hold (a
+step one run lacks is passed over; a ``prev_step`` that is not the step
+before means a gap in which the divergence could have been born). At step
+0 it is no input (there is no earlier state); at a first step held that is
+not 0 it counts as not dumped.
 
 ``assign_roles`` is a pure function of the buffer results (one run pair,
 one rank, sorted as ``build_report`` sorts them) and the schema; its cost
@@ -82,7 +83,8 @@ def assign_roles(
 ) -> tuple[tuple[BufferResult, ...], tuple[Origin, ...]]:
     """``buffers`` with a role on each that diverged and declares inputs, and
     the origins among them, in the buffers' order (step, then pipeline
-    order). ``steps``: the steps held, ascending."""
+    order). ``steps``: the steps both runs hold, ascending (``@prev`` reads
+    the latest of them before a buffer's step)."""
     parsed: dict[str, tuple[Input, ...] | None] = {}
 
     def inputs_of(name: str) -> tuple[Input, ...] | None:
@@ -100,7 +102,7 @@ def assign_roles(
                 todo.append((i, inputs))
     if not todo:
         return buffers, ()
-    prev_of = dict(zip(steps[1:], steps, strict=False))
+    prev_of = _latest_before(steps, {buffers[i].step for i, _ in todo})
     status_at = _statuses(buffers, todo, prev_of)
     out = list(buffers)
     origins = []
@@ -111,6 +113,17 @@ def assign_roles(
         if role.kind == "origin":
             origins.append(Origin(b.step, b.name, b.group, b.rank))
     return tuple(out), tuple(origins)
+
+
+def _latest_before(steps: Sequence[int], wanted: set[int]) -> dict[int, int]:
+    """For each step of ``wanted``, the latest of ``steps`` (ascending) before
+    it, where there is one."""
+    out = {}
+    for step in wanted:
+        k = bisect_left(steps, step)
+        if k:
+            out[step] = steps[k - 1]
+    return out
 
 
 def _statuses(

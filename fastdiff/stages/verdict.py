@@ -425,6 +425,19 @@ class _Summary:
         )
 
 
+def held_by_both(steps: Iterable[StepSummary]) -> list[int]:
+    """The steps both runs hold a dump of (any buffer but one in a single
+    run): where ``@prev`` inputs are read. A step one run lacks is no
+    earlier state to compare."""
+    one = {"only_in_a", "only_in_b"}
+    out = []
+    for s in steps:
+        statuses = {status for status, n in s.counts if n}
+        if statuses - one or one <= statuses:
+            out.append(s.step)
+    return out
+
+
 def _problems(errors: Iterable[Problem]) -> tuple[Problem, ...]:
     return tuple(sorted(set(errors), key=lambda p: (p.path, p.message)))
 
@@ -451,7 +464,7 @@ def build_report(
         if summary.divergent:
             from .roles import assign_roles
 
-            ordered, origins = assign_roles(ordered, [s.step for s in summary.steps], schema)
+            ordered, origins = assign_roles(ordered, held_by_both(summary.steps), schema)
     return summary.report(
         run_a, run_b, schema, ordered, skipped, tolerance, work or Work(), origins
     )
