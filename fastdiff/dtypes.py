@@ -438,6 +438,22 @@ def fp8_value(name: str, bits: int) -> float:
     return -value if negative else value
 
 
+#: Each float format's explicit mantissa bits and smallest normal exponent:
+#: the unit in the last place of a value x is 2**(max(exponent(x), emin) - p).
+FLOAT_FORMATS: dict[str, tuple[int, int]] = {
+    "f64": (52, -1022),
+    "f32": (23, -126),
+    "f16": (10, -14),
+    "bf16": (7, -126),
+    **{name: (m, 1 - bias) for name, (_, m, bias, _) in FP8.items()},
+}
+
+
+def float_format(dt: DType) -> tuple[int, int]:
+    """(mantissa bits, smallest normal exponent) of a float dtype (``FLOAT_FORMATS``)."""
+    return FLOAT_FORMATS[dt.base]
+
+
 def fp8_values(name: str) -> tuple[float, ...]:
     """The values of all 256 bit patterns of the 8-bit float format ``name``."""
     table = _FP8_VALUES.get(name)

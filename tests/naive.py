@@ -58,6 +58,17 @@ FP8_SPEC: dict[str, dict] = {
     "f8_e5m2fnuz": {"e": 5, "m": 2, "bias": 16, "nan": {0x80}, "inf": set()},
 }  # fmt: skip
 
+#: Each float format's explicit mantissa bits and smallest normal exponent
+#: (IEEE 754 binary64, binary32, binary16; bfloat16 has binary32's exponent;
+#: the 8-bit floats from their specifications: 1 - bias).
+FLOAT_FORMATS: dict[str, tuple[int, int]] = {
+    "f64": (52, -1022),
+    "f32": (23, -126),
+    "f16": (10, -14),
+    "bf16": (7, -126),
+    **{name: (spec["m"], 1 - spec["bias"]) for name, spec in FP8_SPEC.items()},
+}
+
 FLOATS = tuple(name for name, (_, k) in DTYPES.items() if k == "float")
 INTS = tuple(name for name, (_, k) in DTYPES.items() if k != "float")
 FP8 = tuple(FP8_SPEC)
@@ -154,6 +165,33 @@ def ulp_distance(dtype: str, a_bits: int, b_bits: int) -> int:
     return mag_a + mag_b
 
 
+def ulp_of(dtype: str, s: float) -> Fraction:
+    """The unit in the last place of the format of ``dtype`` at a magnitude
+    ``s`` >= 0: 2**(e - p) for the exponent e with 2**e <= s < 2**(e+1),
+    never below the smallest normal exponent (subnormals and zero)."""
+    p, emin = FLOAT_FORMATS[little_endian(dtype)]
+    e = emin
+    x = Fraction(s)
+    if x > 0:
+        e = 0
+        while Fraction(2) ** e > x:
+            e -= 1
+        while Fraction(2) ** (e + 1) <= x:
+            e += 1
+        e = max(e, emin)
+    return Fraction(2) ** (e - p)
+
+
+def in_scale_ulps(dtype: str, d: float, s: float) -> float:
+    """The difference ``d`` in units in the last place of the scale ``s``."""
+    if math.isinf(d):
+        return math.inf
+    try:
+        return float(Fraction(d) / ulp_of(dtype, s))  # rounded once, as IEEE division is
+    except OverflowError:  # beyond the largest float64: IEEE division gives inf
+        return math.inf
+
+
 def is_close(d: float, b: float, atol: float | None, rtol: float | None) -> bool:
     """|a-b| <= atol + rtol*|b| in float64, with an unset atol/rtol counting as 0."""
     if atol is None and rtol is None:
@@ -204,6 +242,8 @@ def naive_scan(
     max_rel: float | None = None
     max_rel_index = -1
     ulps: list[int] = []  # the ULP distance of every finite differing float pair
+    # per row (no rows: one), in order: its largest |A-B| and |B| over finite differing pairs
+    scale: dict[int, tuple[float, float]] = {}
 
     for i in range(len(a) // w):
         raw_a = a[i * w : (i + 1) * w]
@@ -234,6 +274,9 @@ def naive_scan(
             else:
                 d = abs(va - vb)  # Python float: IEEE float64, may overflow to inf
                 ulps.append(ulp_distance(dtype, a_bits, b_bits))
+                row = (origin + i) // row_size if row_size else 0
+                old_d, old_s = scale.get(row, (0.0, 0.0))
+                scale[row] = (max(old_d, d), max(old_s, abs(vb)))
                 within = False
                 if ulp is not None and ulp_distance(dtype, a_bits, b_bits) <= ulp:
                     within = True
@@ -286,6 +329,16 @@ def naive_scan(
             histogram[k] += 1
     while histogram and histogram[-1] == 0:
         histogram.pop()
+    # the first and last rows with their scale, and the rows between in ULPs of theirs
+    scale_rows = None
+    if scale:
+        order = sorted(scale)
+        p, emin = FLOAT_FORMATS[little_endian(dtype)]
+        between = [in_scale_ulps(dtype, *scale[r]) for r in order[1:-1]]
+        scale_rows = (
+            p, emin, order[0], *scale[order[0]], order[-1], *scale[order[-1]],
+            max(between) if between else None,
+        )  # fmt: skip
 
     return {
         "n_diff": n_diff,
@@ -307,6 +360,7 @@ def naive_scan(
         "max_ulp": max(ulps) if ulps else None,
         "ulp_log2_histogram": tuple(histogram),
         "n_signed_zero": ulps.count(0),
+        "scale_rows": scale_rows,
     }
 
 

@@ -42,7 +42,8 @@ BUFFER_KEYS = [
     "first_divergent_chunk", "shape", "first_index_nd", "max_abs_delta_index_nd",
     "diff_fraction", "ranges", "n_ranges", "rows", "n_rows", "fields",
     "n_diff_outside_fields", "max_rel_delta", "max_rel_delta_index", "max_ulp",
-    "ulp_log2_histogram", "n_signed_zero", "magnitude", "path_a", "path_b", "message",
+    "ulp_log2_histogram", "n_signed_zero", "max_ulp_of_scale", "magnitude", "cancellation",
+    "path_a", "path_b", "message",
 ]  # fmt: skip
 
 
@@ -152,7 +153,8 @@ def test_kernel_results_reach_the_json_by_name() -> None:
             "n_ranges": 1, "rows": [0, 1], "n_rows": 2,
             "fields": None, "n_diff_outside_fields": None, "max_rel_delta": 0.2,
             "max_rel_delta_index": 1, "max_ulp": 2**21, "ulp_log2_histogram": [0] * 21 + [1],
-            "n_signed_zero": 0, "magnitude": "large",
+            "n_signed_zero": 0, "max_ulp_of_scale": 2.0**21, "magnitude": "large",
+            "cancellation": False,
         }, engine  # fmt: skip
 
 

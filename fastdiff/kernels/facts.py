@@ -19,7 +19,11 @@
   the earlier piece on ties; ``AT_MAX``: the index of a ``MAX`` fact, merged
   with it;
   ``HIST``: a histogram (a tuple of counts without trailing zeros), summed
-  bin by bin; ``RUNS``: the first ``LISTED`` maximal runs ``(start, stop)``
+  bin by bin; ``SCALE``: the scale rows of a float buffer (``scale_rows``:
+  the first and last rows holding a finite differing pair, each with its
+  largest |A-B| and largest |B| among them, and the largest difference in
+  ULPs of its row's scale over the rows between), joined where one piece's
+  last row continues in the next; ``RUNS``: the first ``LISTED`` maximal runs ``(start, stop)``
   of consecutive differing elements, ``ROWS``: the first ``LISTED``
   distinct row numbers; both join the last entry of one piece to the first
   of the next when they continue it, and keep their total count in the
@@ -88,6 +92,7 @@ FIRST = "first"
 MAX = "max"
 AT_MAX = "at_max"
 HIST = "hist"
+SCALE = "scale"
 RUNS = "runs"
 ROWS = "rows"
 AT_LIST = "at_list"
@@ -105,6 +110,67 @@ LISTED = 16
 NO_UINT = (1 << 64) - 1
 #: Bins of ``ulp_log2_histogram``: bin k counts distances d with 2**k <= d < 2**(k+1).
 HIST_BINS = 64
+#: Words of ``scale_rows``: (mantissa bits, smallest normal exponent) of the
+#: format, (row, largest |A-B|, largest |B|) of the first and of the last row
+#: holding a finite differing pair, and the largest difference in ULPs of
+#: the scale over the rows between them (-1: none).
+SCALE_WORDS = 9
+
+
+def ulp_at(s: float, p: int, emin: int) -> float:
+    """The unit in the last place, in a float format of ``p`` mantissa bits and
+    smallest normal exponent ``emin``, of a value of magnitude ``s`` (>= 0)."""
+    if s > 0.0 and math.isfinite(s):
+        e = math.frexp(s)[1] - 1  # s = m * 2**e, 1 <= m < 2
+        if e < emin:
+            e = emin
+    else:
+        e = emin  # zero: the smallest subnormal step
+    return math.ldexp(1.0, e - p)
+
+
+def scale_ulp(d: float, s: float, p: int, emin: int) -> float:
+    """A difference ``d`` in units in the last place of a scale ``s``."""
+    return d / ulp_at(s, p, emin)
+
+
+def _scale_edges(v: tuple[Any, ...]) -> list[tuple[int, float, float]]:
+    """The first and (when another) the last row of a ``scale_rows`` value."""
+    first = (v[2], v[3], v[4])
+    return [first] if v[5] == v[2] else [first, (v[5], v[6], v[7])]
+
+
+def join_scale(x: tuple[Any, ...] | None, y: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
+    """The ``scale_rows`` of two consecutive pieces (x before y): a row that
+    x ends and y begins is one row (its largest |A-B| and |B| over both);
+    rows that are neither first nor last any more count in the inner
+    maximum, in ULPs of their own scale."""
+    if x is None:
+        return y
+    if y is None:
+        return x
+    p, emin = x[0], x[1]
+    rows = _scale_edges(x)
+    more = _scale_edges(y)
+    if rows[-1][0] == more[0][0]:
+        r, dx, sx = rows[-1]
+        _, dy, sy = more.pop(0)
+        rows[-1] = (r, max(dx, dy), max(sx, sy))
+    rows += more
+    inner = [v for v in (x[8], y[8]) if v is not None]
+    inner += [scale_ulp(d, s, p, emin) for _, d, s in rows[1:-1]]
+    return (p, emin, *rows[0], *rows[-1], max(inner) if inner else None)
+
+
+def max_scale_ulp(v: tuple[Any, ...] | None) -> float | None:
+    """The largest difference in ULPs of its row's scale of a ``scale_rows`` value."""
+    if v is None:
+        return None
+    p, emin = v[0], v[1]
+    found = [scale_ulp(d, s, p, emin) for _, d, s in _scale_edges(v)]
+    if v[8] is not None:
+        found.append(v[8])
+    return max(found)
 
 
 def json_number(value: Any) -> Any:
@@ -314,11 +380,35 @@ def _outside_fields(s: ScanStats, ctx: Context | None) -> int | None:
 
 
 def _magnitude(s: ScanStats, ctx: Context | None) -> str | None:
+    """Rounding-size: no NaN or infinity mismatch, and every difference at
+    most ``rounding_ulp`` ULP apart, in its elements' own ULPs or in ULPs of
+    its row's (1-D: the buffer's) scale, its largest |B| among the differing
+    pairs (``_cancellation``); else large."""
     if ctx is None:
         return None
     if ctx.kind != "float" or s.n_nan_mismatch or s.n_inf_mismatch or s.max_ulp is None:
         return "large"
-    return "rounding" if s.max_ulp <= ctx.rounding_ulp else "large"
+    if s.max_ulp <= ctx.rounding_ulp:
+        return "rounding"
+    return "rounding" if _cancellation(s, ctx) else "large"
+
+
+def _cancellation(s: ScanStats, ctx: Context | None) -> bool | None:
+    """Floats: whether the differences are rounding-size only against their
+    scale: some elements further than ``rounding_ulp`` ULP apart in their own
+    ULPs (values small against their row's largest |B|, as where terms of a
+    sum cancel), but every difference within ``rounding_ulp`` ULP of that
+    scale, with no NaN or infinity mismatch."""
+    if ctx is None or ctx.kind != "float" or s.max_ulp is None:
+        return None
+    if s.n_nan_mismatch or s.n_inf_mismatch or s.max_ulp <= ctx.rounding_ulp:
+        return False
+    scaled = max_scale_ulp(s.scale_rows)
+    return scaled is not None and scaled <= ctx.rounding_ulp
+
+
+def _max_scale_ulp(s: ScanStats, ctx: Context | None) -> float | None:
+    return max_scale_ulp(s.scale_rows)
 
 
 def _is_float(ctx: Context) -> bool:
@@ -415,7 +505,18 @@ FACTS: tuple[Fact, ...] = (
         anatomy=True,
     ),
     Fact("n_signed_zero", merge=SUM, zero=0, anatomy=True),  # differing pairs -0.0 against +0.0
+    # floats: each row's (1-D: the buffer's) scale, its largest |B| among the finite
+    # differing pairs, and the largest difference in ULPs of its row's scale
+    Fact(
+        "scale_rows", merge=SCALE, store=REAL, width=SCALE_WORDS, only=_is_float, result=False
+    ),
+    Fact(
+        "max_ulp_of_scale", DERIVED, derive=_max_scale_ulp, json=json_number, only=_is_float,
+        anatomy=True,
+    ),
     Fact("magnitude", DERIVED, derive=_magnitude, anatomy=True),  # "rounding" or "large"
+    # rounding-size only against the scale (elements near zero, where sums cancel)
+    Fact("cancellation", DERIVED, derive=_cancellation, anatomy=True),
 )
 
 KERNEL_FACTS = tuple(f for f in FACTS if f.source == KERNEL)
@@ -446,7 +547,7 @@ STORE_SIZE: Mapping[str, int]
 SLOT, STORE_SIZE = _slots()
 
 # How ``ScanStats.from_slots`` reads each kernel fact back (worked out once).
-_WORD, _STORE, _MAX_AT, _PAIR, _HIST, _RUNS, _ROWS = (
+_WORD, _STORE, _MAX_AT, _PAIR, _HIST, _RUNS, _ROWS, _SCALE = (
     "word",
     "store",
     "max_at",
@@ -454,6 +555,7 @@ _WORD, _STORE, _MAX_AT, _PAIR, _HIST, _RUNS, _ROWS = (
     "hist",
     "runs",
     "rows",
+    "scale",
 )
 
 
@@ -463,6 +565,8 @@ def _decode_plan() -> tuple[tuple[str, str, int, Any], ...]:
         at = SLOT[f.name]
         if f.merge == HIST:
             plan.append((f.name, _HIST, at, None))
+        elif f.merge == SCALE:
+            plan.append((f.name, _SCALE, at, f.store))
         elif f.merge in (RUNS, ROWS):
             plan.append((f.name, _RUNS if f.merge == RUNS else _ROWS, at, SLOT[f.pair or ""]))
         elif f.width == 2:  # the last run, with the count of runs
@@ -568,6 +672,13 @@ class ScanStats(Value):
                 while top and not value[top - 1]:
                     top -= 1
                 value = value[:top]
+            elif how is _SCALE:  # None when it has no first row
+                w = stores[other][at : at + SCALE_WORDS].tolist()
+                if w[2] < 0:
+                    value = None
+                else:
+                    p, emin, r1, r2 = int(w[0]), int(w[1]), int(w[2]), int(w[5])
+                    value = (p, emin, r1, w[3], w[4], r2, w[6], w[7], w[8] if w[8] >= 0 else None)
             elif how is _RUNS:
                 n = min(words[other], LISTED)
                 pairs = words[at : at + 2 * n]
@@ -601,6 +712,8 @@ class ScanStats(Value):
                     setattr(out, f.pair, getattr(winner, f.pair))
             elif f.merge == HIST:
                 setattr(out, f.name, _sum_hist(x, y))
+            elif f.merge == SCALE:
+                setattr(out, f.name, join_scale(x, y))
             elif f.merge in (RUNS, ROWS):
                 assert f.pair is not None and f.last is not None
                 listed, count, last = _join_lists(f, self, later)

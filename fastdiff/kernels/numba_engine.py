@@ -32,6 +32,7 @@ refuses results of a kernel compiled for another layout.
 
 from __future__ import annotations
 
+import math
 import threading
 from typing import Any
 
@@ -39,7 +40,7 @@ import numba as nb
 import numpy as np
 from numba.cpython.unsafe.numbers import leading_zeros, viewer
 
-from ..dtypes import DTYPES, FP8, DType
+from ..dtypes import DTYPES, FP8, DType, float_format
 from .facts import (
     DELTA,
     HIST_BINS,
@@ -75,6 +76,7 @@ _MAX_REL_INDEX = SLOT["max_rel_delta_index"]
 _MAX_ULP = SLOT["max_ulp"]  # in out_u
 _HIST = SLOT["ulp_log2_histogram"]  # HIST_BINS words
 _N_SIGNED_ZERO = SLOT["n_signed_zero"]
+_SCALE = SLOT["scale_rows"]  # SCALE_WORDS words in out_r
 _LISTED = LISTED
 
 #: Words of the output arrays: room for any layout (a kernel loaded from a
@@ -132,6 +134,8 @@ def _float_sig(bits: nb.types.Integer) -> nb.core.typing.templates.Signature:
         nb.boolean,
         nb.boolean,
         *_ROW_ARGS,
+        nb.int64,  # the format's mantissa bits
+        nb.int64,  # and smallest normal exponent: its ULP at a scale
         _I64_OUT,
         _F64_OUT,
         _U64_OUT,
@@ -319,6 +323,51 @@ def _end(run_stop, n_diff, n_within, best_i, best_rel, best_rel_i, out_i, out_r)
 
 
 @nb.jit(**JIT_FLAGS)
+def _scale_ulp(d, s, p, emin):  # type: ignore[no-untyped-def]
+    """``facts.scale_ulp``: the difference d in ULPs of the scale s (>= 0)."""
+    e = emin
+    if s > 0.0 and np.isfinite(s):
+        e = max(math.frexp(s)[1] - 1, emin)
+    return d / math.ldexp(1.0, e - p)
+
+
+@nb.jit(**JIT_FLAGS)
+def _scale_begin(p, emin, out_r):  # type: ignore[no-untyped-def]
+    out_r[_SCALE] = p
+    out_r[_SCALE + 1] = emin
+    out_r[_SCALE + 2] = -1.0  # no first row
+    out_r[_SCALE + 5] = -1.0  # no last row
+    out_r[_SCALE + 8] = -1.0  # nothing between
+
+
+@nb.jit(**JIT_FLAGS)
+def _scale_row(row, d, s, p, emin, out_r):  # type: ignore[no-untyped-def]
+    """A row's scale is complete: the first, else the last so far (the one
+    it replaces counts in the inner maximum)."""
+    if out_r[_SCALE + 2] < 0.0:
+        out_r[_SCALE + 2] = row
+        out_r[_SCALE + 3] = d
+        out_r[_SCALE + 4] = s
+        return
+    if out_r[_SCALE + 5] >= 0.0:
+        out_r[_SCALE + 8] = max(
+            out_r[_SCALE + 8], _scale_ulp(out_r[_SCALE + 6], out_r[_SCALE + 7], p, emin)
+        )
+    out_r[_SCALE + 5] = row
+    out_r[_SCALE + 6] = d
+    out_r[_SCALE + 7] = s
+
+
+@nb.jit(**JIT_FLAGS)
+def _scale_end(row, d, s, p, emin, out_r):  # type: ignore[no-untyped-def]
+    if row >= 0:
+        _scale_row(row, d, s, p, emin, out_r)
+    if out_r[_SCALE + 5] < 0.0 and out_r[_SCALE + 2] >= 0.0:  # one row: it is the last too
+        for k in range(3):
+            out_r[_SCALE + 5 + k] = out_r[_SCALE + 2 + k]
+
+
+@nb.jit(**JIT_FLAGS)
 def _int_rel(d, y):  # type: ignore[no-untyped-def]
     """|x-y| / |y| in float64 for an integer delta d and y != 0 (|y| exact as uint64)."""
     m = np.uint64(0) - np.uint64(y) if y < 0 else np.uint64(y)
@@ -450,13 +499,17 @@ def _int_close_kernel() -> Any:
 )
 def _scan_float(  # type: ignore[no-untyped-def]
     ua, ub, table, bf16, swap, ulp, atol, rtol, use_ulp, use_close, nan_equal, row_size, origin,
-    out_i, out_max, out_u, out_r,
+    p, emin, out_i, out_max, out_u, out_r,
 ):  # fmt: skip
     width = ua.itemsize  # bytes per element: the float format, with bf16
     sign = np.uint64(1) << np.uint64(8 * width - 1)
     mag_mask = sign - np.uint64(1)
     exp_mask = _exponent_mask(width, bf16)
     _begin(out_i)
+    _scale_begin(p, emin, out_r)
+    scale_row = -1  # the row whose scale is being taken (no rows: 0), its max |A-B| and |B|
+    scale_d = 0.0
+    scale_s = 0.0
     n_diff = 0
     n_within = 0
     best = -1.0  # below every delta (a delta is >= 0, or inf)
@@ -511,6 +564,16 @@ def _scan_float(  # type: ignore[no-untyped-def]
                     if d > best:
                         best = d
                         best_i = i
+                    row = out_i[_LAST_ROW] if row_size > 0 else 0
+                    if row != scale_row:
+                        if scale_row >= 0:
+                            _scale_row(scale_row, scale_d, scale_s, p, emin, out_r)
+                        scale_row = row
+                        scale_d = d
+                        scale_s = abs(vb)
+                    else:
+                        scale_d = max(scale_d, d)
+                        scale_s = max(scale_s, abs(vb))
                     # the ULP distance: sign-magnitude bits as ordered integers;
                     # computed without branches (which side is larger, and whether
                     # the signs agree, is a coin toss in differing data)
@@ -540,6 +603,7 @@ def _scan_float(  # type: ignore[no-untyped-def]
                     n_diff += 1
     out_max[_MAX_DELTA] = best if best_i >= 0 else 0.0
     out_u[_MAX_ULP] = best_ulp if best_i >= 0 else _NO_UINT
+    _scale_end(scale_row, scale_d, scale_s, p, emin, out_r)
     _end(run_stop, n_diff, n_within, best_i, best_rel, best_rel_i, out_i, out_r)
 
 
@@ -564,6 +628,7 @@ def scan(
     out_i = np.zeros(_WORDS, np.int64)
     out_u = np.full(_SMALL, _NO_UINT, np.uint64)  # integer kernels leave max_ulp none
     out_r = np.zeros(_SMALL, np.float64)
+    out_r[_SCALE + 2] = -1.0  # no scale rows (integer kernels leave it so)
     if dt.kind == "float":
         # big-endian elements are read as they lie (numba has no non-native
         # arrays) and byte-swapped in the kernel, only where they differ
@@ -572,9 +637,10 @@ def scan(
         ub = _readonly(np.frombuffer(b, little))  # type: ignore[call-overload]
         table = fp8_table(dt.base) if dt.base in FP8 else _NO_TABLE
         out_max = np.zeros(_SMALL, np.float64)
+        p, emin = float_format(dt)
         _scan_float(
             ua, ub, table, dt.base == "bf16", dt.swapped, np.uint64(ulp), atol, rtol, use_ulp,
-            use_close, tol.nan_equal, row_size, origin, out_i, out_max, out_u, out_r,
+            use_close, tol.nan_equal, row_size, origin, p, emin, out_i, out_max, out_u, out_r,
         )  # fmt: skip
     else:
         # big-endian integers: copied byte-swapped, piece by piece as the scan

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..dtypes import float_format
 from .facts import LISTED, ScanStats
 from .values import float64_values, native
 
@@ -124,6 +125,35 @@ def _log2_histogram(dist: np.ndarray) -> tuple[int, ...]:
     return tuple(np.trim_zeros(hist, "b").tolist())
 
 
+def _scale_rows(
+    at: np.ndarray, delta: np.ndarray, mag_b: np.ndarray, row_size: int, origin: int,
+    p: int, emin: int,
+) -> tuple[object, ...]:  # fmt: skip
+    """``scale_rows`` of the finite differing pairs at (sorted) ``at``: per row
+    (1-D: one row), the largest |A-B| and |B|; the rows between the first and
+    the last in ULPs of their scale."""
+    if row_size > 0:
+        rows = (at + origin) // row_size
+        starts = np.flatnonzero(np.concatenate(([True], rows[1:] != rows[:-1])))
+        row_ids = rows[starts]
+        d_max = np.maximum.reduceat(delta, starts)
+        s_max = np.maximum.reduceat(mag_b, starts)
+    else:
+        row_ids = np.zeros(1, np.int64)
+        d_max = delta.max(keepdims=True)
+        s_max = mag_b.max(keepdims=True)
+    inner = None
+    if row_ids.size > 2:
+        s = s_max[1:-1]
+        _, e = np.frexp(s)  # s = m * 2**e, 0.5 <= m < 1: exponent e - 1
+        e = np.where(s > 0.0, np.maximum(e - 1, emin), emin)
+        with np.errstate(all="ignore"):  # a quotient beyond float64 is inf, as in IEEE
+            inner = float((d_max[1:-1] / np.ldexp(1.0, e - p)).max())
+    first = (int(row_ids[0]), float(d_max[0]), float(s_max[0]))
+    last = (int(row_ids[-1]), float(d_max[-1]), float(s_max[-1]))
+    return (p, emin, *first, *last, inner)
+
+
 def _argmax(values: np.ndarray, among: np.ndarray) -> tuple[np.ndarray, int]:
     """(the largest of ``values[among]``, its position in ``values``); the first on ties."""
     k = int(among[np.argmax(values[among])])
@@ -182,6 +212,9 @@ def scan(
             ulp_facts = {
                 "max_ulp": int(dist.max()),
                 "ulp_log2_histogram": _log2_histogram(dist),
+                "scale_rows": _scale_rows(
+                    at, delta, np.abs(fb), row_size, origin, *float_format(dt)
+                ),
             }
             n_zero = int(dist.size - np.count_nonzero(dist))
             with np.errstate(all="ignore"):

@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 import struct
 
-from ..dtypes import FP8, fp8_values
-from .facts import HIST_BINS, LISTED, ScanStats
+from ..dtypes import FP8, float_format, fp8_values
+from .facts import HIST_BINS, LISTED, ScanStats, scale_ulp
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -69,6 +69,17 @@ def positions(diff: list[int], row_size: int, origin: int) -> dict[str, object]:
     return facts
 
 
+def scale_rows(
+    rows: list[tuple[int, float, float]], p: int, emin: int
+) -> tuple[object, ...] | None:
+    """The ``scale_rows`` fact of the rows holding a finite differing pair, in
+    order: (row, largest |A-B|, largest |B|) each."""
+    if not rows:
+        return None
+    inner = [scale_ulp(d, s, p, emin) for _, d, s in rows[1:-1]]
+    return (p, emin, *rows[0], *rows[-1], max(inner) if inner else None)
+
+
 def scan(
     a: object, b: object, dt: DType, tol: Tolerance, row_size: int = 0, origin: int = 0
 ) -> ScanStats:
@@ -90,6 +101,8 @@ def scan(
     best_rel_i = -1
     best_ulp: int | None = None
     hist = [0] * HIST_BINS
+    scales: list[tuple[int, float, float]] = []  # (row, max |A-B|, max |B|) per row
+    scale_facts: dict[str, object] = {}
     if dt.kind == "float":
         sign = 1 << (8 * dt.itemsize - 1)
         mag = sign - 1
@@ -108,6 +121,12 @@ def scan(
                 d = abs(va - vb)  # float64, as in the other engines (may be inf)
                 if best is None or d > best:
                     best, best_i = d, i
+                row = (origin + i) // row_size if row_size > 0 else 0
+                if scales and scales[-1][0] == row:
+                    _, sd, ss = scales[-1]
+                    scales[-1] = (row, max(sd, d), max(ss, abs(vb)))
+                else:
+                    scales.append((row, d, abs(vb)))
                 ma, mb = x & mag, y & mag
                 dist = abs(ma - mb) if (x & sign) == (y & sign) else ma + mb
                 if dist:
@@ -126,6 +145,7 @@ def scan(
                     within = dist <= tol.ulp
             if not within:
                 outside.append(i)
+        scale_facts["scale_rows"] = scale_rows(scales, *float_format(dt))
     else:
         vcode = f"{dt.order}{n}{dt.code}"
         va_all = struct.unpack(vcode, a)  # type: ignore[arg-type]
@@ -161,5 +181,6 @@ def scan(
         max_ulp=best_ulp,
         ulp_log2_histogram=tuple(hist),
         n_signed_zero=n_zero,
+        **scale_facts,  # type: ignore[arg-type]
         **positions(diff, row_size, origin),  # type: ignore[arg-type]
     )
