@@ -152,10 +152,16 @@ def test_the_text_report_shows_where_and_how_big() -> None:
 def test_rounding_ulp_moves_the_line() -> None:
     doc = example_json("--rounding-ulp", "1")
     assert doc["tolerance"]["rounding_ulp"] == 1
-    assert buffer(doc, 4, "isv_full")["magnitude"] == "large"  # 2 ULP > 1
+    # 2 ULP of 29.08 apart, 1 ULP of the larger value beside it: of the scale
+    isv = buffer(doc, 4, "isv_full")
+    assert (isv["max_ulp"], isv["max_ulp_of_scale"]) == (2, 1.0)
+    assert isv["magnitude"] == "rounding" and isv["cancellation"] is True
     assert buffer(doc, 5, "rewards")["magnitude"] == "rounding"  # 1 ULP
+    doc = example_json("--rounding-ulp", "0")
+    assert buffer(doc, 4, "isv_full")["magnitude"] == "large"  # 2 ULP, 1 of the scale > 0
+    assert buffer(doc, 5, "rewards")["magnitude"] == "large"
     (e,) = [g for g in doc["groups"] if g["key"] == "E"]
-    assert e["magnitude"] == "large" and "beyond 1 ULP" in e["hint"]
+    assert e["magnitude"] == "large" and "beyond 0 ULP, of their scale too" in e["hint"]
     assert doc["verdict"] == "diverged"  # it forgives nothing
     bad = fastdiff("compare", *EXAMPLE, "--rounding-ulp", "-1")
     assert bad.returncode == 2 and "--rounding-ulp" in bad.stderr

@@ -175,7 +175,8 @@ def _text(tmp_path: Path, a: bytes, b: bytes, *opts: str, two_steps: bool = Fals
          "max 0 ULP (large: 1 NaN mismatch)", "large (1 NaN mismatch)"),
         (bits32(INF, ONE), bits32(TWO, ONE + 1),
          "max 1 ULP (large: 1 inf mismatch)", "large (1 inf mismatch)"),
-        (bits32(ONE, ONE), bits32(ONE + 20, ONE), "max 20 ULP (large)", "large (beyond 16 ULP)"),
+        (bits32(ONE, ONE), bits32(ONE + 20, ONE), "max 20 ULP (large)",
+         "large (beyond 16 ULP, of their scale too)"),
         (bits32(0, ONE), bits32(NEG_ZERO, ONE), "max 0 ULP (rounding)", "rounding-size"),
         # Only NaN payloads differ: no finite pair, so no max part; the count says it
         (bits32(QNAN, ONE), bits32(QNAN_1, ONE), "; 1 NaN mismatch (large)",

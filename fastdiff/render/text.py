@@ -146,6 +146,23 @@ def _mismatch_part(b: BufferResult, nan: bool) -> str | None:
     return text
 
 
+def scale_ulps(value: float) -> str:
+    """A difference in ULPs of a scale: two digits below 10, whole above."""
+    if math.isinf(value):
+        return "inf"
+    return f"{value:.2g}" if value < 10 else f"{round(value):,}"
+
+
+def _judged_by_scale(b: BufferResult) -> bool:
+    """The line names the difference in ULPs of its scale: where the size of
+    the difference is in question (beyond the rounding line in its own ULPs)."""
+    if b.max_ulp_of_scale is None or _cause_in_max(b):
+        return False
+    if round(b.max_ulp_of_scale) >= b.max_ulp:
+        return False  # the same figure twice says nothing more
+    return bool(b.cancellation) or (b.magnitude == "large" and b.max_ulp > 1)
+
+
 def _max_part(b: BufferResult) -> str | None:
     if b.max_abs_delta_index is None:
         return None
@@ -154,8 +171,39 @@ def _max_part(b: BufferResult) -> str | None:
     if b.max_ulp is not None:
         # A NaN or inf mismatch makes a buffer large whatever its ULP distance: say so.
         why = f": {', '.join(_nan_inf(b))}" if _cause_in_max(b) else ""
-        text += f", max {b.max_ulp:,} ULP ({b.magnitude}{why})"
+        scale = ""
+        if _judged_by_scale(b):
+            whose = "its row's" if b.n_rows is not None else "its"
+            scale = f", {scale_ulps(b.max_ulp_of_scale)} ULP of {whose} scale"
+        word = "rounding, with cancellation" if b.cancellation else b.magnitude
+        text += f", max {b.max_ulp:,} ULP{scale} ({word}{why})"
     return text
+
+
+#: The shares of the ULP distances the short histogram gives a bound for.
+_QUANTILES = (0.5, 0.9)
+
+
+def ulp_histogram_text(b: BufferResult) -> str | None:
+    """The ULP distances' histogram, short: how far apart half of the finite
+    differing pairs are at most, nine in ten, all (the upper ends of the
+    histogram's bins: ``ULPs: 50% <= 7, 90% <= 31, all <= 511``), where the
+    size of the differences is in question."""
+    hist = b.ulp_log2_histogram
+    if not hist or not _judged_by_scale(b):
+        return None
+    counts = [b.n_signed_zero or 0, *hist]  # distance 0, then bin k: 2**k .. 2**(k+1) - 1
+    total = sum(counts)
+    parts = []
+    seen = 0
+    wanted = list(_QUANTILES)
+    for k, n in enumerate(counts):
+        seen += n
+        top = 0 if k == 0 else (1 << k) - 1
+        while wanted and seen >= wanted[0] * total:
+            parts.append(f"{round(100 * wanted.pop(0))}% <= {top:,}")
+    parts.append(f"all <= {(1 << len(hist)) - 1:,}")
+    return "ULPs: " + ", ".join(parts)
 
 
 def _chunk_part(b: BufferResult) -> str | None:
@@ -197,6 +245,7 @@ TEXT_PARTS: dict[str, Callable[[BufferResult], str | None]] = {
     "n_diff": _count_part,
     "first_index": _first_part,
     "max_abs_delta": _max_part,
+    "ulp_log2_histogram": ulp_histogram_text,
     "n_nan_mismatch": lambda b: _mismatch_part(b, nan=True),
     "n_inf_mismatch": lambda b: _mismatch_part(b, nan=False),
     "first_divergent_chunk": _chunk_part,

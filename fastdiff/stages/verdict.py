@@ -64,6 +64,15 @@ MAGNITUDE_HINTS = {
         "differently, a wrong index, or memory read before it is written (uninitialised or "
         "stale), rather than rounding."
     ),
+    # rounding-size only against the scale of their buffers (facts._cancellation)
+    "cancellation": (
+        "Its differences are rounding-size against the scale of their buffers (at most {ulp} "
+        "ULP of the largest |B| of each buffer, or of each row for 2-D and up), though up to "
+        "{max_ulp} ULP apart in their own ULPs, where values are small against that scale, as "
+        "where the terms of a sum cancel: look at the order of floating-point operations, such "
+        "as atomics, parallel or split reductions, or a fused multiply-add in one build and "
+        "not the other, rather than at the logic."
+    ),
 }
 
 
@@ -86,14 +95,20 @@ def large_causes(buffers: Iterable[BufferResult], rounding_ulp: object) -> str:
     beyond the rounding line, NaN or infinity mismatches, integers."""
     n_nan = n_inf = 0
     beyond = integers = False
+    of_scale = True  # every buffer beyond the line is beyond it in ULPs of its scale too
     for b in buffers:
         n_nan += b.n_nan_mismatch or 0
         n_inf += b.n_inf_mismatch or 0
         if b.max_ulp is not None:
-            beyond = beyond or (isinstance(rounding_ulp, int) and b.max_ulp > rounding_ulp)
+            if isinstance(rounding_ulp, int) and b.max_ulp > rounding_ulp and not b.cancellation:
+                beyond = True
+                scaled = b.max_ulp_of_scale
+                of_scale = of_scale and scaled is not None and scaled > rounding_ulp
         elif b.magnitude == "large" and not (b.n_nan_mismatch or b.n_inf_mismatch):
             integers = True  # no ULP distance: integers (or no finite differing pair)
-    causes = [f"beyond {rounding_ulp} ULP"] if beyond else []
+    causes = []
+    if beyond:
+        causes.append(f"beyond {rounding_ulp} ULP" + (", of their scale too" if of_scale else ""))
     if n_nan:
         causes.append(f"{n_nan:,} NaN {'mismatch' if n_nan == 1 else 'mismatches'}")
     if n_inf:
@@ -157,10 +172,13 @@ def _join_hint(hint: str, extra: str) -> str:
     return f"{hint} {extra}" if hint.endswith((".", "!", "?")) else f"{hint}. {extra}"
 
 
-def _hint(hint: str, magnitude: str | None, rounding_ulp: object, why: str = "") -> str:
+def _hint(
+    hint: str, magnitude: str | None, rounding_ulp: object, why: str = "", max_ulp: int = 0
+) -> str:
     if magnitude is None:
         return hint
-    return _join_hint(hint, MAGNITUDE_HINTS[magnitude].format(ulp=rounding_ulp, why=why))
+    text = MAGNITUDE_HINTS[magnitude].format(ulp=rounding_ulp, why=why, max_ulp=f"{max_ulp:,}")
+    return _join_hint(hint, text)
 
 
 def _structural_hint(
@@ -178,7 +196,8 @@ def _structural_hint(
         size = (
             f"large ({large_causes(others, rounding_ulp)})"
             if magnitude == "large"
-            else f"rounding-size (at most {rounding_ulp} ULP)"
+            else f"rounding-size (at most {rounding_ulp} ULP"
+            + (", of their scale)" if any(b.cancellation for b in others) else ")")
         )
         extra += f" Its other differences ({names}) are {size}."
     return _join_hint(hint, extra)
@@ -229,7 +248,11 @@ def _group_verdicts(
             hint = BYTES_HINT  # the size of a difference in raw bytes says nothing
         elif diverged:
             why = large_causes(differing, rounding_ulp) if magnitude == "large" else ""
-            hint = _hint(g.hint, magnitude, rounding_ulp, why)
+            cancel = [b.max_ulp or 0 for b in differing if b.cancellation]
+            if magnitude == "rounding" and cancel:
+                hint = _hint(g.hint, "cancellation", rounding_ulp, max_ulp=max(cancel))
+            else:
+                hint = _hint(g.hint, magnitude, rounding_ulp, why)
         out.append(GroupVerdict(g.key, g.title, status, diverged, hint, magnitude))  # type: ignore[arg-type]
     return tuple(out)
 
