@@ -507,11 +507,13 @@ FACTS: tuple[Fact, ...] = (
     Fact("n_signed_zero", merge=SUM, zero=0, anatomy=True),  # differing pairs -0.0 against +0.0
     # floats: each row's (1-D: the buffer's) scale, its largest |B| among the finite
     # differing pairs, and the largest difference in ULPs of its row's scale
+    Fact("scale_rows", merge=SCALE, store=REAL, width=SCALE_WORDS, only=_is_float, result=False),
     Fact(
-        "scale_rows", merge=SCALE, store=REAL, width=SCALE_WORDS, only=_is_float, result=False
-    ),
-    Fact(
-        "max_ulp_of_scale", DERIVED, derive=_max_scale_ulp, json=json_number, only=_is_float,
+        "max_ulp_of_scale",
+        DERIVED,
+        derive=_max_scale_ulp,
+        json=json_number,
+        only=_is_float,
         anatomy=True,
     ),
     Fact("magnitude", DERIVED, derive=_magnitude, anatomy=True),  # "rounding" or "large"
