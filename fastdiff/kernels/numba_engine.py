@@ -359,9 +359,7 @@ def _scale_row(row, d, s, p, emin, out_r):  # type: ignore[no-untyped-def]
 
 
 @nb.jit(**JIT_FLAGS)
-def _scale_end(row, d, s, p, emin, out_r):  # type: ignore[no-untyped-def]
-    if row >= 0:
-        _scale_row(row, d, s, p, emin, out_r)
+def _scale_end(out_r):  # type: ignore[no-untyped-def]
     if out_r[_SCALE + 5] < 0.0 and out_r[_SCALE + 2] >= 0.0:  # one row: it is the last too
         for k in range(3):
             out_r[_SCALE + 5 + k] = out_r[_SCALE + 2 + k]
@@ -507,9 +505,10 @@ def _scan_float(  # type: ignore[no-untyped-def]
     exp_mask = _exponent_mask(width, bf16)
     _begin(out_i)
     _scale_begin(p, emin, out_r)
-    scale_row = -1  # the row whose scale is being taken (no rows: 0), its max |A-B| and |B|
-    scale_d = 0.0
-    scale_s = 0.0
+    # the current row's largest |A-B| and |B| over its finite differing pairs
+    # (-1: none yet); a row's scale is handed on where the next row begins
+    row_d = -1.0
+    row_s = 0.0
     n_diff = 0
     n_within = 0
     best = -1.0  # below every delta (a delta is >= 0, or inf)
@@ -535,6 +534,10 @@ def _scan_float(  # type: ignore[no-untyped-def]
                     _new_run(i, run_stop, out_i)
                 run_stop = i + 1
                 if i >= row_end:
+                    if row_d >= 0.0:
+                        _scale_row(out_i[_LAST_ROW], row_d, row_s, p, emin, out_r)
+                        row_d = -1.0
+                        row_s = 0.0
                     row_end = _new_row(i, row_size, origin, out_i)
                 ux = np.uint64(x)
                 uy = np.uint64(y)
@@ -564,16 +567,10 @@ def _scan_float(  # type: ignore[no-untyped-def]
                     if d > best:
                         best = d
                         best_i = i
-                    row = out_i[_LAST_ROW] if row_size > 0 else 0
-                    if row != scale_row:
-                        if scale_row >= 0:
-                            _scale_row(scale_row, scale_d, scale_s, p, emin, out_r)
-                        scale_row = row
-                        scale_d = d
-                        scale_s = abs(vb)
-                    else:
-                        scale_d = max(scale_d, d)
-                        scale_s = max(scale_s, abs(vb))
+                    if d > row_d:
+                        row_d = d
+                    if abs(vb) > row_s:
+                        row_s = abs(vb)
                     # the ULP distance: sign-magnitude bits as ordered integers;
                     # computed without branches (which side is larger, and whether
                     # the signs agree, is a coin toss in differing data)
@@ -603,7 +600,9 @@ def _scan_float(  # type: ignore[no-untyped-def]
                     n_diff += 1
     out_max[_MAX_DELTA] = best if best_i >= 0 else 0.0
     out_u[_MAX_ULP] = best_ulp if best_i >= 0 else _NO_UINT
-    _scale_end(scale_row, scale_d, scale_s, p, emin, out_r)
+    if row_d >= 0.0:
+        _scale_row(out_i[_LAST_ROW] if row_size > 0 else 0, row_d, row_s, p, emin, out_r)
+    _scale_end(out_r)
     _end(run_stop, n_diff, n_within, best_i, best_rel, best_rel_i, out_i, out_r)
 
 
