@@ -20,6 +20,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "compare_runs": "compare",
     "CompareOptions": "options",
+    "Selection": "options",
     "Tolerance": "kernels",
     "scan_bytes": "kernels",
     "Report": "results",
@@ -38,7 +39,7 @@ TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from .compare import compare_runs
     from .kernels import Tolerance, scan_bytes
-    from .options import CompareOptions
+    from .options import CompareOptions, Selection
     from .recorder import Recorder
     from .render import render_json, render_text, report_dict
     from .results import BufferResult, Report
@@ -62,6 +63,7 @@ __all__ = [
     "Recorder",
     "Report",
     "Schema",
+    "Selection",
     "Tolerance",
     "compare_runs",
     "exit_code",

@@ -9,7 +9,7 @@ differing chunks reach the kernel.
 from __future__ import annotations
 
 from .engine.scheduler import compare_pairs
-from .options import CompareOptions, tolerance_dict
+from .options import CompareOptions, Selection, tolerance_dict
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from .engine.cache import DigestCache
     from .results import Report
 
-__all__ = ["CompareOptions", "compare_runs", "tolerance_dict"]
+__all__ = ["CompareOptions", "Selection", "compare_runs", "tolerance_dict"]
 
 
 def compare_runs(
@@ -30,6 +30,7 @@ def compare_runs(
     executor: Executor | None = None,
     cache: DigestCache | None = None,
     on_note: Callable[[str], None] | None = None,
+    select: Selection | None = None,
 ) -> Report:
     """Compare two runs (folders or manifests); the Report holds every buffer
     and every error.
@@ -40,9 +41,11 @@ def compare_runs(
     DigestCache to look digests up in and store them to (default: none).
     ``on_note``: called with each remark on how the runs are read (the
     schema a manifest records, and what disagrees with it), which the
-    report's ``notes`` hold too.
+    report's ``notes`` hold too. ``select``: compare only the steps and
+    buffers it takes (``Selection``), which the report's ``selection`` says.
     """
     (report,) = compare_pairs(
-        [(run_a, run_b)], options, executor=executor, cache=cache, on_note=on_note
-    )
+        [(run_a, run_b)], options, executor=executor, cache=cache, on_note=on_note,
+        select=select,
+    )  # fmt: skip
     return report

@@ -20,6 +20,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from .options import Selection
     from .statuses import GroupStatusValue as GroupStatus
     from .statuses import RoleValue as RoleKind
     from .statuses import StatusValue as Status
@@ -406,7 +407,10 @@ class Report(Value):
     declares none. ``ranks``: for runs written by several ranks, each rank's
     own report (``RankReport``, in rank order), None for a run of one; the
     report's buffers are then every rank's (each with its ``rank``), its
-    verdict the worst and its first divergent step the earliest of them."""
+    verdict the worst and its first divergent step the earliest of them.
+    ``selection``: the steps and buffers the comparison was asked to look at
+    (``options.Selection``: what it does not select was neither read nor
+    judged), None for every step and buffer."""
 
     __slots__ = (
         "buffers",
@@ -420,6 +424,7 @@ class Report(Value):
         "run_a",
         "run_b",
         "schema",
+        "selection",
         "skipped",
         "steps",
         "timeline",
@@ -447,6 +452,7 @@ class Report(Value):
         notes: tuple[str, ...] = (),
         origins: tuple[Origin, ...] | None = None,
         ranks: tuple[RankReport, ...] | None = None,
+        selection: Selection | None = None,
     ) -> None:
         self.run_a = run_a
         self.run_b = run_b
@@ -465,12 +471,40 @@ class Report(Value):
         self.notes = notes
         self.origins = origins
         self.ranks = ranks
+        self.selection = selection
 
     @property
     def diverges(self) -> bool:
         """A divergence was found, whatever else went wrong: also under the
         verdict ``error`` (exit 2), when ``first_divergent_step`` is set."""
         return self.first_divergent_step is not None
+
+    @property
+    def next_groups(self) -> tuple[str, ...]:
+        """The first divergent groups whose hint says what to inspect next, in
+        pipeline order: where the schema declares inputs, those holding an
+        origin at the first divergent step, or, where no buffer there is one,
+        those holding a diverging buffer there that is not a receiver
+        (undetermined, or declaring no inputs); never a group that only
+        received the divergence. Without declared inputs, every first
+        divergent group."""
+        step = self.first_divergent_step
+        if step is None or self.origins is None:
+            return self.first_divergent_groups
+        born: set[str] = set()
+        unknown: set[str] = set()
+        for b in self.buffers:
+            if b.step != step or not b.diverges:
+                continue
+            kind = None if b.role is None else b.role.kind
+            if kind == "origin":
+                born.add(b.group)
+            elif kind != "receiver":
+                unknown.add(b.group)
+        keep = born or unknown
+        return tuple(g for g in self.first_divergent_groups if g in keep) or (
+            self.first_divergent_groups
+        )
 
     @property
     def n_within_tolerance(self) -> int:

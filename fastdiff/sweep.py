@@ -13,7 +13,7 @@ import os
 import time
 from itertools import combinations
 
-from .engine.scheduler import compare_pairs
+from .engine.scheduler import compare_pairs, open_selected
 from .errors import FastdiffError
 from .stages.verdict import exit_code
 from .value import Value
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from .engine.cache import DigestCache
     from .engine.progress import Progress
-    from .options import CompareOptions
+    from .options import CompareOptions, Selection
     from .results import Origin, Report
 
 RunPair = tuple[str, str]
@@ -339,7 +339,9 @@ class SweepSummary(Value):
 
 
 def one_schema(
-    pairs: Sequence[RunPair], options: CompareOptions | None = None
+    pairs: Sequence[RunPair],
+    options: CompareOptions | None = None,
+    select: Selection | None = None,
 ) -> tuple[CompareOptions, tuple[str, ...]]:
     """The options every pair of a sweep is compared with, and what to tell
     the user about its schema: one schema for the whole sweep, so that a
@@ -352,16 +354,19 @@ def one_schema(
     pair alone would be read with it, the options are left as they are (each
     pair says what compare would); else that schema is given to every pair,
     and a note (a warning, when manifests record different schemas) says
-    which schema it is, where it comes from, and which pairs it changes."""
+    which schema it is, where it comes from, and which pairs it changes.
+    ``select``: the runs are read as the pairs are, at the steps and names
+    it takes."""
     from .options import CompareOptions
-    from .sources import open_run
     from .sources.schemas import BY_NAME, choose_schema
 
     opts = options or CompareOptions()
     if opts.schema is not None:
         return opts, ()
     specs = [os.fspath(s) for pair in pairs for s in pair]
-    sources = {s: open_run(s) for s in dict.fromkeys(specs)}
+    sources = {s: open_selected(s, select) for s in dict.fromkeys(specs)}
+    if select is not None and select.names is not None:
+        sources = {s: src.select_names(select.wants_name) for s, src in sources.items()}
     chosen, _ = choose_schema(list(sources.values()), None)
     recorded = {src.spec: src.schema for src in sources.values()
                 if src.is_manifest and src.schema is not None}  # fmt: skip
@@ -421,18 +426,20 @@ def sweep(
     progress: Progress | None = None,
     classes_of: Sequence[str] | None = None,
     on_note: Callable[[str], None] | None = None,
+    select: Selection | None = None,
 ) -> tuple[list[Report], SweepSummary]:
     """Compare every pair with one schema (``one_schema``); ``classes_of``:
     runs to group into identity classes; ``on_note``: as for
     ``compare_pairs``, and given ``one_schema``'s notes first (the summary
-    holds them too)."""
+    holds them too); ``select``: compare only the steps and buffers it takes,
+    in every pair (``compare_pairs``)."""
     t0 = time.perf_counter()
     hits_before = cache.hits if cache is not None else 0
-    opts, notes = one_schema(pairs, options)
+    opts, notes = one_schema(pairs, options, select)
     if on_note is not None:
         for note in notes:
             on_note(note)
-    reports = compare_pairs(pairs, opts, executor, cache, on_report, progress, on_note)
+    reports = compare_pairs(pairs, opts, executor, cache, on_report, progress, on_note, select)
     hits = (cache.hits - hits_before) if cache is not None else 0
     summary = summarize(reports, classes_of, hits, time.perf_counter() - t0, notes=notes)
     return reports, summary

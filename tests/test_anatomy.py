@@ -135,9 +135,16 @@ def test_the_text_report_shows_where_and_how_big() -> None:
         "max 2 ULP (rounding); fields: popart_sigma_welford [725, 727) 2 differ (max 2 ULP)"
     ) in lines
     assert any(
+        ln.startswith("    F  policy_logits [f32, (8, 8)]  DIVERGED; 8 of 64 elements differ "
+                      "(12.5%) in 1 row (2); first at (2, 0)")
+        for ln in lines
+    )  # fmt: skip
+    # Listed where it diverges first (step 6); -v lists its later steps too.
+    verbose = fastdiff("compare", "--schema", SCHEMA, *EXAMPLE, "-v").stdout.splitlines()
+    assert any(
         ln.startswith("    F  policy_logits [f32, (8, 8)]  DIVERGED; 16 of 64 elements differ "
                       "(25%) in 2 rows (2, 5); first at (2, 0)")
-        for ln in lines
+        for ln in verbose
     )  # fmt: skip
     at = lines.index("  step         C         E      F")
     assert lines[at - 1].startswith("timeline: per group, the largest |A-B|")

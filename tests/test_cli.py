@@ -553,7 +553,9 @@ def test_text_multi_group_lists_upstream_first() -> None:
     assert table_row("C", "equal").search(out)  # C diverges only later
     assert table_row("D", "DIVERGED: unit_lots").search(out)
     assert table_row("F", "DIVERGED: actions").search(out)
-    assert out.index("next, D: ") < out.index("next, F: ")
+    # D's unit_lots received the divergence from F's actions (its input), and
+    # actions are left open (policy_logits is not dumped): F's hint only.
+    assert "next, F: " in out and "next, D: " not in out
 
 
 def test_text_identical() -> None:

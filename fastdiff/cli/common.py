@@ -8,7 +8,7 @@ Cheap to import: the library modules load inside the functions that use them.
 from __future__ import annotations
 
 from ..errors import FastdiffError
-from .spec import STORE_FALSE, STORE_TRUE, Arg, BadValue
+from .spec import APPEND, STORE_FALSE, STORE_TRUE, Arg, BadValue
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from ..engine.cache import DigestCache
-    from ..options import CompareOptions
+    from ..options import CompareOptions, Selection
     from ..schema import Schema
 
 #: The longest --cache-min-age: digests of no file are kept beyond it anyway.
@@ -107,6 +107,26 @@ def positive_int(text: str) -> int:
     return value
 
 
+def step_range(text: str) -> str:
+    """--steps: a step or a half-open range (``options.parse_steps``), kept as written."""
+    from ..options import parse_steps
+
+    try:
+        parse_steps(text)
+    except ValueError as exc:
+        raise BadValue(str(exc)) from None
+    return text.strip()
+
+
+def name_glob(text: str) -> str:
+    """--names: a glob pattern of buffer names, not empty."""
+    if not text:
+        raise BadValue(
+            "an empty pattern matches no buffer; give a name or a glob, such as 'grad.*'"
+        )
+    return text
+
+
 # --- options -----------------------------------------------------------------------
 
 SCHEMA = "schema"
@@ -188,6 +208,58 @@ PLOT = Arg(
     help="also draw the timeline: the largest |A-B| and the differing elements per group "
     "at each step (needs matplotlib)",
 )
+
+
+SELECTION = (
+    "selection (--steps and --names: what is compared, and so what the verdict is about; "
+    "--first: what is listed)"
+)
+
+
+def selection_options(first: bool = True) -> tuple[Arg, ...]:
+    """--steps and --names (compare, sweep), and ``first``: --first (compare)."""
+    out = (
+        Arg(
+            "--steps",
+            action=APPEND,
+            type=step_range,
+            metavar="RANGE",
+            help="compare only these steps: 3, or 3:8 for steps 3 to 7 (half-open, as a "
+            "Python slice; 3: from 3 on, :8 before 8); repeatable, the union",
+            group=SELECTION,
+        ),
+        Arg(
+            "--names",
+            action=APPEND,
+            type=name_glob,
+            metavar="GLOB",
+            help="compare only the buffers whose name matches GLOB (*, ?, [...], as in a "
+            "schema; quote it); repeatable, any of them",
+            group=SELECTION,
+        ),
+    )
+    if not first:
+        return out
+    return (
+        *out,
+        Arg(
+            "--first",
+            action=STORE_TRUE,
+            help="list only the first divergent step's buffers (the verdict, origins and "
+            "timeline stay the whole comparison's)",
+            group=SELECTION,
+        ),
+    )
+
+
+def selection_of(args: Namespace) -> Selection | None:
+    """The ``Selection`` of --steps and --names, None when neither is given."""
+    steps, names = getattr(args, "steps", None), getattr(args, "names", None)
+    if not steps and not names:
+        return None
+    from ..options import Selection
+
+    return Selection(steps=steps or None, names=names or None)
 
 
 def compare_options(default_cache: bool) -> tuple[Arg, ...]:

@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 from ..options import EXECUTORS
-from .common import PLOT, VERBOSE, common_options, compare_options, digest_cache, options_of
+from .common import (
+    PLOT,
+    VERBOSE,
+    common_options,
+    compare_options,
+    digest_cache,
+    options_of,
+    selection_of,
+    selection_options,
+)
 from .output import print_note, print_problems, write_plot, write_stdout
 from .spec import Arg
 
@@ -29,6 +38,7 @@ ARGUMENTS = (
     ),
     VERBOSE,
     PLOT,
+    *selection_options(),
     *common_options(EXECUTORS),
     *compare_options(default_cache=False),
 )
@@ -45,7 +55,10 @@ def run(args: Namespace) -> int:
     options = options_of(args)
     cache = digest_cache(args, [args.run_a, args.run_b])
     try:
-        report = compare_runs(args.run_a, args.run_b, options, cache=cache, on_note=print_note)
+        report = compare_runs(
+            args.run_a, args.run_b, options, cache=cache, on_note=print_note,
+            select=selection_of(args),
+        )  # fmt: skip
     finally:
         if cache is not None:
             cache.close()
@@ -53,11 +66,11 @@ def run(args: Namespace) -> int:
     if args.format == "json":  # each format loads only its own renderer (text: no json)
         from ..render.json import render_json
 
-        text = render_json(report)
+        text = render_json(report, first=args.first)
     else:
         from ..render.text import render_text
 
-        text = render_text(report, args.verbose)
+        text = render_text(report, args.verbose, first=args.first)
     write_stdout(text)  # the report first: a plot that fails loses nothing of it
     code = exit_code(report)
     if args.plot is not None:

@@ -8,7 +8,14 @@ from contextlib import contextmanager
 
 from ..errors import EXIT_INTERRUPTED, FastdiffError
 from ..options import EXECUTORS
-from .common import common_options, compare_options, digest_cache, options_of
+from .common import (
+    common_options,
+    compare_options,
+    digest_cache,
+    options_of,
+    selection_of,
+    selection_options,
+)
 from .output import print_note, print_problems, write_stdout
 from .spec import STORE_FALSE, STORE_TRUE, Arg, Exclusive
 
@@ -27,13 +34,15 @@ NOT_FROM_COMPARE = {
     "-v": "a sweep's text is a row per pair, not a list of buffers",
     "--verbose": "a sweep's text is a row per pair, not a list of buffers",
     "--plot": "a timeline is of one pair: compare that pair",
+    "--first": "a sweep's text is a row per pair, not a list of buffers",
 }
 
 DESCRIPTION = (
     "Compare many run pairs: one baseline against candidates (--baseline), every pair of a "
     "set (--all), or pairs listed in a file (--pairs). Each file is hashed once. Every "
-    "option of compare applies but -v and --plot (a row per pair; compare one pair for its "
-    "buffers or its plot); --format is jsonl or text. Exit status: 2 if any pair had "
+    "option of compare applies but -v and --first and --plot (a row per pair; compare one "
+    "pair for its buffers or its plot); --steps and --names select what every pair compares; "
+    "--format is jsonl or text. Exit status: 2 if any pair had "
     "trouble, else 1 if any pair differs, else 0."
 )
 
@@ -66,6 +75,7 @@ ARGUMENTS = (
         help="no progress, even when stderr is a terminal",
         exclusive=_PROGRESS,
     ),
+    *selection_options(first=False),
     *common_options((*EXECUTORS, "dask")),
     *compare_options(default_cache=True),
 )
@@ -120,6 +130,7 @@ def run(args: Namespace) -> int:
                 progress=Progress() if show_progress else None,
                 classes_of=list(dict.fromkeys(args.runs)) if args.all else None,
                 on_note=print_note,
+                select=selection_of(args),
             )
     except KeyboardInterrupt:
         # Every finished pair is out already; close with what finished.

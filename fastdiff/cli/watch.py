@@ -30,8 +30,10 @@ if TYPE_CHECKING:
 DESCRIPTION = (
     "Compare two runs while they are written: each step as soon as both runs have it, "
     "stopping at the first divergent step. RUN_A and RUN_B are run folders (which may not "
-    "exist yet) or manifests. Every option of compare applies (-v lists every buffer of "
-    "each step; --plot draws the timeline at the end); --format is text or jsonl. "
+    "exist yet) or manifests. Every option of compare applies but --steps and --names and "
+    "--first (watch compares every step and buffer as written, and stops at the first "
+    "divergent step); -v lists every buffer of each step; --plot draws the timeline at the "
+    "end; --format is text or jsonl. "
     "Exit status: 0 all equal once both runs were idle for "
     "--idle-timeout, 1 diverged, 2 trouble (a folder that stayed empty, vanished or cannot "
     "be read; a buffer that cannot be compared), 130 interrupted."
@@ -138,9 +140,14 @@ ARGUMENTS = (
     *compare_options(default_cache=False),
 )
 
-#: compare's options that watch does not take (``tests/test_cli_help.py``
-#: checks this against the declarations): none. Its --format is text|jsonl.
-NOT_FROM_COMPARE: dict[str, str] = {}
+#: compare's options that watch does not take, and why (``tests/test_cli_help.py``
+#: checks this against the declarations; the description says it). Its
+#: --format is text|jsonl.
+NOT_FROM_COMPARE: dict[str, str] = {
+    "--steps": "watch compares every step as it is written",
+    "--names": "watch compares every buffer of a step",
+    "--first": "watch stops at the first divergent step (--keep-going goes on)",
+}
 
 
 class _StatusLine:

@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
     from concurrent.futures import Executor
 
+    from ..options import Selection
     from ..schema import Schema
     from ..sources.buffers import BufferDigest, BufferRef
     from ..sources.ranks import RankedRun
@@ -725,10 +726,27 @@ def _with_rerecord_notes(report: Report, plan: Plan) -> Report:
     return report.replace(notes=(*report.notes, rerecord_note(step, sides, list(names))))
 
 
-def _empty_sides(sa: RunSource, sb: RunSource, hints: dict[str, str | None]) -> list[Problem]:
+def _empty_sides(
+    sa: RunSource, sb: RunSource, hints: dict[str, str | None], select: Selection | None = None
+) -> list[Problem]:
     """A run side with no dumps at all is an error, never a divergence.
-    ``hints``: each empty folder's subfolder that holds dumps, looked up once."""
+    ``hints``: each empty folder's subfolder that holds dumps, looked up once.
+    Under a ``select``ion, a side that holds none of the dumps it selects but
+    holds others is compared as it is (what the other side holds there is in
+    one run only), unless neither side holds any: then nothing is compared."""
     empty = [(side, s) for side, s in (("A", sa), ("B", sb)) if holds_no_dumps(s.listing)]
+    if select is not None and empty:
+        elsewhere = [(side, s) for side, s in empty if _holds_dumps_unselected(s)]
+        if len(elsewhere) == 2:
+            return [
+                Problem(
+                    f"{sa.spec} and {sb.spec}",
+                    f"nothing to compare: neither run holds a dump that {select.options()} "
+                    "selects; widen the selection, or leave it out",
+                    kind="no_dumps",
+                )
+            ]
+        empty = [item for item in empty if item not in elsewhere]
     for _, s in empty:
         if s.spec not in hints:
             hints[s.spec] = None if s.is_manifest else dump_subfolder(s.spec)
@@ -740,6 +758,30 @@ def _empty_sides(sa: RunSource, sb: RunSource, hints: dict[str, str | None]) -> 
     return [Problem(where, NOTHING_TO_COMPARE + hint, kind="no_dumps")]
 
 
+def _holds_dumps_unselected(src: RunSource) -> bool:
+    """Whether a run side that holds none of the dumps a selection takes holds
+    others: listed again, whole (a rare path: a selection that misses a run).
+    A side that cannot be listed again by its name (a rank of a manifest) is
+    taken to hold some."""
+    whole = open_run(src.spec)
+    return bool(whole.listing.buffers) or not whole.listing.readable
+
+
+def open_selected(spec: str, select: Selection | None) -> RunSource:
+    """The run ``spec``, listed at the steps ``select`` takes (all without
+    one): other steps' entries are neither listed nor stat'ed. Its names
+    are selected later (``Selection.wants_name``), once its ranks are known."""
+    steps = None if select is None or select.steps is None else select.wants_step
+    return open_run(spec, steps)
+
+
+def _named(src: RunSource, select: Selection | None) -> RunSource:
+    """``src`` restricted to the buffers whose names ``select`` takes."""
+    if select is None or select.names is None:
+        return src
+    return src.select_names(select.wants_name)
+
+
 def compare_pairs(
     pairs: Sequence[tuple[str | os.PathLike[str], str | os.PathLike[str]]],
     options: CompareOptions | None = None,
@@ -748,6 +790,7 @@ def compare_pairs(
     on_report: Callable[[int, Report], None] | None = None,
     progress: Progress | None = None,
     on_note: Callable[[str], None] | None = None,
+    select: Selection | None = None,
 ) -> list[Report]:
     """Compare run pairs (folders or manifests), hashing every file once per
     chunk size it is needed at.
@@ -758,10 +801,12 @@ def compare_pairs(
     Each pair is read with the schema ``sources.schemas.choose_schema`` picks
     for it; what it says about the choice is in that pair's ``Report.notes``,
     and is handed to ``on_note`` once per distinct line, before any work
-    starts (the command line prints it on stderr).
+    starts (the command line prints it on stderr). ``select``: compare only
+    the steps and buffers it takes (``options.Selection``; each report's
+    ``selection``); steps it leaves out are not even listed.
     """
     with gc_paused():
-        return _compare_pairs(pairs, options, executor, cache, on_report, progress, on_note)
+        return _compare_pairs(pairs, options, executor, cache, on_report, progress, on_note, select)
 
 
 def _compare_pairs(
@@ -772,16 +817,20 @@ def _compare_pairs(
     on_report: Callable[[int, Report], None] | None,
     progress: Progress | None,
     on_note: Callable[[str], None] | None,
+    select: Selection | None,
 ) -> list[Report]:
     opts = options or CompareOptions()
     specs = [os.fspath(s) for pair in pairs for s in pair]
-    sources = {s: open_run(s) for s in dict.fromkeys(specs)}
+    sources = {s: open_selected(s, select) for s in dict.fromkeys(specs)}
+    named: dict[str, RunSource] = {}  # by spec: the same source for every pair it is in
     ranked: dict[str, RankedRun | None] = {}
     reports: dict[int, Report] = {}
     emitted = 0
 
     def finish(index: int, report: Report) -> None:
         nonlocal emitted
+        if select is not None:
+            report = report.replace(selection=select)
         reports[index] = report
         while emitted in reports:
             if on_report is not None:
@@ -796,21 +845,26 @@ def _compare_pairs(
     notes: dict[str, None] = {}
     for i, (ra, rb) in enumerate(pairs):
         sa, sb = sources[os.fspath(ra)], sources[os.fspath(rb)]
-        schema, said = choose_schema((sa, sb), opts.schema)
-        said = (*said, *dict.fromkeys((*sa.notes, *sb.notes)))
-        notes.update(dict.fromkeys(said))
         for src in (sa, sb):
             if src.spec not in ranked:
                 ranked[src.spec] = _ranks_of(src)
         ka, kb = ranked[sa.spec], ranked[sb.spec]
+        if ka is None and kb is None and select is not None:  # a rank's names: its own
+            for src in (sa, sb):
+                if src.spec not in named:
+                    named[src.spec] = _named(src, select)
+            sa, sb = named[sa.spec], named[sb.spec]
+        schema, said = choose_schema((sa, sb), opts.schema)
+        said = (*said, *dict.fromkeys((*sa.notes, *sb.notes)))
+        notes.update(dict.fromkeys(said))
         if ka is None and kb is None:  # runs of one rank: the usual case
-            empty = _empty_sides(sa, sb, hints)
+            empty = _empty_sides(sa, sb, hints, select)
             sched.submit(Plan(sa, sb, schema, done, i, empty, paired=not empty, notes=said))
         elif ka is None or kb is None:
             mixed = [_one_rank_and_several(sa, sb, ka is not None)]
             sched.submit(Plan(sa, sb, schema, done, i, mixed, paired=False, notes=said))
         else:
-            _RankedPair(i, sa, sb, ka, kb, schema, said, opts, finish).submit(sched, hints)
+            _RankedPair(i, sa, sb, ka, kb, schema, said, opts, finish).submit(sched, hints, select)
     if on_note is not None:
         for note in notes:  # once each, however many pairs it concerns
             on_note(note)
@@ -888,7 +942,9 @@ class _RankedPair:
         self.reports: list[tuple[int, Report]] = []
         self.left = 0
 
-    def submit(self, sched: Scheduler, hints: dict[str, str | None]) -> None:
+    def submit(
+        self, sched: Scheduler, hints: dict[str, str | None], select: Selection | None = None
+    ) -> None:
         from ..sources.ranks import pair_ranks
 
         paired = pair_ranks(self.ka, self.kb)
@@ -899,10 +955,11 @@ class _RankedPair:
                 ra = _absent_rank(self.sa.spec, rank, rb, "B", "A")
             elif rb is None:
                 rb = _absent_rank(self.sb.spec, rank, ra, "A", "B")
+            ra, rb = _named(ra, select), _named(rb, select)
             empty = (
                 []
                 if not (ra.listing.readable and rb.listing.readable)
-                else _empty_sides(ra, rb, hints)
+                else _empty_sides(ra, rb, hints, select)
             )
             plan = Plan(ra, rb, self.schema, self.done, rank, empty, paired=not empty,
                         notes=self.notes, rank=rank)  # fmt: skip

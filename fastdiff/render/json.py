@@ -83,6 +83,7 @@ def buffer_dict(b: BufferResult) -> dict[str, Any]:
     role = b.role
     if role is not None:
         d["role"] = role.kind
+        d["inputs"] = [json_text(n) for n in role.inputs]
         d["differing_inputs"] = [json_text(n) for n in role.differing_inputs]
         d["undumped_inputs"] = [json_text(n) for n in role.undumped_inputs]
         d["prev_step"] = role.prev_step
@@ -120,7 +121,35 @@ def rank_dict(r: RankReport) -> dict[str, Any]:
     }
 
 
-def _report_items(report: Report) -> Iterator[tuple[str, Any, bool]]:
+#: ``selection.buffers``: what the list ``buffers`` holds.
+ALL_BUFFERS, FIRST_DIVERGENT_STEP = "all", "first_divergent_step"
+
+
+def selection_dict(report: Report, first: bool = False) -> dict[str, Any]:
+    """What was compared (``steps``: half-open ``[start, stop)`` spans, stop
+    null for no end; ``names``: globs; null: every one) and what the list
+    ``buffers`` holds (``first``: the first divergent step's buffers only)."""
+    sel = report.selection
+    steps = None if sel is None or sel.steps is None else [list(s) for s in sel.steps]
+    names = None if sel is None or sel.names is None else [json_text(n) for n in sel.names]
+    return {
+        "steps": steps,
+        "names": names,
+        "buffers": FIRST_DIVERGENT_STEP if first else ALL_BUFFERS,
+    }
+
+
+def first_step_buffers(report: Report) -> Iterator[BufferResult]:
+    """The buffers of the first divergent step (of each rank's own, for runs
+    of several ranks): none without a divergence."""
+    if report.ranks is not None:
+        firsts = {rr.rank: rr.report.first_divergent_step for rr in report.ranks}
+        return (b for b in report.buffers if b.step == firsts.get(b.rank, -1))
+    step = report.first_divergent_step
+    return (b for b in report.buffers if b.step == step)
+
+
+def _report_items(report: Report, first: bool = False) -> Iterator[tuple[str, Any, bool]]:
     """(key, value, is a list of records) of the report's object, in order;
     the lists come as iterators, so no caller holds them all at once."""
     head: dict[str, Any] = {"schema_version": JSON_SCHEMA_VERSION}
@@ -129,6 +158,8 @@ def _report_items(report: Report) -> Iterator[tuple[str, Any, bool]]:
     for k, v in head.items():
         yield k, v, False
     yield "schema", json_text(report.schema), False
+    if first or report.selection is not None:  # else the object is as it always was
+        yield "selection", selection_dict(report, first), False
     yield "notes", [json_text(n) for n in report.notes], False
     yield "verdict", report.verdict, False
     yield "first_divergent_step", report.first_divergent_step, False
@@ -171,16 +202,17 @@ def _report_items(report: Report) -> Iterator[tuple[str, Any, bool]]:
         for r in report.timeline
     )
     yield "timeline", timeline, True
-    yield "buffers", map(buffer_dict, report.buffers), True
+    listed = first_step_buffers(report) if first else report.buffers
+    yield "buffers", map(buffer_dict, listed), True
     yield "skipped", (path_record(s.path, "reason", s.reason) for s in report.skipped), True
     yield "errors", (path_record(e.path, "message", e.message) for e in report.errors), True
     yield "tolerance", {k: json_number(v) for k, v in report.tolerance.items()}, False
     yield "work", report.work.as_dict(), False
 
 
-def report_dict(report: Report) -> dict[str, Any]:
-    """The JSON report as a dict."""
-    return {k: list(v) if rows else v for k, v, rows in _report_items(report)}
+def report_dict(report: Report, first: bool = False) -> dict[str, Any]:
+    """The JSON report as a dict (``first``: as ``render_json``'s)."""
+    return {k: list(v) if rows else v for k, v, rows in _report_items(report, first)}
 
 
 def _not_json(value: object) -> object:
@@ -242,11 +274,11 @@ def _encoded(rows: Iterator[dict[str, Any]]) -> Iterator[str]:
             yield ("{" if i else "") + part + ("}" if i < last else "")
 
 
-def iter_json(report: Report, indent: int = 2) -> Iterator[str]:
-    """The lines of ``render_json(report, indent)``, each ending in a newline:
-    write them as they come to stream a large report."""
+def iter_json(report: Report, indent: int = 2, first: bool = False) -> Iterator[str]:
+    """The lines of ``render_json(report, indent, first)``, each ending in a
+    newline: write them as they come to stream a large report."""
     pad = " " * indent
-    items = list(_report_items(report))
+    items = list(_report_items(report, first))
     yield "{\n"
     for i, (key, value, rows) in enumerate(items):
         comma = "," if i < len(items) - 1 else ""
@@ -262,9 +294,11 @@ def iter_json(report: Report, indent: int = 2) -> Iterator[str]:
     yield "}\n"
 
 
-def render_json(report: Report, indent: int | None = 2) -> str:
+def render_json(report: Report, indent: int | None = 2, first: bool = False) -> str:
     """The JSON report: with ``indent``, one top-level key and one record of
-    each list per line; with None, all on one line."""
+    each list per line; with None, all on one line. ``first``: ``buffers``
+    holds the first divergent step's buffers only (``selection.buffers``
+    says so); every other field is the whole report's."""
     if indent is None:
-        return _dumps(report_dict(report)) + "\n"
-    return "".join(iter_json(report, indent))
+        return _dumps(report_dict(report, first)) + "\n"
+    return "".join(iter_json(report, indent, first))

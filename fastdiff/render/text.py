@@ -15,15 +15,16 @@ import math
 
 from ..dtypes import DTYPES
 from ..kernels.facts import RESULT_FACTS
-from ..statuses import EQUAL, GROUP_STATUS, ROLE, STATUS, VERDICT, WITHIN_TOLERANCE
+from ..statuses import EQUAL, GROUP_STATUS, ROLE, STATUS, TROUBLE, VERDICT, WITHIN_TOLERANCE
 from .escape import display_path
-from .fmt import plural
+from .fmt import first_few, format_steps, plural, step_ranges
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
     from ..kernels.facts import FieldDiff
+    from ..options import Selection
     from ..results import BufferResult, Origin, Problem, Report, StepSummary, TimelineRow
 
 __all__ = ["TEXT_PARTS", "format_buffer", "format_value", "render_text"]
@@ -376,20 +377,43 @@ def note_lines(report: Report) -> list[str]:
     ]
 
 
-def render_text(report: Report, verbose: bool = False) -> str:
+def _span_text(start: int, stop: int | None) -> str:
+    if stop is None:
+        return f"from {start} on"
+    return str(start) if stop == start + 1 else f"{start} to {stop - 1}"
+
+
+def selection_line(selection: Selection) -> str:
+    """What a comparison was asked to look at: ``compared: steps 3 to 7 and
+    buffers named w* only (--steps 3:8 --names 'w*')``."""
+    parts = []
+    if selection.steps is not None:
+        spans = selection.steps
+        one = len(spans) == 1 and spans[0][1] == spans[0][0] + 1
+        parts.append(("step " if one else "steps ") + ", ".join(_span_text(*s) for s in spans))
+    if selection.names is not None:
+        parts.append("buffers named " + ", ".join(map(display_path, selection.names)))
+    return f"compared: {' and '.join(parts)} only ({display_path(selection.options())})"
+
+
+def render_text(report: Report, verbose: bool = False, first: bool = False) -> str:
     """The report; ``verbose`` lists every step and every buffer, equal ones
-    too. Runs of several ranks: each rank's report, then the ranks' table,
+    too, and the origins in full. ``first``: only the first divergent step is
+    listed (the verdict, origins and timeline stay the whole comparison's).
+    Runs of several ranks: each rank's report, then the ranks' table,
     the pattern of their first origins, and the verdict over all of them."""
     lines = [
         f"A: {display_path(report.run_a)}",
         f"B: {display_path(report.run_b)}",
         f"schema: {display_path(report.schema)}",
     ]
+    if report.selection is not None:
+        lines.append(selection_line(report.selection))
     lines += note_lines(report)
     if report.ranks is not None:
-        lines += _ranks_lines(report, verbose)
+        lines += _ranks_lines(report, verbose, first)
     else:
-        lines += _body_lines(report, verbose)
+        lines += _body_lines(report, verbose, first)
     w = report.work
     if verbose and w.files_verified:  # --cache-verify's reads, not counted as hashing
         lines.append(
@@ -399,31 +423,83 @@ def render_text(report: Report, verbose: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _body_lines(report: Report, verbose: bool) -> list[str]:
+def _listed(
+    report: Report, verbose: bool
+) -> tuple[dict[int, list[BufferResult]], dict[int, tuple[int, int]]]:
+    """The buffers a step lists, by step, and how many it does not (those
+    that diverged at an earlier step too, and those within tolerance), by
+    step, in one pass. Up to the first divergent step, every buffer that is
+    not equal is listed (``verbose``: every buffer); after it, only those
+    that diverge there for the first time (their name, on their rank, did
+    not diverge at any earlier step) and those that could not be compared:
+    the timeline sums up the rest."""
+    shown: dict[int, list[BufferResult]] = {}
+    left: dict[int, tuple[int, int]] = {}
+    first = report.first_divergent_step
+    diverged: set[tuple[int | None, str]] = set()  # (rank, name) that diverged so far
+    for b in report.buffers:
+        if verbose:
+            shown.setdefault(b.step, []).append(b)
+            continue
+        status = b.status
+        if status == "equal":
+            continue
+        key = (b.rank, b.name)
+        if first is None or b.step <= first or status in TROUBLE:
+            listed = True
+        else:
+            listed = b.diverges and key not in diverged
+        if b.diverges:
+            diverged.add(key)
+        if listed:
+            shown.setdefault(b.step, []).append(b)
+        else:
+            before, close = left.get(b.step, (0, 0))
+            left[b.step] = (before + b.diverges, close + (not b.diverges))
+    return shown, left
+
+
+def _left_text(before: int, close: int) -> str:
+    """What a step's line says of the buffers it does not list."""
+    parts = [f"{before:,} that diverged at an earlier step"] if before else []
+    if close:
+        parts.append(f"{close:,} {WITHIN_TOLERANCE.phrase}")
+    return f"  (not listed: {', '.join(parts)})"
+
+
+def _body_lines(report: Report, verbose: bool, first: bool = False) -> list[str]:
     """A run pair's steps and buffers, skipped entries, errors, verdict and timeline."""
     lines: list[str] = []
-    shown: dict[int, list[BufferResult]] = {}  # the buffers to list, by step: one pass
-    for b in report.buffers:
-        if verbose or b.status != "equal":
-            shown.setdefault(b.step, []).append(b)
+    shown, left = _listed(report, verbose)
     run: list[StepSummary] = []  # steps whose buffers are all equal, not yet written
+    at = report.first_divergent_step
     for s in report.steps:
+        if first and s.step != at:
+            continue
         if not verbose and _equal_count(s) is not None and s.step not in shown:
             run.append(s)
             continue
         if run:
             lines.append(_folded_line(run))
             run = []
-        lines.append(_step_line(s))
+        line = _step_line(s)
+        if s.step in left:
+            line += _left_text(*left[s.step])
+        lines.append(line)
         lines += [format_buffer(b) for b in shown.get(s.step, ())]
     if run:
         lines.append(_folded_line(run))
+    n = len(report.steps) - (at is not None)
+    if first and n:
+        why = "" if at is not None else ": no step diverged"
+        lines.append(f"{plural(n, 'other step' if at is not None else 'step')} not listed "
+                     f"(--first{why})")  # fmt: skip
     if report.skipped:
         lines.append(f"skipped {plural(len(report.skipped), 'entry', 'entries')}:")
         lines += [f"  {display_path(s.path)}: {display_path(s.reason)}" for s in report.skipped]
     lines += _error_lines(report.errors)
     lines.append("")
-    lines += _verdict_lines(report)
+    lines += _verdict_lines(report, verbose)
     lines += _timeline_lines(report)
     return lines
 
@@ -446,7 +522,7 @@ def _rank_list(ranks: list[int]) -> str:
     return f"{'rank' if len(ranks) == 1 else 'ranks'} {', '.join(map(str, ranks))}"
 
 
-def _ranks_lines(report: Report, verbose: bool) -> list[str]:
+def _ranks_lines(report: Report, verbose: bool, first: bool = False) -> list[str]:
     assert report.ranks is not None
     lines = [f"{plural(len(report.ranks), 'rank')}: {', '.join(str(r.rank) for r in report.ranks)}"]
     for rr in report.ranks:
@@ -455,7 +531,7 @@ def _ranks_lines(report: Report, verbose: bool) -> list[str]:
             "",
             f"=== rank {rr.rank} (A: {display_path(rep.run_a)}, B: {display_path(rep.run_b)})",
         ]
-        lines += _body_lines(rep, verbose)
+        lines += _body_lines(rep, verbose, first)
     known = {e for rr in report.ranks for e in rr.report.errors}
     own = [e for e in report.errors if e not in known]  # of the runs, not of a rank
     if own or report.skipped:
@@ -583,7 +659,7 @@ def _ranks_verdict(report: Report) -> list[str]:
     ]
 
 
-def _verdict_lines(report: Report) -> list[str]:
+def _verdict_lines(report: Report, verbose: bool = False) -> list[str]:
     n = len(report.buffers)
     n_steps = len(report.steps)
     word = report.verdict_word
@@ -609,17 +685,16 @@ def _verdict_lines(report: Report) -> list[str]:
     titles = {g.key: display_path(g.title) for g in report.groups}
     suspects = ", ".join(f"{keys[k]} ({titles[k]})" for k in report.first_divergent_groups)
     out = [f"{head}: first divergent step {report.first_divergent_step}; groups: {suspects}"]
-    out += born_lines(report)
+    out += born_lines(report, verbose)
     width = max(len(t) for t in titles.values()) + 4
     key_w = max(5, *map(len, keys.values()))  # long keys (by-name groups) stay aligned
     for g in report.groups:
         state = GROUP_STATUS[g.status].label
         tail = f": {', '.join(map(display_path, g.diverged))}" if g.diverged else ""
         out.append(f"  {keys[g.key]:>{key_w}}  {titles[g.key]:<{width}}{state}{tail}")
-    first = report.origins[0].group if report.origins else None
-    # The hint of the group where the divergence was born first, then the others.
-    for g in sorted(report.groups, key=lambda g: g.key != first):
-        if g.status == "diverged" and g.hint:
+    hinted = set(report.next_groups)  # where it was born, not where it was received
+    for g in report.groups:
+        if g.key in hinted and g.status == "diverged" and g.hint:
             out.append("")
             import textwrap
 
@@ -630,9 +705,12 @@ def _verdict_lines(report: Report) -> list[str]:
     return out
 
 
-def _shown(items: list[str]) -> str:
-    more = len(items) - SHOWN_ROLES
-    return ", ".join(items[:SHOWN_ROLES]) + (f" and {more} more" if more > 0 else "")
+def _shown(items: list[str], verbose: bool = False, sep: str = ", ") -> str:
+    """The first ``SHOWN_ROLES`` items and how many more (``verbose``: all)."""
+    more = 0 if verbose else len(items) - SHOWN_ROLES
+    if more <= 0:
+        return sep.join(items)
+    return sep.join(items[:SHOWN_ROLES]) + f"{sep.rstrip()} and {more} more"
 
 
 def _buffer_at(b: BufferResult) -> str:
@@ -646,11 +724,58 @@ def _born_text(b: BufferResult) -> str:
     return f"{_buffer_at(b)} ({why}{_prev_text(b.step, r.prev_step)})"
 
 
-def born_lines(report: Report) -> list[str]:
+def _first_names(names: Iterable[str], verbose: bool) -> str:
+    """Names, the first 3 and how many more (``verbose``: all)."""
+    shown = [display_path(n) for n in names]
+    return ", ".join(shown) if verbose else first_few(shown)
+
+
+def _born_here(here: list[BufferResult], verbose: bool) -> str:
+    """The origins of one step, each named once, with their inputs summed up:
+    the inputs that matched (each once, the first 3 and how many more;
+    ``verbose``: all), the sources, and ``@prev``'s step where it is not the
+    step before."""
+    at = here[0].step
+    names = _shown([f"{display_path(b.group)} {display_path(b.name)}" for b in here], verbose)
+    inputs = dict.fromkeys(n for b in here for n in b.role.inputs)  # type: ignore[union-attr]
+    sources = sum(not b.role.inputs for b in here)  # type: ignore[union-attr]
+    why = [f"inputs {_first_names(inputs, verbose)} matched"] if inputs else []
+    if sources and not inputs:
+        why.append(_no_inputs(at))
+    elif sources:
+        why.append(
+            f"{plural(sources, 'buffer')} with nothing upstream at step 0"
+            if at == 0
+            else f"{plural(sources, 'source')} with no inputs"
+        )
+    prev = next((b.role.prev_step for b in here if b.role.prev_step is not None), None)  # type: ignore[union-attr]
+    return f"{names} at step {at} ({'; '.join(why)}{_prev_text(at, prev)})"
+
+
+def _at_steps(steps: list[int]) -> str:
+    """``step 4``, ``steps 4-7, 9``, or ``12 steps, 4 to 40`` beyond three ranges."""
+    if len(steps) == 1:
+        return f"step {steps[0]}"
+    if len(step_ranges(steps)) <= 3:
+        return f"steps {format_steps(steps)}"
+    return f"{len(steps):,} steps, {steps[0]} to {steps[-1]}"
+
+
+def _by_buffer(buffers: Iterable[BufferResult]) -> dict[tuple[str, str], list[BufferResult]]:
+    """Buffers by (group, name), in the order each first comes."""
+    out: dict[tuple[str, str], list[BufferResult]] = {}
+    for b in buffers:
+        out.setdefault((b.group, b.name), []).append(b)
+    return out
+
+
+def born_lines(report: Report, verbose: bool = False) -> list[str]:
     """Where the divergence was born (the first step with an origin, its
     origins and what received it there), the buffers left undetermined up
-    to that step, and how many origins come later: none without declared
-    inputs or a divergence."""
+    to that step, and the origins that come later: none without declared
+    inputs or a divergence. Each buffer is named once on each line, its
+    inputs summed up (the first few; ``verbose``: all of them, and each
+    origin of the first step with its own inputs)."""
     if report.origins is None or report.first_divergent_step is None:
         return []
     roles = [b for b in report.buffers if b.role is not None]
@@ -659,33 +784,42 @@ def born_lines(report: Report) -> list[str]:
     origins = [b for b in roles if b.role.kind == "origin"]  # type: ignore[union-attr]
     if origins:
         at = origins[0].step
-        line = "  born in: " + "; ".join(_born_text(b) for b in origins if b.step == at)
-        received = [display_path(b.name) for b in roles
-                    if b.step == at and b.role.kind == "receiver"]  # type: ignore[union-attr]  # fmt: skip
-        out = [line + (f"; received: {_shown(received)}" if received else "")]
+        here = [b for b in origins if b.step == at]
+        born = "; ".join(map(_born_text, here)) if verbose else _born_here(here, verbose)
+        received = list(dict.fromkeys(display_path(b.name) for b in roles
+                        if b.step == at and b.role.kind == "receiver"))  # type: ignore[union-attr]  # fmt: skip
+        tail = f"; received: {_shown(received, verbose)}" if received else ""
+        out = [f"  born in: {born}{tail}"]
     else:
         at = report.first_divergent_step
         out = [
             "  born in: not found: no buffer that diverged had every input it declares dumped "
             "and matching"
         ]
-    open_ = [
-        f"{_buffer_at(b)} (not compared: {_names(b.role.undumped_inputs)})"  # type: ignore[union-attr]
-        for b in roles
-        if b.step <= at and b.role.kind == "undetermined"  # type: ignore[union-attr]
-    ]
-    if open_:
-        out.append(f"  {ROLE['undetermined'].phrase}: {_shown(open_)}")
+    undetermined = [b for b in roles if b.step <= at and b.role.kind == "undetermined"]  # type: ignore[union-attr]
+    if undetermined:
+        open_ = []
+        for (group, name), bs in _by_buffer(undetermined).items():
+            inputs = dict.fromkeys(n for b in bs for n in b.role.undumped_inputs)  # type: ignore[union-attr]
+            open_.append(
+                f"{display_path(group)} {display_path(name)} at {_at_steps([b.step for b in bs])} "
+                f"(not compared: {_first_names(inputs, verbose)})"
+            )
+        out.append(f"  {ROLE['undetermined'].phrase}: {_shown(open_, verbose, '; ')}")
     later = [b for b in origins if b.step > at]
     if later:
+        each = [
+            f"{display_path(group)} {display_path(name)} at {_at_steps([b.step for b in bs])}"
+            for (group, name), bs in _by_buffer(later).items()
+        ]
         n = plural(len(later), "later origin")
-        out.append(f"  {n}, the first: {_born_text(later[0])}")
+        out.append(f"  {n}: {_shown(each, verbose, '; ')}")
     return out
 
 
-def verdict_lines(report: Report) -> list[str]:
+def verdict_lines(report: Report, verbose: bool = False) -> list[str]:
     """The verdict block that ends the text report (``watch`` ends with it too)."""
-    return _verdict_lines(report)
+    return _verdict_lines(report, verbose)
 
 
 #: A timeline cell without element facts, by the statuses of its buffers.

@@ -343,3 +343,20 @@ class RunListing:
             tuple(item for item in self.broken if want(item[0][0])),
             tuple(item for item in self.lost if want(item[0])),
         )
+
+    def select_names(self, wants: Callable[[str], bool]) -> RunListing:
+        """This listing restricted to the buffers whose name ``wants`` takes:
+        their buffers and broken entries, and every error but those about a
+        broken entry of another name only; skipped entries and lost steps
+        (which are about no one name) are kept."""
+        kept = {id(p) for (_, name), p in self.broken if wants(name)}
+        dropped = {id(p) for (_, name), p in self.broken if not wants(name)} - kept
+        return RunListing(
+            self.root,
+            tuple(f for f in self.buffers if wants(f.name)),
+            self.skipped,
+            tuple(e for e in self.errors if id(e) not in dropped),
+            self.readable,
+            tuple(item for item in self.broken if wants(item[0][1])),
+            self.lost,
+        )

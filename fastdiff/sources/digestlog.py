@@ -567,6 +567,10 @@ def attach_log(spec: str, listing: RunListing, steps: StepFilter | None = None) 
             f"warning: {log_path}: {other_cs} buffers recorded as digests only at another chunk "
             f"size than the log's newest lines ({cs}): missing"
         )
+    # In the order the recorder wrote them (its log's, step by step), not the
+    # file names': groups found by name come in that order (sources.schemas).
+    written = {key: i for i, key in enumerate(entries)}
+    buffers.sort(key=lambda f: written.get((f.step, f.name), len(written)))
     out = RunListing(
         listing.root, tuple(buffers), listing.skipped, tuple(errors), listing.readable,
         tuple(sorted(broken, key=lambda item: item[0])), listing.lost,

@@ -7,7 +7,7 @@ from .buffers import RunListing, Unread
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
     from ..results import Skipped
     from ..schema import Schema
@@ -73,6 +73,15 @@ class RunSource:
         return RunSource(
             self.spec, self.listing.select(steps), self.chunk_size, self.schema, self.dtypes,
             steps, self.kind, self.notes,
+        )  # fmt: skip
+
+    def select_names(self, wants: Callable[[str], bool]) -> RunSource:
+        """This source restricted to the buffers whose name ``wants`` takes,
+        without reading anything again (its step filter kept; listed afresh,
+        ``sources.reopen``, it holds every name again)."""
+        return RunSource(
+            self.spec, self.listing.select_names(wants), self.chunk_size, self.schema,
+            self.dtypes, self.steps, self.kind, self.notes,
         )  # fmt: skip
 
 

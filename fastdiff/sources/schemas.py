@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from . import RunSource
+    from .buffers import BufferRef
 
 
 def _differing(src: RunSource, schema: Schema, skip: set[str]) -> list[str]:
@@ -95,6 +96,10 @@ def choose_schema(
     return chosen, tuple(said)
 
 
+def _step_of(f: BufferRef) -> int:
+    return f.step
+
+
 #: The name of the schema whose groups come from buffer names.
 BY_NAME = "by-name"
 
@@ -104,13 +109,18 @@ def by_name(sources: Sequence[RunSource]) -> Schema | None:
     safetensors, ``.npz``, ``torch.save``) and none of whose buffers the
     preset ``rl-state`` knows: a schema whose groups are the first dotted
     part of the names (``model.layers.0.w`` is in group ``model``), in the
-    order they first appear (run A's listing first). None otherwise, and
-    for runs with no buffers."""
+    order their buffers first appear: step by step (in step order), and
+    within a step in the order the run holds them (a recorder's, as its
+    digest log says; a container file's own order; else the file names'),
+    run A's first. None otherwise, and for runs with no buffers."""
     names: dict[str, None] = {}
     for src in sources:
-        for f in src.listing.buffers:
-            if f.dtype is None:
-                return None
+        buffers = src.listing.buffers
+        if any(f.dtype is None for f in buffers):
+            return None
+        # Listed by file name, step 10 comes before step 2: the steps in order,
+        # each step's buffers in the run's own order (a stable sort).
+        for f in sorted(buffers, key=_step_of):
             names[f.name] = None
     if not names or any(RL_STATE.classify(n)[0] != OTHER for n in names):
         return None
