@@ -983,6 +983,30 @@ def test_committed_fixtures_are_what_the_script_writes(torch: Any, tmp_path: Pat
     assert not differences, "\n".join(differences)
 
 
+def test_the_fixtures_do_not_depend_on_the_cpu_kernels(torch: Any, tmp_path: Path) -> None:
+    """The script again, with torch's kernels for a plain CPU (no AVX), one
+    thread and MKL held to SSE4.2: the very same files. (They once kept what
+    matmul, BatchNorm and Adam computed, and the test above failed on some
+    hosts only; this one runs the plain kernels beside the host's own, so a
+    value a kernel rounded fails wherever the two round apart.)"""
+    settings = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2"}
+    env = {**os.environ, **settings, "ATEN_CPU_CAPABILITY": "default"}
+    env["PYTHONPATH"] = os.pathsep.join([str(DATA.parents[1]), str(DATA.parents[2])])
+    code = (
+        "import sys; from pathlib import Path; import torch; torch.set_num_threads(1); "
+        "import make_torch_fixtures; make_torch_fixtures.write_all(Path(sys.argv[1])); "
+        "print(torch.backends.cpu.get_cpu_capability(), torch.get_num_threads())"
+    )
+    out = tmp_path / "written"
+    p = subprocess.run(
+        [sys.executable, "-c", code, out], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["DEFAULT", "1"]  # the settings took
+    differences = _not_as_committed(out)
+    assert not differences, "\n".join(differences)
+
+
 def test_crafted_archives_load_in_torch_as_read(torch: Any, tmp_path: Path) -> None:
     pkl = pickled(
         dict_of(
