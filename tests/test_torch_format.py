@@ -946,19 +946,65 @@ def torch() -> Any:
     return pytest.importorskip("torch")
 
 
+def _records(path: Path) -> dict[str, bytes]:
+    """The records of a torch.save archive, by name inside its folder."""
+    with zipfile.ZipFile(path) as z:
+        return {i.filename.split("/", 1)[1]: z.read(i) for i in z.infolist()}
+
+
+def _not_as_committed(written: Path) -> list[str]:
+    """How the fixtures in ``written`` differ from the committed ones, a line
+    per file not byte for byte the same: its records that differ (data.pkl:
+    the structure, the values that are not tensors, which tensors share a
+    storage; data/N: a storage's bytes) and the tensors fastdiff finds apart."""
+    committed = sorted(p.relative_to(DATA) for p in DATA.rglob("*") if p.is_file())
+    assert sorted(p.relative_to(written) for p in written.rglob("*") if p.is_file()) == committed
+    out = []
+    for rel in committed:
+        a, b = DATA / rel, written / rel
+        if a.read_bytes() == b.read_bytes():
+            continue
+        ra, rb = _records(a), _records(b)
+        records = [n for n in sorted(ra.keys() | rb.keys()) if ra.get(n) != rb.get(n)]
+        _, rep, _ = compare(a, b)
+        tensors = [x["name"] for x in rep["buffers"] if x["status"] != "equal"]
+        out.append(f"{rel}: records {records}, tensors {tensors}")
+    return out
+
+
 def test_committed_fixtures_are_what_the_script_writes(torch: Any, tmp_path: Path) -> None:
+    """Byte for byte: torch.save writes the same bytes for the same objects,
+    and the script keeps no value a CPU kernel rounded (after changing it, run
+    it and commit tests/data/torch)."""
     import make_torch_fixtures
 
     make_torch_fixtures.write_all(tmp_path)
-    committed = sorted(p.relative_to(DATA) for p in DATA.rglob("*") if p.is_file())
-    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file()) == committed
-    for rel in committed:
-        if rel.parent != Path("."):
-            continue
-        rc, _, err = compare(DATA / rel, tmp_path / rel)
-        assert rc == 0, (rel, err)
-    rc, _, err = compare(DATA / "run_a", tmp_path / "run_a")
-    assert rc == 0, err
+    differences = _not_as_committed(tmp_path)
+    assert not differences, "\n".join(differences)
+
+
+def test_the_fixtures_do_not_depend_on_the_cpu_kernels(torch: Any, tmp_path: Path) -> None:
+    """The script again, with torch's kernels for a plain CPU (no AVX), one
+    thread and MKL held to SSE4.2: the very same files. (They once kept what
+    matmul, BatchNorm and Adam computed, and the test above failed on some
+    hosts only; this one runs the plain kernels beside the host's own, so a
+    value a kernel rounded fails wherever the two round apart.)"""
+    settings = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2"}
+    env = {**os.environ, **settings, "ATEN_CPU_CAPABILITY": "default"}
+    env["PYTHONPATH"] = os.pathsep.join([str(DATA.parents[1]), str(DATA.parents[2])])
+    code = (
+        "import sys; from pathlib import Path; import torch; torch.set_num_threads(1); "
+        "import make_torch_fixtures; make_torch_fixtures.write_all(Path(sys.argv[1])); "
+        "print(torch.backends.cpu.get_cpu_capability(), torch.get_num_threads())"
+    )
+    out = tmp_path / "written"
+    p = subprocess.run(
+        [sys.executable, "-c", code, out], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["DEFAULT", "1"]  # the settings took
+    differences = _not_as_committed(out)
+    assert not differences, "\n".join(differences)
 
 
 def test_crafted_archives_load_in_torch_as_read(torch: Any, tmp_path: Path) -> None:
