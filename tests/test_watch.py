@@ -945,3 +945,46 @@ def test_lag_lets_a_writer_finish_a_step_after_beginning_the_next(
         assert code == 0, err
         assert summary["verdict"] == "identical" and summary["errors"] == []
         assert len(summary["buffers"]) == 6
+
+
+# --- the work done, counted as compare counts it ------------------------------------------------
+
+
+def test_cache_verify_counts_the_files_verified_as_compare_does(tmp_path: Path) -> None:
+    """With --cache-verify, the cache hits hashed again to verify the cache
+    are counted in work.files_verified and bytes_verified, in watch's summary
+    as in compare's report (they stayed 0 in watch's)."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    static_run(a, 2)
+    static_run(b, 2)
+    cache = ("--cache", "--cache-dir", str(tmp_path / "cache"), "--cache-min-age", "0")
+    assert fastdiff("compare", a, b, *cache).returncode == 0  # fills the cache
+    verify = (*cache, "--cache-verify", "1")
+    compared = fastdiff("compare", a, b, *verify, "--format", "json")
+    assert compared.returncode == 0, compared.stderr
+    expected = strict(compared.stdout)["work"]
+    assert expected["files_verified"] == 2 * 2 * len(RL_STATE_MEMBERS)
+    code, out, err = finish(watch(str(a), str(b), *FAST, *verify, "--format", "jsonl"))
+    assert code == 0, err
+    _, summary = steps_and_summary(out)
+    work = summary["work"]
+    assert (work["files_verified"], work["bytes_verified"]) == (
+        expected["files_verified"],
+        expected["bytes_verified"],
+    )
+    assert (work["files_hashed"], work["bytes_hashed"]) == (0, 0)
+
+
+def test_the_work_of_several_comparisons_sums_every_count() -> None:
+    """One sum for the steps of a watch and the ranks of a run pair: a count
+    added to ``Work`` is summed by both, or this fails."""
+    from fastdiff.results import WORK_COUNTS, Work, total_work
+
+    assert set(WORK_COUNTS) == set(Work.__slots__) - {"engine", "executor", "jobs", "elapsed_s"}
+    one = Work(1, 2, 3, 4, 5, 6, "numba", "thread", 2, 0.5)
+    two = Work(10, 20, 30, 40, 50, 60, "numpy", "serial", 1, 1.5)
+    total = total_work((one, two))
+    assert [getattr(total, k) for k in WORK_COUNTS] == [11, 22, 33, 44, 55, 66]
+    assert (total.engine, total.executor, total.jobs, total.elapsed_s) == (
+        "numba,numpy", "thread", 2, 1.5,
+    )  # fmt: skip

@@ -55,7 +55,7 @@ from ..engine.scheduler import Plan, Scheduler, gc_paused
 from ..options import CompareOptions, tolerance_dict
 from ..render.escape import display_path
 from ..render.fmt import plural
-from ..results import BufferResult, Problem, Skipped, Work
+from ..results import BufferResult, Problem, Skipped, Work, total_work
 from ..sources import RunSource, dump_subfolder, folder_format, open_run
 from ..sources.buffers import RunListing
 from ..sources.folder import list_entries
@@ -183,8 +183,8 @@ class Watch:
         self._errors: list[Problem] = []
         self._n_steps = 0
         self._first: tuple[int, float] | None = None
-        self._work = [0, 0, 0, 0]  # files and bytes hashed, pairs and bytes scanned
-        self._engines: set[str] = set()
+        #: The work of the steps read so far (every read), summed as compare sums it.
+        self._work = Work()
         self._executor = "serial"
         self._runner: Runner | None = None
         self._runner_ctx: _OpenRunner | None = None
@@ -664,14 +664,7 @@ class Watch:
         return self._rebuilt(report, buffers, errors) if touched else report
 
     def _count_work(self, report: Report) -> None:
-        w = report.work
-        totals = self._work
-        totals[0] += w.files_hashed
-        totals[1] += w.bytes_hashed
-        totals[2] += w.pairs_scanned
-        totals[3] += w.bytes_scanned
-        if w.engine:
-            self._engines.update(w.engine.split(","))
+        self._work = total_work((self._work, report.work))
 
     # --- reporting, in order
 
@@ -771,17 +764,7 @@ class Watch:
         return out
 
     def _summary(self, stopped: str, elapsed: float) -> WatchSummary:
-        files, n_bytes, pairs, scanned = self._work
-        work = Work(
-            files_hashed=files,
-            bytes_hashed=n_bytes,
-            pairs_scanned=pairs,
-            bytes_scanned=scanned,
-            engine=",".join(sorted(self._engines)) or None,
-            executor=self._executor,
-            jobs=self.jobs,
-            elapsed_s=elapsed,
-        )
+        work = total_work((self._work,), self._executor, self.jobs, elapsed)
         schema = getattr(self, "schema", None)
         if schema is None:
             from ..schema import RL_STATE
