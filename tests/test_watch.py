@@ -525,22 +525,41 @@ def test_files_are_never_memory_mapped(tmp_path: Path, monkeypatch: pytest.Monke
 
 
 def test_a_folder_that_stays_empty_or_missing_is_exit_2_naming_it(tmp_path: Path) -> None:
+    """--start-timeout bounds the wait for a folder to appear and hold a dump."""
     a, b = tmp_path / "a", tmp_path / "nowhere"
     (a / "run" / "dumps").mkdir(parents=True)
     (a / "run" / "dumps" / "step_0_x.bin").write_bytes(b"\0")
     (a / "notes.txt").write_text("hello")
-    w = watch(str(a / "run"), str(b), "--idle-timeout", "1", "--format", "text")
+    w = watch(str(a / "run"), str(b), "--start-timeout", "1", "--format", "text")
     code, out, err = finish(w)
     assert code == 2
     assert err.splitlines() == [
         f"fastdiff: error: {a / 'run'}: run A stayed empty: no step_<N>_<name>.bin dump "
-        f"appeared within 1 s (--idle-timeout); did you mean {a / 'run' / 'dumps'}?",
+        f"appeared within 1 s (--start-timeout); did you mean {a / 'run' / 'dumps'}?",
         f"fastdiff: error: {b}: run B folder does not exist, and did not appear within 1 s "
-        "(--idle-timeout); check the path",
+        "(--start-timeout); check the path",
     ]
     assert "stopped by trouble (see the errors); 0 steps compared" in out
     verdict = "VERDICT: error: 2 problems (above); no divergence among the buffers that could be"
     assert out.rstrip().endswith(verdict + " compared")
+
+
+def test_a_slow_start_is_waited_for_longer_than_the_idle_timeout(tmp_path: Path) -> None:
+    """Run A is written in full, and idle; run B's folder appears only after
+    more than --idle-timeout (a job importing torch): watch waits for it (the
+    wait is --start-timeout's, default 600 s), compares every step, exit 0."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    static_run(a, 3)
+    w = watch(str(a), str(b), *FAST, "--format", "jsonl")
+    wb = writer(b, "--steps", "3", "--pace", "0.05", "--delay", str(2 * IDLE))
+    try:
+        code, out, err = finish(w)
+    finally:
+        stop(wb)
+    assert code == 0, err
+    steps, summary = steps_and_summary(out)
+    assert [(r["step"], r["status"]) for r in steps] == [(k, "equal") for k in range(3)]
+    assert summary["verdict"] == "identical" and summary["stopped"] == "idle"
 
 
 def test_a_run_folder_that_vanishes_is_exit_2(tmp_path: Path) -> None:

@@ -87,6 +87,9 @@ GC_EVERY_S = 60.0
 DEFAULT_POLL = 0.2
 DEFAULT_SETTLE = 2.0
 DEFAULT_IDLE_TIMEOUT = 60.0
+#: How long a run folder that is missing or holds no dump is waited for: jobs
+#: may take minutes to start (importing torch, loading data, a queue).
+DEFAULT_START_TIMEOUT = 600.0
 
 
 class _Step:
@@ -122,8 +125,9 @@ class Watch:
     see the module's docstring).
     ``run()`` polls until the first divergent step (unless ``keep_going``),
     until both runs are idle for ``idle_timeout`` seconds, until trouble (a
-    folder that vanishes or cannot be read, a folder that stays empty for
-    ``idle_timeout``), or until Ctrl-C, and returns the ``WatchSummary``.
+    folder that vanishes or cannot be read, a folder that stays missing or
+    empty for ``start_timeout`` seconds from the start), or until Ctrl-C, and
+    returns the ``WatchSummary``.
 
     Callbacks: ``on_step(StepReport)`` for each step, in order, as soon as
     it is reported; ``on_problem(Problem)`` for problems that belong to no
@@ -141,6 +145,7 @@ class Watch:
         poll: float = DEFAULT_POLL,
         settle: float = DEFAULT_SETTLE,
         idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+        start_timeout: float = DEFAULT_START_TIMEOUT,
         keep_going: bool = False,
         lag: int | None = None,
         cache: DigestCache | None = None,
@@ -156,6 +161,8 @@ class Watch:
             raise ValueError(f"settle must be >= 0 seconds, got {settle}")
         if not idle_timeout > 0:
             raise ValueError(f"idle_timeout must be > 0 seconds, got {idle_timeout}")
+        if not start_timeout > 0:
+            raise ValueError(f"start_timeout must be > 0 seconds, got {start_timeout}")
         if lag is not None and (isinstance(lag, bool) or not isinstance(lag, int) or lag < 0):
             raise ValueError(f"lag must be a whole number of steps >= 0, got {lag!r}")
         self.spec_a, self.spec_b = os.fspath(run_a), os.fspath(run_b)
@@ -163,6 +170,7 @@ class Watch:
             _refuse_ranks(spec)
         self.opts = options or CompareOptions()
         self.poll, self.settle, self.idle_timeout = poll, settle, idle_timeout
+        self.start_timeout = start_timeout
         self.keep_going = keep_going
         self.lag = lag
         self.cache = cache
@@ -311,7 +319,7 @@ class Watch:
         empty = [
             (label, side)
             for label, side in (("A", self.a), ("B", self.b))
-            if not side.had_dumps and (side.final or now - side.started >= self.idle_timeout)
+            if not side.had_dumps and (side.final or now - side.started >= self.start_timeout)
         ]
         if empty:
             for label, side in empty:
@@ -327,7 +335,7 @@ class Watch:
         side.problems.clear()
 
     def _stayed_empty(self, label: str, side: Side) -> Problem:
-        wait = f"{self.idle_timeout:g} s (--idle-timeout)"
+        wait = f"{self.start_timeout:g} s (--start-timeout)"
         if isinstance(side, ManifestSide):
             return Problem(
                 side.spec,
@@ -814,6 +822,6 @@ def watch_runs(
     **settings: object,
 ) -> WatchSummary:
     """Compare two runs while they are written; see ``Watch`` for ``settings``
-    (``poll``, ``settle``, ``idle_timeout``, ``keep_going``, ``lag``, ``cache``,
+    (``poll``, ``settle``, ``idle_timeout``, ``start_timeout``, ``keep_going``, ``lag``, ``cache``,
     the callbacks)."""
     return Watch(run_a, run_b, options, **settings).run()  # type: ignore[arg-type]

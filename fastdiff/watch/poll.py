@@ -170,8 +170,10 @@ class RunPoller:
         return step in self.steps
 
     def idle(self, now: float) -> bool:
-        """Nothing written for ``idle_timeout`` seconds."""
-        return now - self.last_activity >= self.idle_timeout
+        """Nothing written for ``idle_timeout`` seconds since the first dump
+        appeared. A run that holds no dump yet is not idle: it is starting
+        (the watch's ``start_timeout`` bounds that wait)."""
+        return self.had_dumps and now - self.last_activity >= self.idle_timeout
 
     def complete_at(self, step: int, now: float) -> float | None:
         """When step ``step`` (which the run holds) became complete; None if not yet."""
