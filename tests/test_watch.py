@@ -295,6 +295,44 @@ def test_a_step_line_names_a_missing_buffer_as_compare_does(tmp_path: Path) -> N
     assert "step 1: 33 equal, 1 only in run A  diverged: F" in compared.stdout.splitlines()
 
 
+@pytest.mark.parametrize("other", ["writes on", "written in full"])
+def test_a_run_that_stops_writing_is_an_error_never_a_divergence_of_the_steps_it_lacks(
+    tmp_path: Path, other: str
+) -> None:
+    """Run B stops after step 2 (its job killed, or done) while run A goes on
+    (still writing, or written in full before watch started): steps 0-2 are
+    compared, A's later steps are not, and the watch ends with "run B stopped
+    writing after step 2" (exit 2), never "DIVERGED: 34 only in run A" with a
+    hint to look for a logic change. While A writes on, watch ends without
+    waiting for A."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    wa = None
+    if other == "writes on":
+        wa = writer(a, "--steps", "200", "--pace", "0.05")  # 10 s or more: ends after watch
+    else:
+        static_run(a, 6)
+    wb = writer(b, "--steps", "3", "--pace", "0.05")
+    w = watch(str(a), str(b), *FAST, "--format", "jsonl")
+    try:
+        code, out, err = finish(w)
+    finally:
+        stop(wb, *([wa] if wa else []))
+    assert code == 2, err
+    steps, summary = steps_and_summary(out)
+    assert [(r["step"], r["status"]) for r in steps] == [(k, "equal") for k in range(3)]
+    assert summary["verdict"] == "error" and summary["first_divergent_step"] is None
+    assert summary["first_divergence_latency_s"] is None
+    assert summary["stopped"] == ("error" if other == "writes on" else "idle")
+    assert {x["status"] for x in summary["buffers"]} == {"equal"}
+    [problem] = summary["errors"]
+    assert problem["path"] == str(b)
+    assert problem["message"].startswith("run B stopped writing after step 2: ")
+    assert f"{b}: run B stopped writing after step 2" in err
+    text = fastdiff("watch", a, b, *FAST, "--format", "text")
+    assert text.returncode == 2, text.stderr
+    assert "DIVERGED" not in text.stdout and "only in run A" not in text.stdout
+
+
 def test_a_writer_pausing_mid_step_longer_than_settle_gives_no_false_divergence(
     tmp_path: Path,
 ) -> None:

@@ -184,6 +184,12 @@ class Watch:
         self._steps: dict[int, _Step] = {}  # submitted, not yet reported
         self._order: deque[int] = deque()  # submitted steps, in report order
         self._closing = False  # both runs idle: compare what is left, then end
+        #: A run that stopped writing while the other went on (its label, it,
+        #: the other run), and how the watch then ends: its steps up to its
+        #: newest are compared, the other run's later steps are not (``_dropped``).
+        self._ran_out: tuple[str, RunPoller, Side] | None = None
+        self._end = "idle"
+        self._dropped: list[int] = []
         self._stopped: str | None = None
         self._buffers: list[BufferResult] = []
         #: The step compared last and its buffers (the roles' ``@prev``).
@@ -290,7 +296,9 @@ class Watch:
             if self._stopped is not None:
                 return self._stopped
             if self._closing and not self._queue and not self._steps:
-                return "idle"
+                if self._ran_out is not None:
+                    self._problem(self._ran_out_problem())
+                return self._end
             if sched.pending:
                 if runner is None:
                     runner = self._open_runner()
@@ -325,9 +333,45 @@ class Watch:
             for label, side in empty:
                 self._problem(self._stayed_empty(label, side))
             return "error"
-        if not self._closing and self.a.idle(now) and self.b.idle(now):
-            self._closing = True
+        if not self._closing:
+            both_idle = self.a.idle(now) and self.b.idle(now)
+            self._ran_out = self._run_that_stopped(now, both_idle)
+            if both_idle or self._ran_out is not None:
+                self._closing = True
+                self._end = "idle" if both_idle else "error"
         return None
+
+    def _run_that_stopped(self, now: float, both_idle: bool) -> tuple[str, RunPoller, Side] | None:
+        """The run folder that stopped writing while the other run went on:
+        idle for ``idle_timeout`` while the other holds a later step than its
+        newest (and, while the other still writes, is past that step: holds
+        one more than ``lag`` later). None if there is none."""
+        for label, side, other in (("A", self.a, self.b), ("B", self.b, self.a)):
+            if not isinstance(side, RunPoller) or side.newest is None or not side.idle(now):
+                continue
+            if other.newest is None or other.newest <= side.newest:
+                continue
+            if both_idle or other.passed(side.newest) is not None:
+                return label, side, other
+        return None
+
+    def _ran_out_problem(self) -> Problem:
+        """A run stopped writing while the other went on: an error naming the
+        step it stopped after, never a divergence of the steps it did not write."""
+        assert self._ran_out is not None
+        label, side, other = self._ran_out
+        other_label = "B" if label == "A" else "A"
+        n = len(self._dropped)
+        those = "that step was" if n == 1 else f"those {n:,} steps were"
+        return Problem(
+            side.spec,
+            f"run {label} stopped writing after step {side.newest}: it wrote nothing for "
+            f"{self.idle_timeout:g} s (--idle-timeout) while run {other_label} holds later "
+            f"steps (up to step {other.newest}); {those} not compared, and a run that stopped "
+            f"is not a divergence: see why run {label}'s job stopped (if it is only slow, "
+            "watch again with a longer --idle-timeout)",
+            kind="missing",
+        )
 
     def _take_problems(self, side: Side) -> None:
         for problem in side.problems:
@@ -369,7 +413,11 @@ class Watch:
                 parts.append(f"{label}: no dumps yet")
             else:
                 parts.append(f"{label}: step {side.newest}")
-        state = "both idle, comparing the rest" if self._closing else "watching"
+        if self._ran_out is not None:
+            label, side = self._ran_out[:2]
+            state = f"run {label} stopped after step {side.newest}, comparing the rest"
+        else:
+            state = "both idle, comparing the rest" if self._closing else "watching"
         return f"{state}; {', '.join(parts)}; {plural(self._n_steps, 'step')} compared"
 
     # --- deciding what to read
@@ -389,8 +437,14 @@ class Watch:
         """Submit the steps now ready, in step order; read again, or settle,
         the steps waiting for it."""
         queue = self._queue
+        last = None if self._ran_out is None else self._ran_out[1].newest
         while queue:
             n = queue[0]
+            if last is not None and n > last:  # after the last step of a run that stopped
+                heapq.heappop(queue)
+                self._queued.discard(n)
+                self._dropped.append(n)
+                continue
             present = self.a.has(n) or self.b.has(n)
             t = self._ready(n, now) if present else now
             if t is None:
