@@ -427,6 +427,79 @@ def test_ctrl_c_prints_the_summary_of_what_was_compared_and_exits_130(tmp_path: 
     assert summary["verdict"] == "identical" and len(summary["buffers"]) == 68
 
 
+# --- a recorder's runs: read as compare reads them -----------------------------------------
+
+RECORDER_WRITER = """
+import sys, time
+import ml_dtypes, numpy as np
+from fastdiff import Recorder
+run, steps, pace, diverge = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+with Recorder(run) as rec:
+    for step in range(steps):
+        w = np.arange(32, dtype=np.float32).reshape(4, 8) / 7 + step
+        if step == diverge:
+            w[1, 2] += 0.5
+        rec.dump(step, "model.w", w.astype(ml_dtypes.bfloat16))  # saved as raw bytes, <V2
+        rec.dump(step, "model.b", np.full(8, step, dtype=np.float32))
+        rec.dump(step, "optim.m", (w / 10).astype(ml_dtypes.float8_e4m3fn))  # |V1
+        if step >= 2:  # a name, and a group by name, that later steps hold
+            rec.dump(step, "sched.lr", np.float64(step / 10))
+        time.sleep(pace)
+"""
+
+
+def recorder(run: Path, steps: int, pace: float, diverge: int = -1) -> subprocess.Popen[bytes]:
+    cmd = [sys.executable, "-c", RECORDER_WRITER, str(run), str(steps), str(pace), str(diverge)]
+    return subprocess.Popen(cmd, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+
+
+@pytest.mark.parametrize("when", ["finished", "while written"])
+def test_a_recorders_runs_give_the_buffer_lines_compare_gives(tmp_path: Path, when: str) -> None:
+    """A recorder saves bfloat16 and 8-bit floats as .npy dumps of raw bytes
+    (<V2, |V1) and says their dtype and shape in its digest log: watch reads
+    the log as compare does (bf16, not u8 with "max |A-B| 253" and a hint to
+    give --default-dtype f32), groups the buffers by name as compare does
+    (a group that appears at step 2 included), and reports the same buffer
+    lines, in JSON and in the text, for runs written in full or written
+    while watched (a recorder writes a dump's log line after the dump)."""
+    pytest.importorskip("ml_dtypes")
+    a, b = tmp_path / "a", tmp_path / "b"
+    opts = ("--poll", str(POLL), "--settle", str(SETTLE), "--idle-timeout", "4", "--keep-going")
+    if when == "finished":
+        for run, diverge in ((a, -1), (b, 1)):
+            assert recorder(run, 4, 0, diverge).wait(timeout=60) == 0
+        w = watch(str(a), str(b), *opts, "--format", "jsonl")
+        code, out, err = finish(w)
+    else:
+        w = watch(str(a), str(b), *opts, "--format", "jsonl")
+        writers = [recorder(a, 4, 0.1), recorder(b, 4, 0.1, 1)]
+        try:
+            code, out, err = finish(w)
+        finally:
+            for p in writers:
+                assert p.wait(timeout=60) == 0
+    assert code == 1, err
+    steps, summary = steps_and_summary(out)
+    assert [(r["step"], r["status"]) for r in steps] == [
+        (0, "equal"), (1, "diverged"), (2, "equal"), (3, "equal"),
+    ]  # fmt: skip
+    compared = fastdiff("compare", a, b, "--format", "json")
+    assert compared.returncode == 1, compared.stderr
+    expected = strict(compared.stdout)
+    by_name = {x["name"]: x for x in summary["buffers"] if x["step"] == 1}
+    assert (by_name["model.w"]["dtype"], by_name["model.w"]["shape"]) == ("bf16", [4, 8])
+    assert by_name["optim.m"]["dtype"] == "f8_e4m3fn"
+    assert summary["buffers"] == expected["buffers"]
+    for key in ("schema", "groups", "first_divergent_step", "first_divergent_groups"):
+        assert summary[key] == expected[key], key
+    assert [g["key"] for g in summary["groups"]] == ["model", "optim", "sched"]
+    text = fastdiff("watch", a, b, *opts, "--format", "text")
+    lines = fastdiff("compare", a, b, "-v").stdout.splitlines()
+    buffer_lines = [line for line in text.stdout.splitlines() if line.startswith("  ")]
+    assert buffer_lines and all(line in lines for line in buffer_lines), text.stdout
+    assert "u8" not in text.stdout and "--default-dtype" not in text.stdout
+
+
 # --- files that change under the reader ---------------------------------------------------
 
 BIG = 512 << 20  # a sparse file that takes a while to read (0.1 s or more), and no disk

@@ -6,6 +6,12 @@ runs), submitted to one ``Scheduler`` that runs the whole time, with reads
 only (``use_mmap=False``: a writer may truncate a file while it is read,
 and a mapped page past the new end would kill the process).
 
+Each step of a run folder is read as ``compare`` reads the folder
+(``sources.folder.folder_source``: ``.npy`` headers, containers, a
+recorder's digest log), and the schema is chosen as ``compare`` chooses it
+(``Watch._choose_schema``), so both report the same buffers for the same
+finished runs.
+
 A step is submitted once complete in both runs (``poll.RunPoller``), in
 step order; a step present in one run only, once the other run has moved
 past it (holds a later step), or is a manifest, or once both runs are idle
@@ -58,9 +64,9 @@ from ..render.fmt import plural
 from ..results import BufferResult, Problem, Skipped, Work, total_work
 from ..sources import RunSource, dump_subfolder, folder_format, open_run
 from ..sources.buffers import RunListing
-from ..sources.folder import list_entries
-from ..sources.names import DUMP_PATTERN
-from ..sources.schemas import choose_schema
+from ..sources.folder import awaiting_log, list_entries
+from ..sources.names import DIGEST_LOG, DUMP_PATTERN
+from ..sources.schemas import BY_NAME, choose_schema
 from ..stages.verdict import build_report
 from ..statuses import TROUBLE
 from .poll import ManifestSide, RunPoller, dump_stat, file_stat
@@ -68,12 +74,14 @@ from .results import StepReport, WatchSummary
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
     from ..engine.cache import DigestCache
     from ..engine.pool import Runner, _OpenRunner
     from ..results import Report
     from ..schema import Schema
+    from ..sources.buffers import BufferRef
+    from .poll import FileStat
 
     Side = RunPoller | ManifestSide
 
@@ -93,12 +101,13 @@ DEFAULT_START_TIMEOUT = 600.0
 
 
 class _Step:
-    """A step on its way: read (``reading``), to read again (``again``),
+    """A step on its way: waiting for a recorder's log lines (``log``, see
+    ``Watch._log_pending``), read (``reading``), to read again (``again``),
     held (``held``, see the module's docstring), or ``final``, waiting to be
     reported in order."""
 
-    __slots__ = ("changes", "complete_at", "held_at", "holding", "n", "not_before", "plan",
-                 "reads", "report", "state", "waiting")  # fmt: skip
+    __slots__ = ("changes", "complete_at", "held_at", "holding", "log_since", "logs", "n",
+                 "not_before", "plan", "reads", "report", "state", "waiting")  # fmt: skip
 
     def __init__(self, n: int) -> None:
         self.n = n
@@ -114,6 +123,9 @@ class _Step:
         #: buffer of it, and since when it waits for them (``Watch._wait``).
         self.waiting: tuple[RunPoller, ...] = ()
         self.held_at = 0.0
+        #: Waiting for log lines: since when, and each run's log as it was then.
+        self.log_since = 0.0
+        self.logs: tuple[tuple[RunPoller, FileStat | None], ...] = ()
 
 
 class Watch:
@@ -204,7 +216,12 @@ class Watch:
         self._runner_ctx: _OpenRunner | None = None
         self.a: Side
         self.b: Side
-        self.schema: Schema
+        #: The schema, chosen at the first step read (``_choose_schema``), and
+        #: the buffers of each run folder by name, first seen (what it is chosen by).
+        self._schema: Schema | None = None
+        self._names: tuple[dict[str, BufferRef], dict[str, BufferRef]] = ({}, {})
+        #: The notes said so far (the schema chosen, how the runs are read), once each.
+        self._notes: dict[str, None] = {}
 
     # --- running
 
@@ -217,7 +234,9 @@ class Watch:
             try:
                 self.a = self._open_side(self.spec_a, t0)
                 self.b = self._open_side(self.spec_b, t0)
-                self.schema = self._choose_schema()
+                for side in (self.a, self.b):
+                    if isinstance(side, ManifestSide):
+                        self._note_all(side.src.notes)
                 with gc_paused():  # see _loop
                     stopped = self._loop()
                 if stopped == "idle":
@@ -252,17 +271,52 @@ class Watch:
             return side
         return RunPoller(spec, self.settle, self.idle_timeout, now, self.lag or 0)
 
-    def _choose_schema(self) -> Schema:
-        sources = []
-        for side in (self.a, self.b):
+    @property
+    def schema(self) -> Schema:
+        """The schema the runs are read with (``_choose_schema``)."""
+        return self._schema if self._schema is not None else self._choose_schema()
+
+    def _choose_schema(self, step: tuple[RunSource, RunSource] | None = None) -> Schema:
+        """The schema, chosen as ``compare`` chooses it for the whole runs
+        (``sources.schemas.choose_schema``: the one given, else a manifest's,
+        else by name for runs whose every buffer's file gives its dtype and
+        none of whose names rl-state knows, else rl-state), from what the
+        runs held so far: a manifest's or checkpoint's every buffer, and the
+        buffers each run folder held at the steps read (``step``: the sources
+        of the step about to be read). Chosen once, at the first step read;
+        a schema by name then grows a group for each new first part of a
+        name that a later step holds (in the order they appear, as
+        ``compare`` orders them)."""
+        new = False
+        if step is not None:
+            for names, src in zip(self._names, step, strict=True):
+                for f in src.listing.buffers:
+                    if f.name not in names:
+                        names[f.name] = f
+                        new = True
+        chosen = self._schema
+        if chosen is not None and not (new and chosen.name == BY_NAME):
+            return chosen
+        seen = []
+        for side, names in zip((self.a, self.b), self._names, strict=True):
             if isinstance(side, ManifestSide):
-                sources.append(side.src)
+                seen.append(side.src)
             else:
-                sources.append(RunSource(side.spec, RunListing(side.spec, (), (), ())))
-        schema, said = choose_schema(sources, self.opts.schema)
-        for note in dict.fromkeys(said):
-            self._note(note)
-        return schema
+                listing = RunListing(side.root, tuple(names.values()), (), ())
+                seen.append(RunSource(side.spec, listing))
+        schema, said = choose_schema(seen, self.opts.schema)
+        self._note_all(said)
+        if step is None:
+            return schema  # nothing read: for the summary of a watch that read no step
+        if chosen is None or schema.name == BY_NAME:
+            self._schema = chosen = schema
+        return chosen
+
+    def _note_all(self, notes: Iterable[str]) -> None:
+        for text in notes:
+            if text not in self._notes:
+                self._notes[text] = None
+                self._note(text)
 
     def _note(self, text: str) -> None:
         if self.on_note is not None:
@@ -438,6 +492,7 @@ class Watch:
         the steps waiting for it."""
         queue = self._queue
         last = None if self._ran_out is None else self._ran_out[1].newest
+        ready: list[tuple[_Step, float]] = []
         while queue:
             n = queue[0]
             if last is not None and n > last:  # after the last step of a run that stopped
@@ -457,8 +512,24 @@ class Watch:
                 continue  # its files vanished from both runs
             step = self._steps[n] = _Step(n)
             self._order.append(n)
-            self._submit(step, t)
-        for step in [s for s in self._steps.values() if s.state in ("again", "held")]:
+            ready.append((step, t))
+        if ready:  # listed together: a recorder's digest log is read once for them
+            steps = [step.n for step, _ in ready]
+            by_a, by_b = self.a.sources(steps), self.b.sources(steps)
+            for step, t in ready:
+                self._submit(step, t, (by_a[step.n], by_b[step.n]))
+        for step in [s for s in self._steps.values() if s.state in ("again", "held", "log")]:
+            if step.state == "log":
+                if (
+                    self._closing
+                    or any(
+                        side.idle(now) or file_stat(side.root_path(DIGEST_LOG)) != seen
+                        for side, seen in step.logs
+                    )
+                    or now - step.log_since >= self.idle_timeout
+                ):
+                    self._submit(step, step.complete_at)
+                continue
             if step.state == "held":
                 self._check_held(step, now)
             if step.state != "again":
@@ -476,15 +547,51 @@ class Watch:
             self.b.forget_before(min(lows))
         self._emit()
 
-    def _submit(self, step: _Step, complete_at: float) -> None:
+    def _submit(
+        self,
+        step: _Step,
+        complete_at: float,
+        sources: tuple[RunSource, RunSource] | None = None,
+    ) -> None:
+        """Read step ``step`` (``sources``: its sources, listed just now; else
+        listed here), unless it waits for a recorder's log lines."""
         n = step.n
+        src_a, src_b = sources if sources is not None else (self.a.source(n), self.b.source(n))
         step.complete_at = complete_at
+        if self._log_pending(step, (src_a, src_b)):
+            return
         step.reads += 1
         step.state = "reading"
         step.report = None
         step.holding, step.waiting = (), ()
-        step.plan = Plan(self.a.source(n), self.b.source(n), self.schema, self._on_report, n)
+        self._note_all((*src_a.notes, *src_b.notes))
+        schema = self._choose_schema((src_a, src_b))
+        step.plan = Plan(src_a, src_b, schema, self._on_report, n)
         self._sched.submit(step.plan)
+
+    def _log_pending(self, step: _Step, sources: tuple[RunSource, RunSource]) -> bool:
+        """A recorder writes a dump's line in the run's digest log shortly
+        after the dump (in batches, at a later dump or at close), and only
+        that line says the type of an ``.npy`` of raw bytes (bfloat16, an
+        8-bit float): while a run still writes, a step holding such a dump
+        that the log does not describe yet waits for the line (listed again
+        whenever the log changes), for ``idle_timeout`` seconds at most; then,
+        or once the run is idle, it is read as it is, as ``compare`` would
+        read it. True if the step waits."""
+        now = self.clock()
+        if self._closing or (step.state == "log" and now - step.log_since >= self.idle_timeout):
+            return False
+        logs = tuple(
+            (side, file_stat(side.root_path(DIGEST_LOG)))
+            for side, src in zip((self.a, self.b), sources, strict=True)
+            if isinstance(side, RunPoller) and not side.idle(now) and awaiting_log(src)
+        )
+        if not logs:
+            return False
+        if step.state != "log":
+            step.state, step.log_since = "log", now
+        step.logs = logs
+        return True
 
     # --- a step's report
 
@@ -532,7 +639,7 @@ class Watch:
             if side.final:
                 continue
             for f in src.listing.files:
-                if file_stat(f.path) != dump_stat(f):
+                if f.has_data and file_stat(f.path) != dump_stat(f):
                     changed.add(f.path)
         for e in report.errors:
             if e.kind == "changed":
@@ -743,7 +850,8 @@ class Watch:
             # What was compared, to check at the end (not a file that kept changing).
             unread = {e.path for e in report.errors if e.kind == "changed"}
             for side, src in ((self.a, plan.src_a), (self.b, plan.src_b)):
-                side.release(step.n, tuple(f for f in src.listing.files if f.path not in unread))
+                read = (f for f in src.listing.files if f.has_data and f.path not in unread)
+                side.release(step.n, tuple(read))
             latency = max(0.0, self.clock() - step.complete_at)
             divergent = any(b.diverges for b in report.buffers)
             trouble = bool(report.errors) or any(b.status in TROUBLE for b in report.buffers)
@@ -827,11 +935,11 @@ class Watch:
 
     def _summary(self, stopped: str, elapsed: float) -> WatchSummary:
         work = total_work((self._work,), self._executor, self.jobs, elapsed)
-        schema = getattr(self, "schema", None)
-        if schema is None:
+        schema = self._schema
+        if schema is None:  # no step read: chosen from what the runs are (a manifest's)
             from ..schema import RL_STATE
 
-            schema = RL_STATE
+            schema = self._choose_schema() if hasattr(self, "b") else RL_STATE
         report = build_report(
             self.spec_a,
             self.spec_b,
@@ -841,6 +949,7 @@ class Watch:
             self._errors,
             tolerance=tolerance_dict(self.opts.tolerance),
             work=work,
+            notes=tuple(self._notes),
         )
         latency = None if self._first is None else self._first[1]
         return WatchSummary(report, self._n_steps, stopped, latency, self.idle_timeout)  # type: ignore[arg-type]
