@@ -1118,3 +1118,26 @@ def test_the_work_of_several_comparisons_sums_every_count() -> None:
     assert (total.engine, total.executor, total.jobs, total.elapsed_s) == (
         "numba,numpy", "thread", 2, 1.5,
     )  # fmt: skip
+
+
+def test_steps_listed_together_are_split_as_select_splits_them(tmp_path: Path) -> None:
+    """watch lists the steps complete at the same time together (a
+    recorder's digest log read once for them) and splits the listing in one
+    pass: each step's part is what ``select`` gives for that step alone."""
+    from fastdiff.sources.folder import discover
+
+    run = tmp_path / "run"
+    static_run(run, 4)
+    os.mkfifo(run / "step_3_fifo.bin")
+    os.symlink(run / "missing", run / "step_1_dangling.bin")
+    (run / "step_2.npz").write_bytes(b"PK\x03\x04 not a zip")  # a container refused: step 2 lost
+    (run / f"step_{'9' * 30}_long.bin").write_bytes(b"\0")  # a step number too long: no step's
+    full = discover(run)
+    assert full.errors and full.broken and full.lost
+    parts = full.split([0, 1, 2, 3, 7])
+    assert list(parts) == [0, 1, 2, 3, 7]
+    for n, part in parts.items():
+        alone = full.select({n})
+        for field in ("root", "buffers", "skipped", "errors", "readable", "broken", "lost"):
+            assert getattr(part, field) == getattr(alone, field), (n, field)
+    assert parts[7].buffers == () and parts[1].errors and parts[2].lost

@@ -219,7 +219,7 @@ class RunPoller:
         src = folder_source(self.spec, list_entries(self.root, sorted(names)), wanted)
         if len(wanted) == 1:
             return {n: src for n in wanted}
-        return {n: src.select((n,)) for n in wanted}
+        return src.split(wanted)
 
     def root_path(self, name: str) -> str:
         """The path of entry ``name`` of the run folder."""
