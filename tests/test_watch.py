@@ -793,6 +793,11 @@ def test_strict_json_with_nan_and_infinity_in_the_values(tmp_path: Path) -> None
             "nan",
             "argument --idle-timeout: must be a number of seconds > 0 and at most 1e+09, got 'nan'",
         ),
+        (
+            "--start-timeout",
+            "0",
+            "argument --start-timeout: must be a number of seconds > 0 and at most 1e+09, got '0'",
+        ),
         ("--settle", "-1", "argument --settle: must be a finite number >= 0, got '-1'"),
         ("--settle", "x", "argument --settle: not a number: 'x'"),
     ],
