@@ -18,6 +18,7 @@ from .value import Value, plain
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
     from .options import Selection
@@ -32,6 +33,7 @@ else:
 __all__ = [
     "COUNT_FIELDS",
     "PROBLEM_KINDS",
+    "WORK_COUNTS",
     "BufferResult",
     "GroupVerdict",
     "Origin",
@@ -43,6 +45,7 @@ __all__ = [
     "StepSummary",
     "TimelineRow",
     "Work",
+    "total_work",
 ]
 
 #: What a Problem is about (``Problem.kind``):
@@ -393,6 +396,40 @@ class Work(Value):
         self.executor = executor
         self.jobs = jobs
         self.elapsed_s = elapsed_s
+
+
+#: What ``total_work`` adds up: the counts of a ``Work``.
+WORK_COUNTS = (
+    "files_hashed",
+    "bytes_hashed",
+    "files_verified",
+    "bytes_verified",
+    "pairs_scanned",
+    "bytes_scanned",
+)
+
+
+def total_work(
+    works: Sequence[Work],
+    executor: str | None = None,
+    jobs: int | None = None,
+    elapsed_s: float | None = None,
+) -> Work:
+    """The work of several comparisons as one (the ranks of a run pair, the
+    steps of a watch): every count of ``WORK_COUNTS`` summed, the engines
+    joined; ``executor``, ``jobs`` and ``elapsed_s`` are the whole's (None:
+    the first work's executor and jobs, the longest elapsed time)."""
+    engines = sorted({e for w in works if w.engine for e in w.engine.split(",")})
+    counts = {key: sum(getattr(w, key) for w in works) for key in WORK_COUNTS}
+    return Work(
+        **counts,
+        engine=",".join(engines) or None,
+        executor=executor if executor is not None else works[0].executor if works else "serial",
+        jobs=jobs if jobs is not None else works[0].jobs if works else 1,
+        elapsed_s=elapsed_s
+        if elapsed_s is not None
+        else max((w.elapsed_s for w in works), default=0.0),
+    )
 
 
 class Report(Value):

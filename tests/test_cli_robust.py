@@ -301,7 +301,8 @@ def test_random_option_values_never_exit_1_nor_crash(sandbox: dict[str, str]) ->
         if skipped(argv):
             return
         if argv[0] == "watch":  # the last value wins: random ones are still checked
-            argv = [*argv, "--poll=0.01", "--settle=0", "--idle-timeout=0.05"]
+            argv = [*argv, "--poll=0.01", "--settle=0", "--idle-timeout=0.05",
+                    "--start-timeout=0.05"]  # fmt: skip
         with tempfile.TemporaryDirectory(dir=sandbox["root"]) as here, contextlib.chdir(here):
             code, err = run_in_process(argv)
         assert not os.path.lexists(sandbox["missing"]), argv

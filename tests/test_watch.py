@@ -295,6 +295,44 @@ def test_a_step_line_names_a_missing_buffer_as_compare_does(tmp_path: Path) -> N
     assert "step 1: 33 equal, 1 only in run A  diverged: F" in compared.stdout.splitlines()
 
 
+@pytest.mark.parametrize("other", ["writes on", "written in full"])
+def test_a_run_that_stops_writing_is_an_error_never_a_divergence_of_the_steps_it_lacks(
+    tmp_path: Path, other: str
+) -> None:
+    """Run B stops after step 2 (its job killed, or done) while run A goes on
+    (still writing, or written in full before watch started): steps 0-2 are
+    compared, A's later steps are not, and the watch ends with "run B stopped
+    writing after step 2" (exit 2), never "DIVERGED: 34 only in run A" with a
+    hint to look for a logic change. While A writes on, watch ends without
+    waiting for A."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    wa = None
+    if other == "writes on":
+        wa = writer(a, "--steps", "200", "--pace", "0.05")  # 10 s or more: ends after watch
+    else:
+        static_run(a, 6)
+    wb = writer(b, "--steps", "3", "--pace", "0.05")
+    w = watch(str(a), str(b), *FAST, "--format", "jsonl")
+    try:
+        code, out, err = finish(w)
+    finally:
+        stop(wb, *([wa] if wa else []))
+    assert code == 2, err
+    steps, summary = steps_and_summary(out)
+    assert [(r["step"], r["status"]) for r in steps] == [(k, "equal") for k in range(3)]
+    assert summary["verdict"] == "error" and summary["first_divergent_step"] is None
+    assert summary["first_divergence_latency_s"] is None
+    assert summary["stopped"] == ("error" if other == "writes on" else "idle")
+    assert {x["status"] for x in summary["buffers"]} == {"equal"}
+    [problem] = summary["errors"]
+    assert problem["path"] == str(b)
+    assert problem["message"].startswith("run B stopped writing after step 2: ")
+    assert f"{b}: run B stopped writing after step 2" in err
+    text = fastdiff("watch", a, b, *FAST, "--format", "text")
+    assert text.returncode == 2, text.stderr
+    assert "DIVERGED" not in text.stdout and "only in run A" not in text.stdout
+
+
 def test_a_writer_pausing_mid_step_longer_than_settle_gives_no_false_divergence(
     tmp_path: Path,
 ) -> None:
@@ -387,6 +425,79 @@ def test_ctrl_c_prints_the_summary_of_what_was_compared_and_exits_130(tmp_path: 
     assert [r["step"] for r in steps] == [0, 1]
     assert summary["stopped"] == "interrupted" and summary["steps_compared"] == 2
     assert summary["verdict"] == "identical" and len(summary["buffers"]) == 68
+
+
+# --- a recorder's runs: read as compare reads them -----------------------------------------
+
+RECORDER_WRITER = """
+import sys, time
+import ml_dtypes, numpy as np
+from fastdiff import Recorder
+run, steps, pace, diverge = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+with Recorder(run) as rec:
+    for step in range(steps):
+        w = np.arange(32, dtype=np.float32).reshape(4, 8) / 7 + step
+        if step == diverge:
+            w[1, 2] += 0.5
+        rec.dump(step, "model.w", w.astype(ml_dtypes.bfloat16))  # saved as raw bytes, <V2
+        rec.dump(step, "model.b", np.full(8, step, dtype=np.float32))
+        rec.dump(step, "optim.m", (w / 10).astype(ml_dtypes.float8_e4m3fn))  # |V1
+        if step >= 2:  # a name, and a group by name, that later steps hold
+            rec.dump(step, "sched.lr", np.float64(step / 10))
+        time.sleep(pace)
+"""
+
+
+def recorder(run: Path, steps: int, pace: float, diverge: int = -1) -> subprocess.Popen[bytes]:
+    cmd = [sys.executable, "-c", RECORDER_WRITER, str(run), str(steps), str(pace), str(diverge)]
+    return subprocess.Popen(cmd, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+
+
+@pytest.mark.parametrize("when", ["finished", "while written"])
+def test_a_recorders_runs_give_the_buffer_lines_compare_gives(tmp_path: Path, when: str) -> None:
+    """A recorder saves bfloat16 and 8-bit floats as .npy dumps of raw bytes
+    (<V2, |V1) and says their dtype and shape in its digest log: watch reads
+    the log as compare does (bf16, not u8 with "max |A-B| 253" and a hint to
+    give --default-dtype f32), groups the buffers by name as compare does
+    (a group that appears at step 2 included), and reports the same buffer
+    lines, in JSON and in the text, for runs written in full or written
+    while watched (a recorder writes a dump's log line after the dump)."""
+    pytest.importorskip("ml_dtypes")
+    a, b = tmp_path / "a", tmp_path / "b"
+    opts = ("--poll", str(POLL), "--settle", str(SETTLE), "--idle-timeout", "4", "--keep-going")
+    if when == "finished":
+        for run, diverge in ((a, -1), (b, 1)):
+            assert recorder(run, 4, 0, diverge).wait(timeout=60) == 0
+        w = watch(str(a), str(b), *opts, "--format", "jsonl")
+        code, out, err = finish(w)
+    else:
+        w = watch(str(a), str(b), *opts, "--format", "jsonl")
+        writers = [recorder(a, 4, 0.1), recorder(b, 4, 0.1, 1)]
+        try:
+            code, out, err = finish(w)
+        finally:
+            for p in writers:
+                assert p.wait(timeout=60) == 0
+    assert code == 1, err
+    steps, summary = steps_and_summary(out)
+    assert [(r["step"], r["status"]) for r in steps] == [
+        (0, "equal"), (1, "diverged"), (2, "equal"), (3, "equal"),
+    ]  # fmt: skip
+    compared = fastdiff("compare", a, b, "--format", "json")
+    assert compared.returncode == 1, compared.stderr
+    expected = strict(compared.stdout)
+    by_name = {x["name"]: x for x in summary["buffers"] if x["step"] == 1}
+    assert (by_name["model.w"]["dtype"], by_name["model.w"]["shape"]) == ("bf16", [4, 8])
+    assert by_name["optim.m"]["dtype"] == "f8_e4m3fn"
+    assert summary["buffers"] == expected["buffers"]
+    for key in ("schema", "groups", "first_divergent_step", "first_divergent_groups"):
+        assert summary[key] == expected[key], key
+    assert [g["key"] for g in summary["groups"]] == ["model", "optim", "sched"]
+    text = fastdiff("watch", a, b, *opts, "--format", "text")
+    lines = fastdiff("compare", a, b, "-v").stdout.splitlines()
+    buffer_lines = [line for line in text.stdout.splitlines() if line.startswith("  ")]
+    assert buffer_lines and all(line in lines for line in buffer_lines), text.stdout
+    assert "u8" not in text.stdout and "--default-dtype" not in text.stdout
 
 
 # --- files that change under the reader ---------------------------------------------------
@@ -525,22 +636,41 @@ def test_files_are_never_memory_mapped(tmp_path: Path, monkeypatch: pytest.Monke
 
 
 def test_a_folder_that_stays_empty_or_missing_is_exit_2_naming_it(tmp_path: Path) -> None:
+    """--start-timeout bounds the wait for a folder to appear and hold a dump."""
     a, b = tmp_path / "a", tmp_path / "nowhere"
     (a / "run" / "dumps").mkdir(parents=True)
     (a / "run" / "dumps" / "step_0_x.bin").write_bytes(b"\0")
     (a / "notes.txt").write_text("hello")
-    w = watch(str(a / "run"), str(b), "--idle-timeout", "1", "--format", "text")
+    w = watch(str(a / "run"), str(b), "--start-timeout", "1", "--format", "text")
     code, out, err = finish(w)
     assert code == 2
     assert err.splitlines() == [
         f"fastdiff: error: {a / 'run'}: run A stayed empty: no step_<N>_<name>.bin dump "
-        f"appeared within 1 s (--idle-timeout); did you mean {a / 'run' / 'dumps'}?",
+        f"appeared within 1 s (--start-timeout); did you mean {a / 'run' / 'dumps'}?",
         f"fastdiff: error: {b}: run B folder does not exist, and did not appear within 1 s "
-        "(--idle-timeout); check the path",
+        "(--start-timeout); check the path",
     ]
     assert "stopped by trouble (see the errors); 0 steps compared" in out
     verdict = "VERDICT: error: 2 problems (above); no divergence among the buffers that could be"
     assert out.rstrip().endswith(verdict + " compared")
+
+
+def test_a_slow_start_is_waited_for_longer_than_the_idle_timeout(tmp_path: Path) -> None:
+    """Run A is written in full, and idle; run B's folder appears only after
+    more than --idle-timeout (a job importing torch): watch waits for it (the
+    wait is --start-timeout's, default 600 s), compares every step, exit 0."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    static_run(a, 3)
+    w = watch(str(a), str(b), *FAST, "--format", "jsonl")
+    wb = writer(b, "--steps", "3", "--pace", "0.05", "--delay", str(2 * IDLE))
+    try:
+        code, out, err = finish(w)
+    finally:
+        stop(wb)
+    assert code == 0, err
+    steps, summary = steps_and_summary(out)
+    assert [(r["step"], r["status"]) for r in steps] == [(k, "equal") for k in range(3)]
+    assert summary["verdict"] == "identical" and summary["stopped"] == "idle"
 
 
 def test_a_run_folder_that_vanishes_is_exit_2(tmp_path: Path) -> None:
@@ -662,6 +792,11 @@ def test_strict_json_with_nan_and_infinity_in_the_values(tmp_path: Path) -> None
             "--idle-timeout",
             "nan",
             "argument --idle-timeout: must be a number of seconds > 0 and at most 1e+09, got 'nan'",
+        ),
+        (
+            "--start-timeout",
+            "0",
+            "argument --start-timeout: must be a number of seconds > 0 and at most 1e+09, got '0'",
         ),
         ("--settle", "-1", "argument --settle: must be a finite number >= 0, got '-1'"),
         ("--settle", "x", "argument --settle: not a number: 'x'"),
@@ -945,3 +1080,69 @@ def test_lag_lets_a_writer_finish_a_step_after_beginning_the_next(
         assert code == 0, err
         assert summary["verdict"] == "identical" and summary["errors"] == []
         assert len(summary["buffers"]) == 6
+
+
+# --- the work done, counted as compare counts it ------------------------------------------------
+
+
+def test_cache_verify_counts_the_files_verified_as_compare_does(tmp_path: Path) -> None:
+    """With --cache-verify, the cache hits hashed again to verify the cache
+    are counted in work.files_verified and bytes_verified, in watch's summary
+    as in compare's report (they stayed 0 in watch's)."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    static_run(a, 2)
+    static_run(b, 2)
+    cache = ("--cache", "--cache-dir", str(tmp_path / "cache"), "--cache-min-age", "0")
+    assert fastdiff("compare", a, b, *cache).returncode == 0  # fills the cache
+    verify = (*cache, "--cache-verify", "1")
+    compared = fastdiff("compare", a, b, *verify, "--format", "json")
+    assert compared.returncode == 0, compared.stderr
+    expected = strict(compared.stdout)["work"]
+    assert expected["files_verified"] == 2 * 2 * len(RL_STATE_MEMBERS)
+    code, out, err = finish(watch(str(a), str(b), *FAST, *verify, "--format", "jsonl"))
+    assert code == 0, err
+    _, summary = steps_and_summary(out)
+    work = summary["work"]
+    assert (work["files_verified"], work["bytes_verified"]) == (
+        expected["files_verified"],
+        expected["bytes_verified"],
+    )
+    assert (work["files_hashed"], work["bytes_hashed"]) == (0, 0)
+
+
+def test_the_work_of_several_comparisons_sums_every_count() -> None:
+    """One sum for the steps of a watch and the ranks of a run pair: a count
+    added to ``Work`` is summed by both, or this fails."""
+    from fastdiff.results import WORK_COUNTS, Work, total_work
+
+    assert set(WORK_COUNTS) == set(Work.__slots__) - {"engine", "executor", "jobs", "elapsed_s"}
+    one = Work(1, 2, 3, 4, 5, 6, "numba", "thread", 2, 0.5)
+    two = Work(10, 20, 30, 40, 50, 60, "numpy", "serial", 1, 1.5)
+    total = total_work((one, two))
+    assert [getattr(total, k) for k in WORK_COUNTS] == [11, 22, 33, 44, 55, 66]
+    assert (total.engine, total.executor, total.jobs, total.elapsed_s) == (
+        "numba,numpy", "thread", 2, 1.5,
+    )  # fmt: skip
+
+
+def test_steps_listed_together_are_split_as_select_splits_them(tmp_path: Path) -> None:
+    """watch lists the steps complete at the same time together (a
+    recorder's digest log read once for them) and splits the listing in one
+    pass: each step's part is what ``select`` gives for that step alone."""
+    from fastdiff.sources.folder import discover
+
+    run = tmp_path / "run"
+    static_run(run, 4)
+    os.mkfifo(run / "step_3_fifo.bin")
+    os.symlink(run / "missing", run / "step_1_dangling.bin")
+    (run / "step_2.npz").write_bytes(b"PK\x03\x04 not a zip")  # a container refused: step 2 lost
+    (run / f"step_{'9' * 30}_long.bin").write_bytes(b"\0")  # a step number too long: no step's
+    full = discover(run)
+    assert full.errors and full.broken and full.lost
+    parts = full.split([0, 1, 2, 3, 7])
+    assert list(parts) == [0, 1, 2, 3, 7]
+    for n, part in parts.items():
+        alone = full.select({n})
+        for field in ("root", "buffers", "skipped", "errors", "readable", "broken", "lost"):
+            assert getattr(part, field) == getattr(alone, field), (n, field)
+    assert parts[7].buffers == () and parts[1].errors and parts[2].lost

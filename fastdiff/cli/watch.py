@@ -35,8 +35,9 @@ DESCRIPTION = (
     "divergent step); -v lists every buffer of each step; --plot draws the timeline at the "
     "end; --format is text or jsonl. "
     "Exit status: 0 all equal once both runs were idle for "
-    "--idle-timeout, 1 diverged, 2 trouble (a folder that stayed empty, vanished or cannot "
-    "be read; a buffer that cannot be compared), 130 interrupted."
+    "--idle-timeout, 1 diverged, 2 trouble (a folder that stayed missing or empty for "
+    "--start-timeout, vanished or cannot be read; a buffer that cannot be compared), "
+    "130 interrupted."
 )
 
 WATCHING = "watching"
@@ -46,7 +47,7 @@ MAX_WAIT = 1e9
 
 
 def positive_seconds(text: str) -> float:
-    """--poll, --idle-timeout: seconds, > 0 and at most MAX_WAIT."""
+    """--poll, --idle-timeout, --start-timeout: seconds, > 0 and at most MAX_WAIT."""
     try:
         value = float(text)
     except ValueError:
@@ -104,7 +105,16 @@ ARGUMENTS = (
         default=60.0,
         metavar="SECONDS",
         help="once both runs wrote nothing for this long, compare what is left and stop "
-        "(default 60); also how long an empty or missing folder is waited for",
+        "(default 60)",
+        group=WATCHING,
+    ),
+    Arg(
+        "--start-timeout",
+        type=positive_seconds,
+        default=600.0,
+        metavar="SECONDS",
+        help="how long a run folder that is missing or holds no dump yet is waited for, "
+        "from the start (default 600: jobs may take minutes to import torch or load data)",
         group=WATCHING,
     ),
     Arg(
@@ -217,6 +227,7 @@ def run(args: Namespace) -> int:
             poll=args.poll,
             settle=args.settle,
             idle_timeout=args.idle_timeout,
+            start_timeout=args.start_timeout,
             keep_going=args.keep_going,
             lag=args.lag,
             cache=cache,

@@ -21,7 +21,8 @@ from .names import MAX_STEP_DIGITS, split_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Container
+    from collections.abc import Callable, Container, Iterable
+    from typing import Any
 
     from ..results import Problem, Skipped
 
@@ -318,21 +319,27 @@ class RunListing:
     def by_key(self) -> dict[tuple[int, str], BufferRef]:
         return {(f.step, f.name): f for f in self.buffers}
 
+    def _step_of(self, problem: Problem) -> int | None:
+        """The step an error of this listing is about: None when it is about
+        the run itself, -1 when about no step (a step number too long to read)."""
+        import os
+
+        parts = split_name(os.path.basename(problem.path))
+        if parts is None:
+            return None if problem.path == self.root or not self.readable else -1
+        return int(parts[0]) if len(parts[0]) <= MAX_STEP_DIGITS else -1
+
     def select(self, steps: StepFilter) -> RunListing:
         """This listing restricted to ``steps``, as listing the run with
         ``steps`` would list it: the buffers and broken entries of those
         steps, the errors about them and about the run itself; nothing
         skipped."""
-        import os
-
         want = step_filter(steps)
         assert want is not None
 
         def kept(problem: Problem) -> bool:
-            parts = split_name(os.path.basename(problem.path))
-            if parts is None:
-                return problem.path == self.root or not self.readable  # about the run itself
-            return len(parts[0]) <= MAX_STEP_DIGITS and want(int(parts[0]))
+            step = self._step_of(problem)
+            return step is None or (step >= 0 and want(step))
 
         return RunListing(
             self.root,
@@ -360,3 +367,30 @@ class RunListing:
             tuple(item for item in self.broken if wants(item[0][1])),
             self.lost,
         )
+
+    def split(self, steps: Iterable[int]) -> dict[int, RunListing]:
+        """``{n: self.select({n}) for n in steps}``, in one pass over the
+        listing (``watch`` lists the steps complete at the same time together)."""
+        parts: dict[int, tuple[list[Any], list[Problem], list[Any], list[Any]]] = {
+            n: ([], [], [], []) for n in steps
+        }
+        for f in self.buffers:
+            if (p := parts.get(f.step)) is not None:
+                p[0].append(f)
+        for e in self.errors:
+            step = self._step_of(e)
+            if step is None:  # about the run itself: in every step's
+                for p in parts.values():
+                    p[1].append(e)
+            elif (p := parts.get(step)) is not None:
+                p[1].append(e)
+        for item in self.broken:
+            if (p := parts.get(item[0][0])) is not None:
+                p[2].append(item)
+        for lost in self.lost:
+            if (p := parts.get(lost[0])) is not None:
+                p[3].append(lost)
+        return {
+            n: RunListing(self.root, tuple(b), (), tuple(e), self.readable, tuple(k), tuple(lo))
+            for n, (b, e, k, lo) in parts.items()
+        }

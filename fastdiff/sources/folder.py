@@ -256,11 +256,18 @@ def headed_buffers(path: str, step: int, name: str | None, fmt: str) -> list[Buf
 
 
 def open_source(spec: str, steps: StepFilter | None = None) -> RunSource:
-    """A run folder as a run source (``sources.FORMATS``). A folder a recorder
-    wrote holds a digest log (``digestlog``): its digests are attached to the
-    dumps they still describe, its digests-only buffers are added, and the
-    source takes the log's chunk size."""
-    listing = discover(spec, steps)
+    """A run folder as a run source (``sources.FORMATS``): ``discover``, then
+    ``folder_source``."""
+    return folder_source(spec, discover(spec, steps), steps)
+
+
+def folder_source(spec: str, listing: RunListing, steps: StepFilter | None = None) -> RunSource:
+    """Run folder ``spec``, listed as ``listing`` (of ``steps``), as a run
+    source: how ``compare`` reads a folder, and ``watch`` the steps of one
+    it polls. A folder a recorder wrote holds a digest log (``digestlog``):
+    its digests are attached to the dumps they still describe (and its
+    dtypes and shapes to ``.npy`` dumps of raw bytes), its digests-only
+    buffers of ``steps`` are added, and the source takes the log's chunk size."""
     if listing.readable:
         try:
             os.stat(os.path.join(spec, DIGEST_LOG))
@@ -271,3 +278,24 @@ def open_source(spec: str, steps: StepFilter | None = None) -> RunSource:
 
             return attach_log(spec, listing, steps)
     return RunSource(spec, listing, steps=steps)
+
+
+def _is_npy(path: str) -> bool:
+    parts = split_name(os.path.basename(path))
+    return parts is not None and parts[2] == "npy"
+
+
+def awaiting_log(src: RunSource) -> list[str]:
+    """The dumps of run folder ``src`` (paths) whose element type only a
+    recorder's digest log gives (an ``.npy`` of raw bytes, ``<V2`` or ``|V1``:
+    bfloat16, an 8-bit float) and which no line of the folder's log
+    describes, when the folder has a log: a recorder writes a dump's line
+    shortly after the dump (``recorder``), so a reader of a run being
+    written may list the dump first. Empty when the folder has no log."""
+    raw = [
+        f.path for f in src.listing.buffers
+        if f.dtype is None and f.has_data and _is_npy(f.path)
+    ]  # fmt: skip
+    if not raw or not os.path.exists(os.path.join(src.listing.root, DIGEST_LOG)):
+        return []
+    return raw

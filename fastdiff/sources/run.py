@@ -84,6 +84,16 @@ class RunSource:
             self.dtypes, self.steps, self.kind, self.notes,
         )  # fmt: skip
 
+    def split(self, steps: Iterable[int]) -> dict[int, RunSource]:
+        """``{n: self.select((n,)) for n in steps}``, in one pass over the listing."""
+        out = {}
+        for n, listing in self.listing.split(steps).items():
+            out[n] = RunSource(
+                self.spec, listing, self.chunk_size, self.schema, self.dtypes, (n,), self.kind,
+                self.notes,
+            )  # fmt: skip
+        return out
+
 
 def refused(spec: str, message: str, kind: str) -> RunSource:
     """A run that cannot be used at all: its listing holds the one problem."""

@@ -33,6 +33,7 @@ from ..results import (
     StepSummary,
     TimelineRow,
     Work,
+    total_work,
 )
 from ..schema import OTHER, OTHER_GROUP
 from ..statuses import STATUS_ORDER, TIMELINE, TROUBLE
@@ -519,20 +520,7 @@ def combine_ranks(
         found = [o for rr in rank_reports for o in rr.report.origins or ()]
         origins = tuple(sorted(found, key=lambda o: (o.step, order.get(o.group, len(order)),
                                                      o.name, o.rank)))  # fmt: skip
-    works = [rr.report.work for rr in rank_reports]
-    engines = sorted({e for w in works if w.engine for e in w.engine.split(",")})
-    work = Work(
-        files_hashed=sum(w.files_hashed for w in works),
-        bytes_hashed=sum(w.bytes_hashed for w in works),
-        files_verified=sum(w.files_verified for w in works),
-        bytes_verified=sum(w.bytes_verified for w in works),
-        pairs_scanned=sum(w.pairs_scanned for w in works),
-        bytes_scanned=sum(w.bytes_scanned for w in works),
-        engine=",".join(engines) or None,
-        executor=works[0].executor if works else "serial",
-        jobs=works[0].jobs if works else 1,
-        elapsed_s=max((w.elapsed_s for w in works), default=0.0),
-    )
+    work = total_work([rr.report.work for rr in rank_reports])
     all_skipped = [*skipped, *(s for rr in rank_reports for s in rr.report.skipped)]
     return summary.report(
         run_a, run_b, schema, buffers, all_skipped, tolerance, work, origins, rank_reports

@@ -6,6 +6,12 @@ runs), submitted to one ``Scheduler`` that runs the whole time, with reads
 only (``use_mmap=False``: a writer may truncate a file while it is read,
 and a mapped page past the new end would kill the process).
 
+Each step of a run folder is read as ``compare`` reads the folder
+(``sources.folder.folder_source``: ``.npy`` headers, containers, a
+recorder's digest log), and the schema is chosen as ``compare`` chooses it
+(``Watch._choose_schema``), so both report the same buffers for the same
+finished runs.
+
 A step is submitted once complete in both runs (``poll.RunPoller``), in
 step order; a step present in one run only, once the other run has moved
 past it (holds a later step), or is a manifest, or once both runs are idle
@@ -55,12 +61,12 @@ from ..engine.scheduler import Plan, Scheduler, gc_paused
 from ..options import CompareOptions, tolerance_dict
 from ..render.escape import display_path
 from ..render.fmt import plural
-from ..results import BufferResult, Problem, Skipped, Work
+from ..results import BufferResult, Problem, Skipped, Work, total_work
 from ..sources import RunSource, dump_subfolder, folder_format, open_run
 from ..sources.buffers import RunListing
-from ..sources.folder import list_entries
-from ..sources.names import DUMP_PATTERN
-from ..sources.schemas import choose_schema
+from ..sources.folder import awaiting_log, list_entries
+from ..sources.names import DIGEST_LOG, DUMP_PATTERN
+from ..sources.schemas import BY_NAME, choose_schema
 from ..stages.verdict import build_report
 from ..statuses import TROUBLE
 from .poll import ManifestSide, RunPoller, dump_stat, file_stat
@@ -68,12 +74,14 @@ from .results import StepReport, WatchSummary
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
     from ..engine.cache import DigestCache
     from ..engine.pool import Runner, _OpenRunner
     from ..results import Report
     from ..schema import Schema
+    from ..sources.buffers import BufferRef
+    from .poll import FileStat
 
     Side = RunPoller | ManifestSide
 
@@ -87,15 +95,19 @@ GC_EVERY_S = 60.0
 DEFAULT_POLL = 0.2
 DEFAULT_SETTLE = 2.0
 DEFAULT_IDLE_TIMEOUT = 60.0
+#: How long a run folder that is missing or holds no dump is waited for: jobs
+#: may take minutes to start (importing torch, loading data, a queue).
+DEFAULT_START_TIMEOUT = 600.0
 
 
 class _Step:
-    """A step on its way: read (``reading``), to read again (``again``),
+    """A step on its way: waiting for a recorder's log lines (``log``, see
+    ``Watch._log_pending``), read (``reading``), to read again (``again``),
     held (``held``, see the module's docstring), or ``final``, waiting to be
     reported in order."""
 
-    __slots__ = ("changes", "complete_at", "held_at", "holding", "n", "not_before", "plan",
-                 "reads", "report", "state", "waiting")  # fmt: skip
+    __slots__ = ("changes", "complete_at", "held_at", "holding", "log_since", "logs", "n",
+                 "not_before", "plan", "reads", "report", "state", "waiting")  # fmt: skip
 
     def __init__(self, n: int) -> None:
         self.n = n
@@ -111,6 +123,9 @@ class _Step:
         #: buffer of it, and since when it waits for them (``Watch._wait``).
         self.waiting: tuple[RunPoller, ...] = ()
         self.held_at = 0.0
+        #: Waiting for log lines: since when, and each run's log as it was then.
+        self.log_since = 0.0
+        self.logs: tuple[tuple[RunPoller, FileStat | None], ...] = ()
 
 
 class Watch:
@@ -122,8 +137,9 @@ class Watch:
     see the module's docstring).
     ``run()`` polls until the first divergent step (unless ``keep_going``),
     until both runs are idle for ``idle_timeout`` seconds, until trouble (a
-    folder that vanishes or cannot be read, a folder that stays empty for
-    ``idle_timeout``), or until Ctrl-C, and returns the ``WatchSummary``.
+    folder that vanishes or cannot be read, a folder that stays missing or
+    empty for ``start_timeout`` seconds from the start), or until Ctrl-C, and
+    returns the ``WatchSummary``.
 
     Callbacks: ``on_step(StepReport)`` for each step, in order, as soon as
     it is reported; ``on_problem(Problem)`` for problems that belong to no
@@ -141,6 +157,7 @@ class Watch:
         poll: float = DEFAULT_POLL,
         settle: float = DEFAULT_SETTLE,
         idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+        start_timeout: float = DEFAULT_START_TIMEOUT,
         keep_going: bool = False,
         lag: int | None = None,
         cache: DigestCache | None = None,
@@ -156,6 +173,8 @@ class Watch:
             raise ValueError(f"settle must be >= 0 seconds, got {settle}")
         if not idle_timeout > 0:
             raise ValueError(f"idle_timeout must be > 0 seconds, got {idle_timeout}")
+        if not start_timeout > 0:
+            raise ValueError(f"start_timeout must be > 0 seconds, got {start_timeout}")
         if lag is not None and (isinstance(lag, bool) or not isinstance(lag, int) or lag < 0):
             raise ValueError(f"lag must be a whole number of steps >= 0, got {lag!r}")
         self.spec_a, self.spec_b = os.fspath(run_a), os.fspath(run_b)
@@ -163,6 +182,7 @@ class Watch:
             _refuse_ranks(spec)
         self.opts = options or CompareOptions()
         self.poll, self.settle, self.idle_timeout = poll, settle, idle_timeout
+        self.start_timeout = start_timeout
         self.keep_going = keep_going
         self.lag = lag
         self.cache = cache
@@ -176,6 +196,12 @@ class Watch:
         self._steps: dict[int, _Step] = {}  # submitted, not yet reported
         self._order: deque[int] = deque()  # submitted steps, in report order
         self._closing = False  # both runs idle: compare what is left, then end
+        #: A run that stopped writing while the other went on (its label, it,
+        #: the other run), and how the watch then ends: its steps up to its
+        #: newest are compared, the other run's later steps are not (``_dropped``).
+        self._ran_out: tuple[str, RunPoller, Side] | None = None
+        self._end = "idle"
+        self._dropped: list[int] = []
         self._stopped: str | None = None
         self._buffers: list[BufferResult] = []
         #: The step compared last and its buffers (the roles' ``@prev``).
@@ -183,14 +209,19 @@ class Watch:
         self._errors: list[Problem] = []
         self._n_steps = 0
         self._first: tuple[int, float] | None = None
-        self._work = [0, 0, 0, 0]  # files and bytes hashed, pairs and bytes scanned
-        self._engines: set[str] = set()
+        #: The work of the steps read so far (every read), summed as compare sums it.
+        self._work = Work()
         self._executor = "serial"
         self._runner: Runner | None = None
         self._runner_ctx: _OpenRunner | None = None
         self.a: Side
         self.b: Side
-        self.schema: Schema
+        #: The schema, chosen at the first step read (``_choose_schema``), and
+        #: the buffers of each run folder by name, first seen (what it is chosen by).
+        self._schema: Schema | None = None
+        self._names: tuple[dict[str, BufferRef], dict[str, BufferRef]] = ({}, {})
+        #: The notes said so far (the schema chosen, how the runs are read), once each.
+        self._notes: dict[str, None] = {}
 
     # --- running
 
@@ -203,7 +234,9 @@ class Watch:
             try:
                 self.a = self._open_side(self.spec_a, t0)
                 self.b = self._open_side(self.spec_b, t0)
-                self.schema = self._choose_schema()
+                for side in (self.a, self.b):
+                    if isinstance(side, ManifestSide):
+                        self._note_all(side.src.notes)
                 with gc_paused():  # see _loop
                     stopped = self._loop()
                 if stopped == "idle":
@@ -238,17 +271,52 @@ class Watch:
             return side
         return RunPoller(spec, self.settle, self.idle_timeout, now, self.lag or 0)
 
-    def _choose_schema(self) -> Schema:
-        sources = []
-        for side in (self.a, self.b):
+    @property
+    def schema(self) -> Schema:
+        """The schema the runs are read with (``_choose_schema``)."""
+        return self._schema if self._schema is not None else self._choose_schema()
+
+    def _choose_schema(self, step: tuple[RunSource, RunSource] | None = None) -> Schema:
+        """The schema, chosen as ``compare`` chooses it for the whole runs
+        (``sources.schemas.choose_schema``: the one given, else a manifest's,
+        else by name for runs whose every buffer's file gives its dtype and
+        none of whose names rl-state knows, else rl-state), from what the
+        runs held so far: a manifest's or checkpoint's every buffer, and the
+        buffers each run folder held at the steps read (``step``: the sources
+        of the step about to be read). Chosen once, at the first step read;
+        a schema by name then grows a group for each new first part of a
+        name that a later step holds (in the order they appear, as
+        ``compare`` orders them)."""
+        new = False
+        if step is not None:
+            for names, src in zip(self._names, step, strict=True):
+                for f in src.listing.buffers:
+                    if f.name not in names:
+                        names[f.name] = f
+                        new = True
+        chosen = self._schema
+        if chosen is not None and not (new and chosen.name == BY_NAME):
+            return chosen
+        seen = []
+        for side, names in zip((self.a, self.b), self._names, strict=True):
             if isinstance(side, ManifestSide):
-                sources.append(side.src)
+                seen.append(side.src)
             else:
-                sources.append(RunSource(side.spec, RunListing(side.spec, (), (), ())))
-        schema, said = choose_schema(sources, self.opts.schema)
-        for note in dict.fromkeys(said):
-            self._note(note)
-        return schema
+                listing = RunListing(side.root, tuple(names.values()), (), ())
+                seen.append(RunSource(side.spec, listing))
+        schema, said = choose_schema(seen, self.opts.schema)
+        self._note_all(said)
+        if step is None:
+            return schema  # nothing read: for the summary of a watch that read no step
+        if chosen is None or schema.name == BY_NAME:
+            self._schema = chosen = schema
+        return chosen
+
+    def _note_all(self, notes: Iterable[str]) -> None:
+        for text in notes:
+            if text not in self._notes:
+                self._notes[text] = None
+                self._note(text)
 
     def _note(self, text: str) -> None:
         if self.on_note is not None:
@@ -282,7 +350,9 @@ class Watch:
             if self._stopped is not None:
                 return self._stopped
             if self._closing and not self._queue and not self._steps:
-                return "idle"
+                if self._ran_out is not None:
+                    self._problem(self._ran_out_problem())
+                return self._end
             if sched.pending:
                 if runner is None:
                     runner = self._open_runner()
@@ -311,15 +381,51 @@ class Watch:
         empty = [
             (label, side)
             for label, side in (("A", self.a), ("B", self.b))
-            if not side.had_dumps and (side.final or now - side.started >= self.idle_timeout)
+            if not side.had_dumps and (side.final or now - side.started >= self.start_timeout)
         ]
         if empty:
             for label, side in empty:
                 self._problem(self._stayed_empty(label, side))
             return "error"
-        if not self._closing and self.a.idle(now) and self.b.idle(now):
-            self._closing = True
+        if not self._closing:
+            both_idle = self.a.idle(now) and self.b.idle(now)
+            self._ran_out = self._run_that_stopped(now, both_idle)
+            if both_idle or self._ran_out is not None:
+                self._closing = True
+                self._end = "idle" if both_idle else "error"
         return None
+
+    def _run_that_stopped(self, now: float, both_idle: bool) -> tuple[str, RunPoller, Side] | None:
+        """The run folder that stopped writing while the other run went on:
+        idle for ``idle_timeout`` while the other holds a later step than its
+        newest (and, while the other still writes, is past that step: holds
+        one more than ``lag`` later). None if there is none."""
+        for label, side, other in (("A", self.a, self.b), ("B", self.b, self.a)):
+            if not isinstance(side, RunPoller) or side.newest is None or not side.idle(now):
+                continue
+            if other.newest is None or other.newest <= side.newest:
+                continue
+            if both_idle or other.passed(side.newest) is not None:
+                return label, side, other
+        return None
+
+    def _ran_out_problem(self) -> Problem:
+        """A run stopped writing while the other went on: an error naming the
+        step it stopped after, never a divergence of the steps it did not write."""
+        assert self._ran_out is not None
+        label, side, other = self._ran_out
+        other_label = "B" if label == "A" else "A"
+        n = len(self._dropped)
+        those = "that step was" if n == 1 else f"those {n:,} steps were"
+        return Problem(
+            side.spec,
+            f"run {label} stopped writing after step {side.newest}: it wrote nothing for "
+            f"{self.idle_timeout:g} s (--idle-timeout) while run {other_label} holds later "
+            f"steps (up to step {other.newest}); {those} not compared, and a run that stopped "
+            f"is not a divergence: see why run {label}'s job stopped (if it is only slow, "
+            "watch again with a longer --idle-timeout)",
+            kind="missing",
+        )
 
     def _take_problems(self, side: Side) -> None:
         for problem in side.problems:
@@ -327,7 +433,7 @@ class Watch:
         side.problems.clear()
 
     def _stayed_empty(self, label: str, side: Side) -> Problem:
-        wait = f"{self.idle_timeout:g} s (--idle-timeout)"
+        wait = f"{self.start_timeout:g} s (--start-timeout)"
         if isinstance(side, ManifestSide):
             return Problem(
                 side.spec,
@@ -361,7 +467,11 @@ class Watch:
                 parts.append(f"{label}: no dumps yet")
             else:
                 parts.append(f"{label}: step {side.newest}")
-        state = "both idle, comparing the rest" if self._closing else "watching"
+        if self._ran_out is not None:
+            label, side = self._ran_out[:2]
+            state = f"run {label} stopped after step {side.newest}, comparing the rest"
+        else:
+            state = "both idle, comparing the rest" if self._closing else "watching"
         return f"{state}; {', '.join(parts)}; {plural(self._n_steps, 'step')} compared"
 
     # --- deciding what to read
@@ -381,8 +491,15 @@ class Watch:
         """Submit the steps now ready, in step order; read again, or settle,
         the steps waiting for it."""
         queue = self._queue
+        last = None if self._ran_out is None else self._ran_out[1].newest
+        ready: list[tuple[_Step, float]] = []
         while queue:
             n = queue[0]
+            if last is not None and n > last:  # after the last step of a run that stopped
+                heapq.heappop(queue)
+                self._queued.discard(n)
+                self._dropped.append(n)
+                continue
             present = self.a.has(n) or self.b.has(n)
             t = self._ready(n, now) if present else now
             if t is None:
@@ -395,8 +512,24 @@ class Watch:
                 continue  # its files vanished from both runs
             step = self._steps[n] = _Step(n)
             self._order.append(n)
-            self._submit(step, t)
-        for step in [s for s in self._steps.values() if s.state in ("again", "held")]:
+            ready.append((step, t))
+        if ready:  # listed together: a recorder's digest log is read once for them
+            steps = [step.n for step, _ in ready]
+            by_a, by_b = self.a.sources(steps), self.b.sources(steps)
+            for step, t in ready:
+                self._submit(step, t, (by_a[step.n], by_b[step.n]))
+        for step in [s for s in self._steps.values() if s.state in ("again", "held", "log")]:
+            if step.state == "log":
+                if (
+                    self._closing
+                    or any(
+                        side.idle(now) or file_stat(side.root_path(DIGEST_LOG)) != seen
+                        for side, seen in step.logs
+                    )
+                    or now - step.log_since >= self.idle_timeout
+                ):
+                    self._submit(step, step.complete_at)
+                continue
             if step.state == "held":
                 self._check_held(step, now)
             if step.state != "again":
@@ -414,15 +547,51 @@ class Watch:
             self.b.forget_before(min(lows))
         self._emit()
 
-    def _submit(self, step: _Step, complete_at: float) -> None:
+    def _submit(
+        self,
+        step: _Step,
+        complete_at: float,
+        sources: tuple[RunSource, RunSource] | None = None,
+    ) -> None:
+        """Read step ``step`` (``sources``: its sources, listed just now; else
+        listed here), unless it waits for a recorder's log lines."""
         n = step.n
+        src_a, src_b = sources if sources is not None else (self.a.source(n), self.b.source(n))
         step.complete_at = complete_at
+        if self._log_pending(step, (src_a, src_b)):
+            return
         step.reads += 1
         step.state = "reading"
         step.report = None
         step.holding, step.waiting = (), ()
-        step.plan = Plan(self.a.source(n), self.b.source(n), self.schema, self._on_report, n)
+        self._note_all((*src_a.notes, *src_b.notes))
+        schema = self._choose_schema((src_a, src_b))
+        step.plan = Plan(src_a, src_b, schema, self._on_report, n)
         self._sched.submit(step.plan)
+
+    def _log_pending(self, step: _Step, sources: tuple[RunSource, RunSource]) -> bool:
+        """A recorder writes a dump's line in the run's digest log shortly
+        after the dump (in batches, at a later dump or at close), and only
+        that line says the type of an ``.npy`` of raw bytes (bfloat16, an
+        8-bit float): while a run still writes, a step holding such a dump
+        that the log does not describe yet waits for the line (listed again
+        whenever the log changes), for ``idle_timeout`` seconds at most; then,
+        or once the run is idle, it is read as it is, as ``compare`` would
+        read it. True if the step waits."""
+        now = self.clock()
+        if self._closing or (step.state == "log" and now - step.log_since >= self.idle_timeout):
+            return False
+        logs = tuple(
+            (side, file_stat(side.root_path(DIGEST_LOG)))
+            for side, src in zip((self.a, self.b), sources, strict=True)
+            if isinstance(side, RunPoller) and not side.idle(now) and awaiting_log(src)
+        )
+        if not logs:
+            return False
+        if step.state != "log":
+            step.state, step.log_since = "log", now
+        step.logs = logs
+        return True
 
     # --- a step's report
 
@@ -470,7 +639,7 @@ class Watch:
             if side.final:
                 continue
             for f in src.listing.files:
-                if file_stat(f.path) != dump_stat(f):
+                if f.has_data and file_stat(f.path) != dump_stat(f):
                     changed.add(f.path)
         for e in report.errors:
             if e.kind == "changed":
@@ -664,14 +833,7 @@ class Watch:
         return self._rebuilt(report, buffers, errors) if touched else report
 
     def _count_work(self, report: Report) -> None:
-        w = report.work
-        totals = self._work
-        totals[0] += w.files_hashed
-        totals[1] += w.bytes_hashed
-        totals[2] += w.pairs_scanned
-        totals[3] += w.bytes_scanned
-        if w.engine:
-            self._engines.update(w.engine.split(","))
+        self._work = total_work((self._work, report.work))
 
     # --- reporting, in order
 
@@ -688,7 +850,8 @@ class Watch:
             # What was compared, to check at the end (not a file that kept changing).
             unread = {e.path for e in report.errors if e.kind == "changed"}
             for side, src in ((self.a, plan.src_a), (self.b, plan.src_b)):
-                side.release(step.n, tuple(f for f in src.listing.files if f.path not in unread))
+                read = (f for f in src.listing.files if f.has_data and f.path not in unread)
+                side.release(step.n, tuple(read))
             latency = max(0.0, self.clock() - step.complete_at)
             divergent = any(b.diverges for b in report.buffers)
             trouble = bool(report.errors) or any(b.status in TROUBLE for b in report.buffers)
@@ -771,22 +934,12 @@ class Watch:
         return out
 
     def _summary(self, stopped: str, elapsed: float) -> WatchSummary:
-        files, n_bytes, pairs, scanned = self._work
-        work = Work(
-            files_hashed=files,
-            bytes_hashed=n_bytes,
-            pairs_scanned=pairs,
-            bytes_scanned=scanned,
-            engine=",".join(sorted(self._engines)) or None,
-            executor=self._executor,
-            jobs=self.jobs,
-            elapsed_s=elapsed,
-        )
-        schema = getattr(self, "schema", None)
-        if schema is None:
+        work = total_work((self._work,), self._executor, self.jobs, elapsed)
+        schema = self._schema
+        if schema is None:  # no step read: chosen from what the runs are (a manifest's)
             from ..schema import RL_STATE
 
-            schema = RL_STATE
+            schema = self._choose_schema() if hasattr(self, "b") else RL_STATE
         report = build_report(
             self.spec_a,
             self.spec_b,
@@ -796,6 +949,7 @@ class Watch:
             self._errors,
             tolerance=tolerance_dict(self.opts.tolerance),
             work=work,
+            notes=tuple(self._notes),
         )
         latency = None if self._first is None else self._first[1]
         return WatchSummary(report, self._n_steps, stopped, latency, self.idle_timeout)  # type: ignore[arg-type]
@@ -831,6 +985,6 @@ def watch_runs(
     **settings: object,
 ) -> WatchSummary:
     """Compare two runs while they are written; see ``Watch`` for ``settings``
-    (``poll``, ``settle``, ``idle_timeout``, ``keep_going``, ``lag``, ``cache``,
+    (``poll``, ``settle``, ``idle_timeout``, ``start_timeout``, ``keep_going``, ``lag``, ``cache``,
     the callbacks)."""
     return Watch(run_a, run_b, options, **settings).run()  # type: ignore[arg-type]

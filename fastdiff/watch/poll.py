@@ -44,11 +44,13 @@ from stat import S_ISDIR
 from ..results import Problem
 from ..sources import RunSource
 from ..sources.buffers import RunListing
-from ..sources.folder import list_entries
+from ..sources.folder import folder_source, list_entries
 from ..sources.names import MAX_STEP_DIGITS, dump_name, split_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ..sources.buffers import BufferRef
 
     #: What identifies a file's content as ``stat`` sees it: size, mtime,
@@ -170,8 +172,10 @@ class RunPoller:
         return step in self.steps
 
     def idle(self, now: float) -> bool:
-        """Nothing written for ``idle_timeout`` seconds."""
-        return now - self.last_activity >= self.idle_timeout
+        """Nothing written for ``idle_timeout`` seconds since the first dump
+        appeared. A run that holds no dump yet is not idle: it is starting
+        (the watch's ``start_timeout`` bounds that wait)."""
+        return self.had_dumps and now - self.last_activity >= self.idle_timeout
 
     def complete_at(self, step: int, now: float) -> float | None:
         """When step ``step`` (which the run holds) became complete; None if not yet."""
@@ -196,15 +200,30 @@ class RunPoller:
         return self.newest is not None and step + self.lag >= self.newest
 
     def source(self, step: int) -> RunSource:
-        """Step ``step`` of the run as a run source, its files stat'ed now
-        (none when the run lacks the step)."""
-        s = self.steps.get(step)
-        if s is None:
-            listing = RunListing(self.root, (), (), ())
-        else:
-            s.listed = frozenset(s.files)
-            listing = list_entries(self.root, sorted(s.listed))
-        return RunSource(self.spec, listing)
+        """Step ``step`` of the run as a run source (``sources``)."""
+        return self.sources((step,))[step]
+
+    def sources(self, steps: Sequence[int]) -> dict[int, RunSource]:
+        """Steps ``steps`` of the run, each as a run source, their files
+        stat'ed now (none for a step the run lacks), read as ``compare`` reads
+        a run folder (``sources.folder.folder_source``: a recorder's digest
+        log gives dtypes, shapes, digests and digests-only buffers); the log
+        is read once for them all."""
+        names: list[str] = []
+        for n in steps:
+            s = self.steps.get(n)
+            if s is not None:
+                s.listed = frozenset(s.files)
+                names += s.listed
+        wanted = frozenset(steps)
+        src = folder_source(self.spec, list_entries(self.root, sorted(names)), wanted)
+        if len(wanted) == 1:
+            return {n: src for n in wanted}
+        return src.split(wanted)
+
+    def root_path(self, name: str) -> str:
+        """The path of entry ``name`` of the run folder."""
+        return self._prefix + name
 
     def counterpart_exists(self, step: int, name: str, like: str) -> bool:
         """Whether the run now has buffer ``name`` of step ``step`` (named as
@@ -525,6 +544,9 @@ class ManifestSide:
 
     def provisional(self, step: int) -> bool:
         return False  # final: nothing of it is provisional
+
+    def sources(self, steps: Sequence[int]) -> dict[int, RunSource]:
+        return {n: self.source(n) for n in steps}
 
     def source(self, step: int) -> RunSource:
         src = self.src
