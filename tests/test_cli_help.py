@@ -350,9 +350,10 @@ def test_sweep_takes_rounding_ulp() -> None:
     opts = ("--schema", "examples/anatomy/schema.toml", "--no-cache", "--format", "jsonl")
     import json
 
-    for line_ulp, magnitude in (("1", "large"), ("16", "rounding")):
+    # step 4: isv_full 2 ULP apart, 1 ULP of its scale (rounding down to a line of 1)
+    for line_ulp, magnitude in (("0", "large"), ("1", "rounding"), ("16", "rounding")):
         p = fastdiff("sweep", *pairs, *opts, "--rounding-ulp", line_ulp)
         assert p.returncode == 1, p.stderr
         record = json.loads(p.stdout.splitlines()[0])
         groups = {g["key"]: g for g in record["groups"]}
-        assert groups["E"]["magnitude"] == magnitude  # step 4: isv_full 2 ULP apart
+        assert groups["E"]["magnitude"] == magnitude
