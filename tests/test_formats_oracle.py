@@ -343,7 +343,8 @@ def write_step(
 
 class Entry:
     """A buffer as the oracle reads it back: the dtype and shape its file's
-    header gives (None: none, the schema decides), its bytes in C order."""
+    header gives (None: none; a void ``.npy``, ml_dtypes' ``<V2``, gives its
+    shape but no dtype: the schema decides), its bytes in C order."""
 
     def __init__(self, dtype: str | None, shape: tuple[int, ...] | None, data: bytes) -> None:
         self.dtype = dtype
@@ -352,8 +353,7 @@ class Entry:
 
 
 def _from_array(a: np.ndarray) -> Entry:
-    dt = header_name(a.dtype)
-    return Entry(dt, tuple(a.shape) if dt is not None else None, a.tobytes(order="C"))
+    return Entry(header_name(a.dtype), tuple(a.shape), a.tobytes(order="C"))
 
 
 def _safetensors_entries(raw: bytes) -> dict[str, Entry]:
@@ -452,10 +452,19 @@ def expect_buffer(ea: Entry | None, eb: Entry | None, schema_dtype: str) -> dict
             return {"status": "only_in_b", "n_elements_b": n, "n_diff": None}
         return {"status": "only_in_a", "n_elements_a": n, "n_diff": None}
     headers = ea.dtype is not None and eb.dtype is not None
+    differ = {"status": "diverged", "n_diff": None, "message~": "headers differ"}
     if headers and (ea.dtype != eb.dtype or ea.shape != eb.shape):
-        return {"status": "diverged", "n_diff": None, "message~": "headers differ"}
+        return differ
+    typed = ea if ea.dtype is not None else eb if eb.dtype is not None else None
+    if typed is not None and not headers and typed.dtype != schema_dtype:
+        return differ  # a file without a dtype is read as the schema's: never as the other's
+    if typed is None and ea.shape is not None and eb.shape is not None and ea.shape != eb.shape:
+        return differ  # two void .npy of other shapes
     dtype = ea.dtype or eb.dtype or schema_dtype
-    shape = ea.shape if ea.dtype is not None else eb.shape if eb.dtype is not None else None
+    if typed is not None:
+        shape = typed.shape
+    else:  # a void .npy's shape, the header's as for every .npy
+        shape = ea.shape if ea.shape is not None else eb.shape
     dt = NP[dtype]
     w = dt.itemsize
     for e in (ea, eb):
