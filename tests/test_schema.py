@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -435,6 +436,49 @@ def test_a_dtype_schema_from_wrote_keeps_saying_it_is_not_set(tmp_path: Path) ->
     assert '"w" = "f32?"' in p.stdout
     text = fastdiff("compare", "--schema", mine, a, b).stdout
     assert "so it was read as f32. Write its dtype" in text and "(rounding)" in text
+
+
+def test_schema_from_a_run_writes_the_dtype_its_headers_give(tmp_path: Path) -> None:
+    """``schema --from`` a recorder's run (``.npy`` dumps): each buffer gets the
+    dtype its files' headers give, set (compare reads it so), in group 'new'
+    and for a preset member alike; a raw ``.bin`` beside them keeps the
+    unset default. The comment and the group's title say only what holds."""
+    import numpy as np
+    from helpers import fastdiff
+
+    from fastdiff import Recorder
+
+    run = tmp_path / "rec"
+    with Recorder(run) as rec:
+        for step in (0, 1):
+            rec.dump(step, "rewards", np.ones(4, np.float64))  # f32 in the preset
+            rec.dump(step, "my_buf", np.ones(3, np.int16))
+    mine = tmp_path / "mine.toml"
+
+    def members(stdout: str) -> list[tuple[str, list[tuple[str, str, bool]]]]:
+        mine.write_text(stdout)
+        schema = load_schema(mine)
+        return [(g.key, [(m.pattern, m.dtype, m.unset) for m in g.members]) for g in schema.groups]
+
+    p = fastdiff("schema", "--from", run, "--default-dtype", "f32")
+    assert p.returncode == 0, p.stderr
+    assert members(p.stdout) == [
+        ("F", [("rewards", "f64", False)]),
+        ("new", [("my_buf", "i16", False)]),
+    ]
+    assert "?" not in p.stdout and "set each" not in p.stdout and "dtype of each" not in p.stdout
+    compared = fastdiff("compare", "--schema", mine, run, run, "--format", "json")
+    assert compared.returncode == 0, compared.stderr
+    assert json.loads(compared.stdout)["notes"] == []  # no unset dtype, no header disagreeing
+
+    (run / "step_0_raw.bin").write_bytes(bytes(8))
+    p = fastdiff("schema", "--from", run)
+    assert members(p.stdout) == [
+        ("F", [("rewards", "f64", False)]),
+        ("new", [("my_buf", "i16", False), ("raw", "u8", True)]),
+    ]
+    assert p.stdout.startswith('# A dtype with a "?" after it ("u8?") is not set yet')
+    assert "set each one's dtype" not in p.stdout  # only one of them is unset
 
 
 def test_an_unset_dtype_is_named_as_written_with_a_default_dtype(tmp_path: Path) -> None:
