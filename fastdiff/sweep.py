@@ -13,7 +13,7 @@ import os
 import time
 from itertools import combinations
 
-from .engine.scheduler import compare_pairs
+from .engine.scheduler import compare_pairs, holding, list_runs
 from .errors import FastdiffError
 from .stages.verdict import exit_code
 from .value import Value
@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from .engine.progress import Progress
     from .options import CompareOptions
     from .results import Origin, Report
+    from .sources import RunSource
+    from .sources.ranks import RankedRun
 
 RunPair = tuple[str, str]
 
@@ -339,7 +341,9 @@ class SweepSummary(Value):
 
 
 def one_schema(
-    pairs: Sequence[RunPair], options: CompareOptions | None = None
+    pairs: Sequence[RunPair],
+    options: CompareOptions | None = None,
+    listed: dict[str, tuple[RunSource, RankedRun | None]] | None = None,
 ) -> tuple[CompareOptions, tuple[str, ...]]:
     """The options every pair of a sweep is compared with, and what to tell
     the user about its schema: one schema for the whole sweep, so that a
@@ -352,17 +356,19 @@ def one_schema(
     pair alone would be read with it, the options are left as they are (each
     pair says what compare would); else that schema is given to every pair,
     and a note (a warning, when manifests record different schemas) says
-    which schema it is, where it comes from, and which pairs it changes."""
+    which schema it is, where it comes from, and which pairs it changes.
+    ``listed``: the runs as ``engine.scheduler.list_runs`` listed them
+    (else listed here)."""
     from .options import CompareOptions
-    from .sources import open_run
     from .sources.schemas import BY_NAME, choose_schema
 
     opts = options or CompareOptions()
     if opts.schema is not None:
         return opts, ()
-    specs = [os.fspath(s) for pair in pairs for s in pair]
-    sources = {s: open_run(s) for s in dict.fromkeys(specs)}
-    chosen, _ = choose_schema(list(sources.values()), None)
+    if listed is None:
+        listed = list_runs(pairs)
+    sources = {spec: src for spec, (src, _) in listed.items()}
+    chosen, _ = choose_schema(list(sources.values()), None, holding(listed, sources))
     recorded = {src.spec: src.schema for src in sources.values()
                 if src.is_manifest and src.schema is not None}  # fmt: skip
     names = dict.fromkeys(sc.name for sc in recorded.values())
@@ -373,7 +379,11 @@ def one_schema(
     apart = [
         (i, natural.name)
         for i, (a, b) in enumerate(pairs)
-        for natural in [choose_schema((sources[os.fspath(a)], sources[os.fspath(b)]), None)[0]]
+        for natural in [
+            choose_schema(
+                (sources[os.fspath(a)], sources[os.fspath(b)]), None, holding(listed, (a, b))
+            )[0]
+        ]
         # by-name over a pair's buffers or over every run's: the same rule
         if natural != chosen and not (natural.name == chosen.name == BY_NAME)
     ]

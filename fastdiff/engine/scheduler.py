@@ -750,9 +750,7 @@ def _compare_pairs(
     on_note: Callable[[str], None] | None,
 ) -> list[Report]:
     opts = options or CompareOptions()
-    specs = [os.fspath(s) for pair in pairs for s in pair]
-    sources = {s: open_run(s) for s in dict.fromkeys(specs)}
-    ranked: dict[str, RankedRun | None] = {}
+    listed = list_runs(pairs)
     reports: dict[int, Report] = {}
     emitted = 0
 
@@ -771,14 +769,10 @@ def _compare_pairs(
     hints: dict[str, str | None] = {}
     notes: dict[str, None] = {}
     for i, (ra, rb) in enumerate(pairs):
-        sa, sb = sources[os.fspath(ra)], sources[os.fspath(rb)]
-        schema, said = choose_schema((sa, sb), opts.schema)
+        (sa, ka), (sb, kb) = listed[os.fspath(ra)], listed[os.fspath(rb)]
+        schema, said = choose_schema((sa, sb), opts.schema, holding(listed, (ra, rb)))
         said = (*said, *dict.fromkeys((*sa.notes, *sb.notes)))
         notes.update(dict.fromkeys(said))
-        for src in (sa, sb):
-            if src.spec not in ranked:
-                ranked[src.spec] = _ranks_of(src)
-        ka, kb = ranked[sa.spec], ranked[sb.spec]
         if ka is None and kb is None:  # runs of one rank: the usual case
             empty = _empty_sides(sa, sb, hints)
             sched.submit(Plan(sa, sb, schema, done, i, empty, paired=not empty, notes=said))
@@ -794,6 +788,34 @@ def _compare_pairs(
     if progress is not None:
         progress.close()
     return [reports[i] for i in range(len(pairs))]
+
+
+def list_runs(
+    pairs: Sequence[tuple[str | os.PathLike[str], str | os.PathLike[str]]],
+) -> dict[str, tuple[RunSource, RankedRun | None]]:
+    """Every run of ``pairs`` listed once (``sources.open_run``), with its
+    ranks when it is a run of several (each rank listed once too), by its
+    spec: what ``compare_pairs`` compares, and what a sweep chooses its
+    schema from before (``sweep.one_schema``), without listing again."""
+    listed: dict[str, tuple[RunSource, RankedRun | None]] = {}
+    for spec in dict.fromkeys(os.fspath(s) for pair in pairs for s in pair):
+        src = open_run(spec)
+        listed[spec] = (src, _ranks_of(src))
+    return listed
+
+
+def holding(
+    listed: dict[str, tuple[RunSource, RankedRun | None]],
+    runs: Iterable[str | os.PathLike[str]],
+) -> list[RunSource]:
+    """The sources that hold the buffers of ``runs`` (listed by ``list_runs``):
+    a run's own, or its ranks' for a run of several (``choose_schema``'s
+    ``named``)."""
+    out: list[RunSource] = []
+    for run in runs:
+        src, ranked = listed[os.fspath(run)]
+        out += [src] if ranked is None else [rank_src for _, rank_src in ranked.ranks]
+    return out
 
 
 # --- runs of several ranks ---------------------------------------------------------------
