@@ -358,7 +358,7 @@ def one_schema(
     and a note (a warning, when manifests record different schemas) says
     which schema it is, where it comes from, and which pairs it changes.
     ``listed``: the runs as ``engine.scheduler.list_runs`` listed them
-    (else listed here)."""
+    (else listed here), which the comparison then takes as they are."""
     from .options import CompareOptions
     from .sources.schemas import BY_NAME, choose_schema
 
@@ -438,11 +438,12 @@ def sweep(
     holds them too)."""
     t0 = time.perf_counter()
     hits_before = cache.hits if cache is not None else 0
-    opts, notes = one_schema(pairs, options)
+    listed = list_runs(pairs)  # once each: to choose the schema, then to compare
+    opts, notes = one_schema(pairs, options, listed)
     if on_note is not None:
         for note in notes:
             on_note(note)
-    reports = compare_pairs(pairs, opts, executor, cache, on_report, progress, on_note)
+    reports = compare_pairs(pairs, opts, executor, cache, on_report, progress, on_note, listed)
     hits = (cache.hits - hits_before) if cache is not None else 0
     summary = summarize(reports, classes_of, hits, time.perf_counter() - t0, notes=notes)
     return reports, summary

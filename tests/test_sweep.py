@@ -426,6 +426,37 @@ def test_each_file_is_hashed_once_per_sweep(
     assert set(calls.values()) == {1}
 
 
+def test_each_run_is_listed_once_per_sweep(
+    runs: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sweep lists each run (and each rank of a run of several) once, and
+    chooses its schema and compares from that one listing."""
+    import fastdiff.sources.folder
+
+    listed: Counter[str] = Counter()
+    real = fastdiff.sources.folder.open_source
+
+    def counting(spec: str, steps: object = None):  # type: ignore[no-untyped-def]
+        listed[spec] += 1
+        return real(spec, steps)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fastdiff.sources.folder, "open_source", counting)
+    ranked = []
+    for name in ("r1", "r2"):
+        for rank in (0, 1):
+            shutil.copytree(runs["base"], tmp_path / name / f"rank_{rank}")
+        ranked.append(str(tmp_path / name))
+    folders = [str(runs[k]) for k in ("base", "same1", "divF")]
+    reports, _ = sweep(all_pairs(folders))
+    assert [r.verdict for r in reports] == ["identical", "diverged", "diverged"]
+    assert dict(listed) == dict.fromkeys(folders, 1)
+    listed.clear()
+    reports, _ = sweep([(ranked[0], ranked[1])])
+    assert reports[0].verdict == "identical" and reports[0].ranks is not None
+    ranks = [os.path.join(r, f"rank_{k}") for r in ranked for k in (0, 1)]
+    assert dict(listed) == dict.fromkeys([*ranked, *ranks], 1)
+
+
 def _without_work(report: object) -> str:
     return render_json(report.replace(work=type(report.work)()))  # type: ignore[attr-defined]
 

@@ -724,6 +724,7 @@ def compare_pairs(
     on_report: Callable[[int, Report], None] | None = None,
     progress: Progress | None = None,
     on_note: Callable[[str], None] | None = None,
+    listed: dict[str, tuple[RunSource, RankedRun | None]] | None = None,
 ) -> list[Report]:
     """Compare run pairs (folders or manifests), hashing every file once per
     chunk size it is needed at.
@@ -734,10 +735,11 @@ def compare_pairs(
     Each pair is read with the schema ``sources.schemas.choose_schema`` picks
     for it; what it says about the choice is in that pair's ``Report.notes``,
     and is handed to ``on_note`` once per distinct line, before any work
-    starts (the command line prints it on stderr).
+    starts (the command line prints it on stderr). ``listed``: the runs
+    as ``list_runs`` listed them already (a sweep's), else listed here.
     """
     with gc_paused():
-        return _compare_pairs(pairs, options, executor, cache, on_report, progress, on_note)
+        return _compare_pairs(pairs, options, executor, cache, on_report, progress, on_note, listed)
 
 
 def _compare_pairs(
@@ -748,9 +750,11 @@ def _compare_pairs(
     on_report: Callable[[int, Report], None] | None,
     progress: Progress | None,
     on_note: Callable[[str], None] | None,
+    listed: dict[str, tuple[RunSource, RankedRun | None]] | None,
 ) -> list[Report]:
     opts = options or CompareOptions()
-    listed = list_runs(pairs)
+    if listed is None:
+        listed = list_runs(pairs)
     reports: dict[int, Report] = {}
     emitted = 0
 
