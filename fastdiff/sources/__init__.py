@@ -37,6 +37,7 @@ FORMATS: dict[str, tuple[str, str]] = {
         "with model.safetensors.index.json)",
     ),
     "npz": ("npz", "a numpy .npz archive (np.savez, np.savez_compressed)"),
+    "npy": ("npy", "a numpy .npy file (np.save): one buffer, named by the file's stem"),
     "torch": ("torchzip", "a torch.save archive (.pt, .pth, pytorch_model.bin)"),
 }
 
@@ -44,6 +45,8 @@ FORMATS: dict[str, tuple[str, str]] = {
 #: before 1.6, or ``_use_new_zipfile_serialization=False``): pickle protocol
 #: 2, then torch's magic number.
 LEGACY_TORCH = b"\x80\x02\x8a\x0a" + (0x1950A86A20F9469CFC6C).to_bytes(10, "little")
+#: How an ``.npy`` file begins (``npy.MAGIC``, here so that sniffing imports no reader).
+NPY_MAGIC = b"\x93NUMPY"
 #: Bytes read to tell a file's format.
 _SNIFF = 64
 
@@ -52,7 +55,8 @@ def sniff(path: str) -> str:
     """The format of a regular file, from its first bytes (``FORMATS``): a
     safetensors header, a zip archive (an ``.npz`` when its members are
     ``.npy`` arrays, else a ``torch.save`` archive), a ``torch.save`` file of
-    the legacy format (which that reader refuses), else a manifest, whose
+    the legacy format (which that reader refuses), an ``.npy`` array (numpy's
+    magic), else a manifest, whose
     loader says why a file is not one. A file that cannot be read is left
     to the manifest loader too, which names the trouble."""
     from .reader import open_fd
@@ -80,6 +84,8 @@ def sniff(path: str) -> str:
             return "npz" if all(n.endswith(".npy") for n in names) else "torch"
         if head.startswith(LEGACY_TORCH):  # refused there, saying what it is
             return "torch"
+        if head.startswith(NPY_MAGIC):
+            return "npy"
     except OSError:
         pass
     finally:
