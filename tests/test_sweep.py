@@ -393,6 +393,20 @@ def test_sweep_errors_give_exit_2_and_keep_other_pairs(
     assert r.stderr == f"fastdiff: error: {missing}: run folder not found; check the path\n"
 
 
+def test_an_error_every_pair_shares_is_printed_once(
+    runs: dict[str, Path], tmp_path: Path, cache_env: dict[str, str]
+) -> None:
+    """A missing baseline is an error of every pair: each pair's record holds
+    it, stderr says it once."""
+    missing = tmp_path / "nope"
+    r = cli("sweep", "--baseline", str(missing), str(runs["base"]), str(runs["divF"]),
+            env=cache_env)  # fmt: skip
+    assert r.returncode == 2
+    *pairs, _ = [strict_json(x) for x in r.stdout.splitlines()]
+    assert [[e["path"] for e in rec["errors"]] for rec in pairs] == [[str(missing)]] * 2
+    assert r.stderr == f"fastdiff: error: {missing}: run folder not found; check the path\n"
+
+
 def test_pair_list_builders(tmp_path: Path) -> None:
     assert baseline_pairs("a", ["b", "c"]) == [("a", "b"), ("a", "c")]
     assert all_pairs(["a", "b", "c", "a"]) == [("a", "b"), ("a", "c"), ("b", "c")]
