@@ -12,6 +12,10 @@ from fastdiff.schema import OTHER, PRESETS, RL_STATE
 from fastdiff.schemafile import load_schema, resolve_schema, schema_to_toml
 
 REFERENCE_MEMBERS = {
+    # A and B: the names compare-rl-state.py's docstring gives them; their
+    # dtypes are the preset's own start (the script names none).
+    "A": {"attn_context_d": "f32", "h_t_d": "f32"},
+    "B": {"priority_tree": "f32", "sample_prng": "u32", "sample_indices": "i32"},
     "C": {"action_prng_state": "u32", "iqn_prng_state": "u32"},
     "D": {
         "pyramid_units_count": "i32",
@@ -41,11 +45,64 @@ REFERENCE_MEMBERS = {
 
 
 def test_rl_state_preset_matches_the_reference_table() -> None:
-    assert [g.key for g in RL_STATE.groups] == ["C", "D", "E", "F"]
+    """Groups A (CfC carry) and B (PER state), as the reference script's
+    docstring names them, upstream of its table's C to F."""
+    assert [g.key for g in RL_STATE.groups] == ["A", "B", "C", "D", "E", "F"]
     for g in RL_STATE.groups:
         assert {m.pattern: m.dtype for m in g.members} == REFERENCE_MEMBERS[g.key]
         assert g.title and g.hint
-    assert sum(len(g.members) for g in RL_STATE.groups) == 34
+        assert all(m.inputs is not None for m in g.members)  # every member has a role
+    assert sum(len(g.members) for g in RL_STATE.groups) == 39
+    assert RL_STATE.classify("h_t_d") == ("A", "f32")
+    assert RL_STATE.classify("sample_prng") == ("B", "u32")
+    assert RL_STATE.classify("sample_indices") == ("B", "i32")
+
+
+def test_groups_a_and_b_are_upstream_in_a_comparison(tmp_path: Path) -> None:
+    """A run that dumps the CfC carry and the PER state is read with their
+    dtypes and groups: B diverging first is the verdict's group, before F,
+    with its hint; a sampled index that differs while the PRNG and the tree
+    match is where the divergence was born."""
+    import struct
+
+    from helpers import fastdiff, write_runs
+
+    files: dict[str, tuple[bytes | None, bytes | None]] = {}
+    for step in range(3):
+        same = {
+            "h_t_d": struct.pack("<4f", 0.5, 1, 2, step),
+            "attn_context_d": struct.pack("<4f", 1, 2, 3, step),
+            "priority_tree": struct.pack("<4f", 1, 1, 2, 4),
+            "sample_prng": struct.pack("<2I", 7, 1000 + step),
+        }
+        for name, data in same.items():
+            files[f"step_{step}_{name}.bin"] = (data, data)
+        indices = struct.pack("<3i", 0, 2, step)
+        files[f"step_{step}_sample_indices.bin"] = (
+            indices, struct.pack("<3i", 0, 3, step) if step >= 1 else indices
+        )  # fmt: skip
+        rewards = struct.pack("<2f", 1, step)
+        files[f"step_{step}_rewards.bin"] = (rewards, struct.pack("<2f", 2, step) if step == 2
+                                             else rewards)  # fmt: skip
+    a, b = write_runs(tmp_path, files)
+    p = fastdiff("compare", a, b, "--format", "json")
+    assert p.returncode == 1, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["schema"] == "rl-state" and doc["first_divergent_step"] == 1
+    assert doc["first_divergent_groups"] == ["B"]
+    assert [(g["key"], g["status"]) for g in doc["groups"]] == [
+        ("A", "equal"), ("B", "diverged"), ("C", "absent"), ("D", "absent"), ("E", "absent"),
+        ("F", "equal"),
+    ]  # fmt: skip
+    rows = {(x["step"], x["name"]): x for x in doc["buffers"]}
+    assert {rows[(0, n)]["dtype"] for n in ("h_t_d", "attn_context_d", "priority_tree")} == {"f32"}
+    assert (rows[(0, "sample_prng")]["dtype"], rows[(0, "sample_indices")]["dtype"]) == (
+        "u32", "i32",
+    )  # fmt: skip
+    index = rows[(1, "sample_indices")]
+    assert (index["status"], index["first_index"], index["role"]) == ("diverged", 1, "origin")
+    assert doc["origins"][0] == {"step": 1, "name": "sample_indices", "group": "B"}
+    assert "PER" in doc["groups"][1]["title"] and "tree" in doc["groups"][1]["hint"]
 
 
 def test_classify_exact_glob_and_other() -> None:
