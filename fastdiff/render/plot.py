@@ -3,21 +3,21 @@
 Step on x; the top panel shows, per group, the largest |A-B| among its
 buffers at each step (log scale: filled markers for large differences,
 hollow ones for rounding-size ones), the bottom panel how many elements
-differ (log scale); the first divergent step is marked in both, its label on the side of the line
-where the panel has room. Steps
-where a group's differences have no |A-B| > 0 to draw on a log scale (NaN
-or infinity only, -0.0 against 0.0 or NaN payloads only, a buffer missing
-from a run, differences known by digests only) are marked at the top edge
-of the top panel. Where the schema declares inputs, each origin (where a
-divergence was born, ``Report.origins``) is a star on its group's line at
-its step. The step axis has integer ticks, one step alone included.
+differ (log scale); the first divergent step is marked in both, its label
+on the side of the line where the panel has room. Steps where a group's
+differences have no |A-B| > 0 to draw on a log scale (NaN or infinity
+only, -0.0 against 0.0 or NaN payloads only, a buffer missing from a run,
+differences known by digests only) are marked at the top edge of the top
+panel. Where the schema declares inputs, each origin (where a divergence
+was born, ``Report.origins``) is a star on its group's line at its step.
+The step axis has integer ticks, one step alone included.
 
 ``timeline_figure`` is a pure function of a ``Report`` (its ``timeline``
 and ``origins``): the figure, drawn nowhere; ``write_timeline_plot``
-writes it as a PNG. matplotlib is the
-optional extra ``plot`` (``fastdiff-dumps[plot]``); it is imported here
-only, inside the functions, and drawn with the Agg backend through the
-object API (no pyplot, no global state, no display needed).
+writes it as a PNG. matplotlib is the optional extra ``plot``
+(``fastdiff-dumps[plot]``); it is imported here only, inside the
+functions, and drawn with the Agg backend through the object API (no
+pyplot, no global state, no display needed).
 """
 
 from __future__ import annotations

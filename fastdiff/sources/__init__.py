@@ -45,8 +45,6 @@ FORMATS: dict[str, tuple[str, str]] = {
 #: before 1.6, or ``_use_new_zipfile_serialization=False``): pickle protocol
 #: 2, then torch's magic number.
 LEGACY_TORCH = b"\x80\x02\x8a\x0a" + (0x1950A86A20F9469CFC6C).to_bytes(10, "little")
-#: How an ``.npy`` file begins (``npy.MAGIC``, here so that sniffing imports no reader).
-NPY_MAGIC = b"\x93NUMPY"
 #: Bytes read to tell a file's format.
 _SNIFF = 64
 
@@ -84,6 +82,8 @@ def sniff(path: str) -> str:
             return "npz" if all(n.endswith(".npy") for n in names) else "torch"
         if head.startswith(LEGACY_TORCH):  # refused there, saying what it is
             return "torch"
+        from .npy import MAGIC as NPY_MAGIC
+
         if head.startswith(NPY_MAGIC):
             return "npy"
     except OSError:
