@@ -295,19 +295,13 @@ def open_source(spec: str, steps: StepFilter | None = None) -> RunSource:
     file's stem (``weights.npy``: ``weights``)."""
     import os
 
-    from .buffers import step_filter
     from .reader import read_regular
-    from .run import RunSource, container_listing, refused
+    from .run import file_source
 
     base = os.path.basename(spec)
     name = os.path.splitext(base)[0] or base
-    try:
-        refs = read_regular(spec, lambda fd, st: file_buffers(spec, 0, name, fd, st), NpyError)
-    except OSError as exc:
-        return refused(spec, f"cannot read: {exc.strerror}", "unreadable")
-    except NpyError as exc:
-        return refused(spec, f"not a usable .npy file: {exc}", "malformed")
-    want = step_filter(steps)
-    if want is not None and not want(0):
-        refs = []
-    return RunSource(spec, container_listing(spec, refs), steps=steps, kind="npy")
+
+    def read() -> list[BufferRef]:
+        return read_regular(spec, lambda fd, st: file_buffers(spec, 0, name, fd, st), NpyError)
+
+    return file_source(spec, steps, "npy", read, NpyError, ".npy file")
