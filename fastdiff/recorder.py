@@ -34,13 +34,14 @@ never (their arrays are recognised by their type's module).
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import threading
 import time
 from functools import lru_cache
 
 from .options import DEFAULT_CHUNK_SIZE, check_chunk_size
-from .sources.names import DIGEST_LOG, TEMP_PREFIX, dump_name, split_name
+from .sources.names import DIGEST_LOG, TEMP_PREFIX, dump_name, is_dump_name, split_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -231,7 +232,12 @@ class Recorder:
 
     ``path``: the run folder (made if missing; default ``$FASTDIFF_RUN``);
     ``rank``: write under ``rank_<R>/`` of it (default: the rank a launcher
-    gives, ``launcher_rank``; none for a job of one process); ``data``:
+    gives, ``launcher_rank``; none for a job of one process); a folder
+    that already holds dumps (or a digest log) raises FileExistsError,
+    naming it and how many it holds: a run recorded there would mix with
+    them, and their steps show up as in one run only; ``exist_ok=True``
+    writes into it all the same (a dump of the same step and name replaces
+    the old one). ``data``:
     which steps are written in full: True (all), False (none: digests
     only), a set of steps, or a predicate on the step; the others record
     their digests only. ``chunk_size``: that of the digests (compare hashes
@@ -251,6 +257,7 @@ class Recorder:
         rank: int | None = None,
         data: DataSteps = True,
         chunk_size: int = DEFAULT_CHUNK_SIZE,
+        exist_ok: bool = False,
     ) -> None:
         if path is None:
             path = os.environ.get(RUN_ENV)
@@ -267,6 +274,8 @@ class Recorder:
         self.rank = rank
         self.path = self.run if rank is None else os.path.join(self.run, f"rank_{rank}")
         self.chunk_size = check_chunk_size(chunk_size)
+        if not exist_ok:
+            _refuse_recorded(self.path)
         self._want = _wants(data)
         self._log_fd: int | None = None
         self._pending: list[_Pending] = []
@@ -316,7 +325,11 @@ class Recorder:
             or "\0" in name
             or split_name(filename) != (str(step), name, "npy")
         ):
-            raise ValueError(f"Recorder.dump: {name!r} cannot be a buffer name")
+            raise ValueError(
+                f"Recorder.dump: {name!r} cannot be a buffer name: a name is a str of one or "
+                "more characters, any but '/' and NUL (its dump is the file "
+                "step_<N>_<name>.npy of the run folder)"
+            )
         try:
             flat, dtype, shape = host_bytes(array)
         except (TypeError, ValueError) as exc:
@@ -524,6 +537,45 @@ class Recorder:
                 if self._log_fd is not None:
                     os.close(self._log_fd)
                     self._log_fd = None
+
+
+def _refuse_recorded(folder: str) -> None:
+    """FileExistsError when ``folder`` already holds dumps: files named like
+    dumps, else the lines of a digest log (a run recorded as digests only).
+    Names only, and the log's length; a folder that does not exist holds none."""
+    try:
+        with os.scandir(folder) as it:
+            names = [e.name for e in it]
+    except (FileNotFoundError, NotADirectoryError):
+        return  # made at the first dump; a file there is refused then
+    except OSError as exc:
+        raise OSError(exc.errno, f"{exc.strerror} (fastdiff Recorder: cannot list the run "
+                      "folder)", folder) from exc  # fmt: skip
+    files = sum(map(is_dump_name, names))
+    if files:
+        held = f"{files:,} {'dump' if files == 1 else 'dumps'}"
+    elif DIGEST_LOG in names:
+        try:
+            with open(os.path.join(folder, DIGEST_LOG), "rb") as log:
+                logged = sum(chunk.count(b"\n") for chunk in iter(lambda: log.read(1 << 20), b""))
+        except OSError:
+            logged = -1  # unreadable: it holds something all the same
+        if not logged:
+            return  # an empty log: nothing was recorded
+        held = (
+            f"the digests of {logged:,} {'dump' if logged == 1 else 'dumps'} ({DIGEST_LOG})"
+            if logged > 0
+            else f"a digest log ({DIGEST_LOG})"
+        )
+    else:
+        return
+    raise FileExistsError(
+        errno.EEXIST,
+        f"fastdiff Recorder: the run folder already holds {held}; a run recorded into it "
+        "would mix with them (their steps would show up as in one run only): give an empty "
+        "or new folder, remove them, or pass exist_ok=True to write into it all the same",
+        folder,
+    )
 
 
 def _joined(tasks: list[Future[tuple[bytes, ...]]]) -> tuple[bytes, ...]:

@@ -9,7 +9,8 @@ name is in no group is still compared, in the group ``other``, as the
 schema's default dtype (``u8``, raw bytes, unless told otherwise).
 
 The built-in preset ``rl-state`` describes the RL-loop dumps that
-``compare-rl-state.py`` knows; ``raw`` has no groups at all. A user schema
+``compare-rl-state.py`` knows (its groups C to F), after the groups A (CfC
+carry) and B (PER state) its docstring names; ``raw`` has no groups at all. A user schema
 is a TOML file::
 
     name = "my-job"            # optional
@@ -402,6 +403,18 @@ def _members(dtype: str, *names: str) -> tuple[Member, ...]:
 #: diverge with EQUAL rewards: the advantage reduction"); the CMDP and
 #: Page-Hinkley trackers follow the PnL and rewards.
 _RL_INPUTS: dict[str, tuple[str, ...]] = {
+    # A: CfC carry. The attention context reads the previous hidden state
+    # (and the observations, taken as fixed as the market data is); the
+    # hidden state advances from its previous value and the context.
+    "attn_context_d": ("h_t_d@prev",),
+    "h_t_d": ("h_t_d@prev", "attn_context_d"),
+    # B: PER state. The sampling PRNG advances from its previous state; the
+    # indices are drawn with it from the tree as the last step left it; the
+    # tree is updated at the indices drawn last step (from TD errors, which
+    # are not dumped: add them as an input if you dump them).
+    "sample_prng": ("sample_prng@prev",),
+    "sample_indices": ("sample_prng", "priority_tree@prev"),
+    "priority_tree": ("priority_tree@prev", "sample_indices@prev"),
     # C: action sampling RNG
     "action_prng_state": ("action_prng_state@prev",),
     "iqn_prng_state": ("iqn_prng_state@prev",),
@@ -443,9 +456,38 @@ _RL_INPUTS: dict[str, tuple[str, ...]] = {
 }
 
 
+#: Groups A and B: ``compare-rl-state.py``'s docstring names them (the CfC
+#: carry ``attn_context_d`` / ``h_t_d``; the PER state ``priority_tree`` /
+#: ``sample_prng`` / ``sample_indices``), dumped by the mamba2 and PER debug
+#: dumpers, but gives no element type: f32 carries and priorities, a u32
+#: PRNG state (as the action PRNGs') and i32 indices are a START, to correct
+#: for your trainer (``fastdiff schema > my.toml``, edit, ``--schema my.toml``).
 RL_STATE = Schema(
     name="rl-state",
     groups=(
+        Group(
+            "A",
+            "CfC carry",
+            "The CfC cell's carried state (its attention context or hidden state) differs. "
+            "It is carried from step to step, so every later step inherits a difference: if "
+            "it is the first to differ, look at the kernels that update it (the attention's "
+            "softmax and weighted sum, the CfC update) for parallel reductions, atomics, or "
+            "memory read before it is written.",
+            _members("f32", "attn_context_d", "h_t_d"),
+        ),
+        Group(
+            "B",
+            "PER state",
+            "The prioritized replay state differs: the priority sum tree, the PRNG that "
+            "samples it, or the indices it drew. If the priorities differ first, look at the "
+            "priority update and the tree rebuild for parallel reductions (a single block "
+            "with a fixed reduction order fixes them); if the sampling PRNG does, at its "
+            "advance; if the indices differ while the tree and the PRNG match, at the "
+            "sampling kernel's search of the tree.",
+            _members("f32", "priority_tree")
+            + _members("u32", "sample_prng")
+            + _members("i32", "sample_indices"),
+        ),
         Group(
             "C",
             "action sampling RNG",

@@ -30,7 +30,7 @@ from .schema import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Mapping
     from typing import Any
 
     from .tomllines import TomlLines
@@ -405,14 +405,24 @@ def resolve_schema(
 # --- writing a schema file ----------------------------------------------------
 
 
-def schema_for_run(schema: Schema, names: Iterable[str], name: str) -> Schema:
+def schema_for_run(
+    schema: Schema,
+    names: Iterable[str],
+    name: str,
+    dtypes: Mapping[str, str] | None = None,
+) -> Schema:
     """A start for a run's own schema: ``schema``'s groups with only the
     members that match one of ``names`` (a group left empty is left out),
-    then a group ``new`` holding, with ``schema``'s default dtype, every
-    name in no group (as a pattern that matches just that name): their
-    dtypes and groups are for the user to set. Members keep no ``inputs``."""
+    then a group ``new`` holding every name in no group (as a pattern that
+    matches just that name), for the user to group. ``dtypes``: the dtype
+    the files' headers give a buffer (``.npy``, a recorder's run), which
+    compare reads it as whatever the schema says: it is written, and set,
+    for that buffer, in ``new`` or as an exact member of ``schema``'s; a
+    buffer in ``new`` without one gets ``schema``'s default dtype, not set
+    (``"u8?"``). Members keep no ``inputs``."""
     from fnmatch import fnmatchcase
 
+    known = dtypes or {}
     found = sorted(set(names))
     groups = []
     for g in schema.groups:
@@ -423,16 +433,32 @@ def schema_for_run(schema: Schema, names: Iterable[str], name: str) -> Schema:
         )
         if members:
             # The inputs are left out: which of them the run dumps is for the user to say.
-            members = tuple(m.replace(inputs=None) if m.inputs is not None else m for m in members)
+            members = tuple(
+                m.replace(
+                    inputs=None,
+                    dtype=m.dtype if m.is_glob else known.get(m.pattern, m.dtype),
+                    unset=m.unset and (m.is_glob or m.pattern not in known),
+                )
+                for m in members
+            )
             groups.append(Group(g.key, g.title, g.hint, members))
     rest = [n for n in found if schema.classify(n)[0] == OTHER]
     if rest:
         taken = {g.key for g in schema.groups}
         key = next(k for k in ("new", *(f"new{i}" for i in range(2, len(taken) + 3)))
                    if k not in taken)  # fmt: skip
-        title = "buffers in no group yet: set each one's dtype, and group them"
-        members = tuple(Member(literal_pattern(n), schema.default_dtype, unset=True) for n in rest)
-        groups.append(Group(key, title, "", members))
+        members = tuple(
+            Member(literal_pattern(n), known.get(n, schema.default_dtype), unset=n not in known)
+            for n in rest
+        )
+        unset = sum(m.unset for m in members)
+        if unset == len(members):
+            todo = "set each one's dtype, and group them"
+        elif unset:
+            todo = f"set the dtype of each one marked {UNSET!r}, and group them"
+        else:
+            todo = "group them (each one's dtype is its file's header's)"
+        groups.append(Group(key, f"buffers in no group yet: {todo}", "", members))
     return Schema(name, tuple(groups), schema.default_dtype)
 
 

@@ -13,7 +13,7 @@ import os
 import time
 from itertools import combinations
 
-from .engine.scheduler import compare_pairs, open_selected
+from .engine.scheduler import compare_pairs, holding, list_runs
 from .errors import FastdiffError
 from .stages.verdict import exit_code
 from .value import Value
@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from .engine.progress import Progress
     from .options import CompareOptions, Selection
     from .results import Origin, Report
+    from .sources import RunSource
+    from .sources.ranks import RankedRun
 
 RunPair = tuple[str, str]
 
@@ -342,6 +344,7 @@ def one_schema(
     pairs: Sequence[RunPair],
     options: CompareOptions | None = None,
     select: Selection | None = None,
+    listed: dict[str, tuple[RunSource, RankedRun | None]] | None = None,
 ) -> tuple[CompareOptions, tuple[str, ...]]:
     """The options every pair of a sweep is compared with, and what to tell
     the user about its schema: one schema for the whole sweep, so that a
@@ -356,18 +359,19 @@ def one_schema(
     and a note (a warning, when manifests record different schemas) says
     which schema it is, where it comes from, and which pairs it changes.
     ``select``: the runs are read as the pairs are, at the steps and names
-    it takes."""
+    it takes; ``listed``: the runs as ``engine.scheduler.list_runs`` listed
+    them (with the same ``select``; else listed here), which the comparison
+    then takes as they are."""
     from .options import CompareOptions
     from .sources.schemas import BY_NAME, choose_schema
 
     opts = options or CompareOptions()
     if opts.schema is not None:
         return opts, ()
-    specs = [os.fspath(s) for pair in pairs for s in pair]
-    sources = {s: open_selected(s, select) for s in dict.fromkeys(specs)}
-    if select is not None and select.names is not None:
-        sources = {s: src.select_names(select.wants_name) for s, src in sources.items()}
-    chosen, _ = choose_schema(list(sources.values()), None)
+    if listed is None:
+        listed = list_runs(pairs, select)
+    sources = {spec: src for spec, (src, _) in listed.items()}
+    chosen, _ = choose_schema(list(sources.values()), None, holding(listed, sources))
     recorded = {src.spec: src.schema for src in sources.values()
                 if src.is_manifest and src.schema is not None}  # fmt: skip
     names = dict.fromkeys(sc.name for sc in recorded.values())
@@ -378,7 +382,11 @@ def one_schema(
     apart = [
         (i, natural.name)
         for i, (a, b) in enumerate(pairs)
-        for natural in [choose_schema((sources[os.fspath(a)], sources[os.fspath(b)]), None)[0]]
+        for natural in [
+            choose_schema(
+                (sources[os.fspath(a)], sources[os.fspath(b)]), None, holding(listed, (a, b))
+            )[0]
+        ]
         # by-name over a pair's buffers or over every run's: the same rule
         if natural != chosen and not (natural.name == chosen.name == BY_NAME)
     ]
@@ -435,11 +443,14 @@ def sweep(
     in every pair (``compare_pairs``)."""
     t0 = time.perf_counter()
     hits_before = cache.hits if cache is not None else 0
-    opts, notes = one_schema(pairs, options, select)
+    listed = list_runs(pairs, select)  # once each: to choose the schema, then to compare
+    opts, notes = one_schema(pairs, options, select, listed)
     if on_note is not None:
         for note in notes:
             on_note(note)
-    reports = compare_pairs(pairs, opts, executor, cache, on_report, progress, on_note, select)
+    reports = compare_pairs(
+        pairs, opts, executor, cache, on_report, progress, on_note, select, listed
+    )
     hits = (cache.hits - hits_before) if cache is not None else 0
     summary = summarize(reports, classes_of, hits, time.perf_counter() - t0, notes=notes)
     return reports, summary

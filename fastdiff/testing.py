@@ -56,7 +56,10 @@ def assert_runs_equal(
     ``schema``: a preset name, a TOML file or a ``Schema`` (default: as
     ``fastdiff compare`` picks). Runs that cannot be compared (a folder
     missing, a damaged file) raise AssertionError too, naming each problem.
+    pytest shows the failure at the caller's line: this function's frame is
+    hidden from its traceback.
     """
+    __tracebackhide__ = True  # pytest: the failure is the caller's line, not this one
     from .compare import compare_runs
     from .options import CompareOptions
 

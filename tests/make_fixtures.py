@@ -14,9 +14,10 @@ a test expects is exact; special values (NaN payloads, -0.0, extremes) are
 placed only where a case says so.
 
 Every case is a pair of runs in the ``rl-state`` layout (the 34 buffers of
-``fastdiff.schema.RL_STATE`` per step, ``BATCH`` elements each, ``isv_full``
-``ISV_ELEMENTS``), and tests/test_cli.py states what fastdiff must report
-for it.
+groups C to F of ``fastdiff.schema.RL_STATE`` per step, what
+``compare-rl-state.py``'s dumper writes: groups A and B come from other
+dumpers; ``BATCH`` elements each, ``isv_full`` ``ISV_ELEMENTS``), and
+tests/test_cli.py states what fastdiff must report for it.
 """
 
 from __future__ import annotations
@@ -42,8 +43,12 @@ BATCH = 16
 EXAMPLE_BATCH = 64
 ISV_ELEMENTS = 757
 
-#: (buffer name, dtype) of every rl-state member, in pipeline order.
-MEMBERS: list[tuple[str, str]] = [(m.pattern, m.dtype) for g in RL_STATE.groups for m in g.members]
+#: The groups the reference script's dumper writes (A and B are dumped apart).
+DUMPED_GROUPS = ("C", "D", "E", "F")
+#: (buffer name, dtype) of every member of those groups, in pipeline order.
+MEMBERS: list[tuple[str, str]] = [
+    (m.pattern, m.dtype) for g in RL_STATE.groups if g.key in DUMPED_GROUPS for m in g.members
+]
 DTYPE = dict(MEMBERS)
 
 _PACK = {"u8": "B", "i32": "i", "u32": "I", "f32": "f"}

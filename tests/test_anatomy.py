@@ -272,6 +272,85 @@ def test_plot_writes_a_png_matplotlib_reads_back(tmp_path: Path) -> None:
     assert same.returncode == 0 and identical.read_bytes()[:8] == PNG_SIGNATURE
 
 
+def _figure(run_a: str | Path, run_b: str | Path, schema: str | None = None) -> Any:
+    """The timeline figure of the report of two runs (``render.plot.timeline_figure``)."""
+    pytest.importorskip("matplotlib")
+    from fastdiff import compare_runs
+    from fastdiff.options import CompareOptions
+    from fastdiff.render.plot import timeline_figure
+
+    report = compare_runs(run_a, run_b, CompareOptions(schema=schema))
+    return report, timeline_figure(report)
+
+
+def test_plot_marks_each_origin_at_its_step() -> None:
+    """A star on its group's line at each step an origin was born."""
+    report, fig = _figure(
+        ROOT / "examples/origins/run-a", ROOT / "examples/origins/run-b",
+        str(ROOT / "examples/origins/schema.toml"),
+    )  # fmt: skip
+    top = fig.axes[0]
+    born = sorted((o.group, o.step) for o in report.origins)
+    assert born and born[0] == ("F", 3)
+    rows = {(r.group, r.step): r for r in report.timeline}
+    stars = [line for line in top.lines if line.get_marker() == "*"]
+    marked = []
+    for line in stars:
+        for x, y in zip(line.get_xdata(), line.get_ydata(), strict=True):
+            group = next(g for g, step in born if step == x and rows[(g, step)].max_abs_delta == y)
+            marked.append((group, int(x)))
+    assert sorted(marked) == born
+    assert "star: an origin" in top.get_title(loc="left")
+
+
+def test_plot_label_of_the_last_step_stays_inside_the_panel(tmp_path: Path) -> None:
+    """Runs first diverging at their last step: the label of the first divergent
+    step is drawn on the side of the line where the panel has room."""
+    files_a = {f"step_{s}_rewards.bin": f32(1, 2, 3) for s in range(4)}
+    files_b = {**files_a, "step_3_rewards.bin": f32(1, 2, 4)}
+    report, fig = _figure(write_run(tmp_path / "a", files_a), write_run(tmp_path / "b", files_b))
+    assert report.first_divergent_step == 3 == report.steps[-1].step
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    top = fig.axes[0]
+    (label,) = [t for t in top.texts if "first divergent step 3" in t.get_text()]
+    box, panel = label.get_window_extent(renderer), top.get_window_extent(renderer)
+    assert panel.x0 <= box.x0 and box.x1 <= panel.x1, (box, panel)
+
+
+def test_plot_of_one_step_has_that_step_as_its_one_tick(tmp_path: Path) -> None:
+    """A run of one step: the step axis has one tick, the step, not -0.4, -0.2, ..."""
+    a = write_run(tmp_path / "a", {"step_7_rewards.bin": f32(1, 2, 3)})
+    b = write_run(tmp_path / "b", {"step_7_rewards.bin": f32(1, 2, 4)})
+    _, fig = _figure(a, b)
+    bottom = fig.axes[1]
+    lo, hi = bottom.get_xlim()
+    assert [t for t in bottom.get_xticks() if lo <= t <= hi] == [7]
+
+
+def test_a_plot_that_cannot_be_written_says_why_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The error names --plot and the file once, then the reason (it said
+    '--plot F: cannot write the timeline plot (--plot F: cannot write (...))')."""
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    from fastdiff.cli import main
+
+    def full(self: object, *args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Figure, "savefig", full)
+    png = tmp_path / "t.png"
+    assert main(["compare", "--schema", SCHEMA, *EXAMPLE, "--plot", str(png)]) == 2
+    out, err = capsys.readouterr()
+    assert "VERDICT: diverged" in out
+    (line,) = [x for x in err.splitlines() if "--plot" in x]
+    assert line.startswith(f"fastdiff: error: --plot {png}: ") and line.count("--plot") == 1
+    assert line.count(str(png)) == 1 and "No space left on device" in line
+
+
 def test_plot_refuses_a_run_folder_and_a_missing_folder(tmp_path: Path) -> None:
     a = write_run(tmp_path / "a", {"step_0_x.bin": b"\x01"})
     b = write_run(tmp_path / "b", {"step_0_x.bin": b"\x02"})

@@ -100,6 +100,30 @@ def test_npy_dumps_compare_with_the_headers_dtype_and_shape(tmp_path: Path, kind
     assert same.returncode == 0, same.stdout + same.stderr
 
 
+def test_two_npy_files_given_as_runs_are_compared(tmp_path: Path) -> None:
+    """An ``.npy`` file given as RUN is a run of one buffer at step 0, named by
+    the file's stem, as a ``torch.save`` file is a run of its tensors."""
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    y = x.copy()
+    y[2, 3] = np.nextafter(y[2, 3], np.inf)
+    for run, array in (("a", x), ("b", y), ("c", x)):
+        (tmp_path / run).mkdir()
+        np.save(tmp_path / run / "weights.npy", array)
+    code, doc = report(tmp_path / "a" / "weights.npy", tmp_path / "b" / "weights.npy")
+    assert code == 1 and doc["errors"] == [] and doc["first_divergent_step"] == 0
+    (buf,) = doc["buffers"]
+    assert (buf["step"], buf["name"], buf["status"]) == (0, "weights", "diverged")
+    assert (buf["dtype"], buf["shape"], buf["first_index_nd"]) == ("f32", [4, 6], [2, 3])
+    code, doc = report(tmp_path / "a" / "weights.npy", tmp_path / "c" / "weights.npy")
+    assert code == 0 and doc["verdict"] == "identical" and len(doc["buffers"]) == 1
+    # A damaged one is an error naming it, never a traceback.
+    bad = tmp_path / "bad.npy"
+    bad.write_bytes((tmp_path / "a" / "weights.npy").read_bytes()[:-4])
+    r = cli("compare", bad, tmp_path / "a" / "weights.npy")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.startswith(f"fastdiff: error: {bad}: not a usable .npy file: truncated")
+
+
 def test_a_run_folder_may_mix_raw_and_npy_dumps(tmp_path: Path) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
     for run in (a, b):

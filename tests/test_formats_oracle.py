@@ -461,10 +461,8 @@ def expect_buffer(ea: Entry | None, eb: Entry | None, schema_dtype: str) -> dict
     if typed is None and ea.shape is not None and eb.shape is not None and ea.shape != eb.shape:
         return differ  # two void .npy of other shapes
     dtype = ea.dtype or eb.dtype or schema_dtype
-    if typed is not None:
-        shape = typed.shape
-    else:  # a void .npy's shape, the header's as for every .npy
-        shape = ea.shape if ea.shape is not None else eb.shape
+    # the typed side's shape, else a void .npy's: the header's, as for every .npy
+    shape = (typed or (ea if ea.shape is not None else eb)).shape
     dt = NP[dtype]
     w = dt.itemsize
     for e in (ea, eb):

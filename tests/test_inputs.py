@@ -318,17 +318,3 @@ def test_not_a_manifest_says_why(tmp_path: Path, content: bytes, why: str) -> No
     with pytest.raises(FastdiffError) as err:
         load_manifest(p)
     assert str(err.value) == f"{p}: {why}"
-
-
-def test_a_lone_npy_file_given_as_run_says_how_to_make_it_one(tmp_path: Path) -> None:
-    import numpy as np
-
-    np.save(tmp_path / "a.npy", np.arange(3, dtype=np.float32))
-    np.save(tmp_path / "b.npy", np.arange(3, dtype=np.float32))
-    r = cli("compare", str(tmp_path / "a.npy"), str(tmp_path / "b.npy"))
-    assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert r.stderr.splitlines()[0] == (
-        f"{ERROR}{tmp_path / 'a.npy'}: a lone .npy file is one array, not a run: put it in a run "
-        "folder as step_0_<name>.npy (each run its own folder, the same name in both) and "
-        "compare the folders"
-    )

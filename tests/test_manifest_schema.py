@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from helpers import fastdiff
 
-from fastdiff.bench.synth import write_rl_run
+from fastdiff.bench.synth import RL_STATE_MEMBERS, write_rl_run
 from fastdiff.compare import compare_runs
 from fastdiff.dtypes import unknown_dtype
 from fastdiff.schema import RL_STATE, Schema
@@ -74,9 +74,10 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def my_vs_rl(my_path: Path) -> dict[str, tuple[str, str]]:
-    """name -> (dtype in my.toml, dtype in rl-state) where they differ."""
+    """name -> (dtype in my.toml, dtype in rl-state) where they differ, over
+    the buffers the runs hold (``write_rl_run``'s)."""
     my = load_schema(my_path)
-    names = [m.pattern for g in RL_STATE.groups for m in g.members]
+    names = [name for name, _ in RL_STATE_MEMBERS]
     out = {}
     for n in sorted(names):
         d_my, d_rl = my.classify(n)[1], RL_STATE.classify(n)[1]

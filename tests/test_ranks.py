@@ -324,6 +324,48 @@ def test_runs_a_recorder_wrote_rank_by_rank_compare_whole(tmp_path: Path) -> Non
     assert w["first_divergent_chunk"] is not None  # step 2 was recorded as digests only
 
 
+def test_runs_of_several_ranks_choose_the_schema_a_run_of_one_rank_would(tmp_path: Path) -> None:
+    """Without --schema, runs of several ranks whose files give their dtypes
+    (a recorder's .npy dumps, containers) are read by-name, their groups the
+    names' first parts, as a run of one rank of the same files is, not with
+    rl-state (every buffer then in group 'other'); in compare and in sweep."""
+    np = pytest.importorskip("numpy")
+    from fastdiff import Recorder
+
+    def record(run: Path, rank: int | None, bump: float = 0.0) -> None:
+        with Recorder(run, rank=rank) as rec:
+            w = np.arange(8, dtype=np.float32)
+            rec.dump(0, "model.w", w)
+            rec.dump(0, "optim.m", w + bump)
+
+    for run, bump in (("a", 0.0), ("b", 1.0), ("c", 0.0)):
+        for rank in (0, 1):
+            record(tmp_path / run, rank, bump if rank == 1 else 0.0)
+    record(tmp_path / "one", None)
+    record(tmp_path / "one_b", None, 1.0)
+
+    def doc(*args: object) -> dict[str, Any]:
+        p = fastdiff("compare", *args, "--format", "json")
+        assert p.returncode in (0, 1), p.stderr
+        return json.loads(p.stdout)  # type: ignore[no-any-return]
+
+    one = doc(tmp_path / "one", tmp_path / "one_b")
+    several = doc(tmp_path / "a", tmp_path / "b")
+    assert one["schema"] == several["schema"] == "by-name"
+    assert [g["key"] for g in several["groups"]] == [g["key"] for g in one["groups"]]
+    assert [g["key"] for g in several["groups"]] == ["model", "optim"]
+    assert several["first_divergent_groups"] == ["optim"]
+    assert {b["group"] for b in several["buffers"]} == {"model", "optim"}
+    p = fastdiff("sweep", "--baseline", tmp_path / "a", tmp_path / "b", tmp_path / "c",
+                 "--no-cache", "--format", "jsonl")  # fmt: skip
+    assert p.returncode == 1, p.stderr
+    *pairs, summary = map(json.loads, p.stdout.splitlines())
+    assert [(r["schema"], r["verdict"]) for r in pairs] == [
+        ("by-name", "diverged"), ("by-name", "identical"),
+    ]  # fmt: skip
+    assert pairs[0]["first_divergent_groups"] == ["optim"] and "notes" not in summary
+
+
 # --- hash, sweep, watch -------------------------------------------------------------------
 
 

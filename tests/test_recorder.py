@@ -328,8 +328,44 @@ def test_what_cannot_be_recorded_is_one_clear_error(
 
 @pytest.mark.parametrize("name", ["", "a/b", "a\0b", 5])
 def test_a_name_that_cannot_be_a_dump_name_is_refused(tmp_path: Path, name: object) -> None:
-    with Recorder(tmp_path / "r") as rec, pytest.raises(ValueError, match="buffer name"):
+    """The error says which names are allowed, and nothing is written."""
+    with Recorder(tmp_path / "r") as rec, pytest.raises(ValueError, match="buffer name") as info:
         rec.dump(0, name, np.zeros(1))  # type: ignore[arg-type]
+    message = str(info.value)
+    assert repr(name) in message
+    assert "one or more characters" in message and "'/' and NUL" in message, message
+    assert not (tmp_path / "r").exists() or not any((tmp_path / "r").glob("step_*"))
+
+
+def test_a_folder_that_holds_dumps_is_refused_unless_exist_ok(tmp_path: Path) -> None:
+    """A recorder opened on a run already recorded would mix the runs (its old
+    steps then read as in one run only): FileExistsError, naming the folder
+    and how many dumps it holds; ``exist_ok=True`` writes into it."""
+    run = record(tmp_path / "r", {(0, "x"): np.zeros(4), (1, "x"): np.zeros(4)})
+    with pytest.raises(FileExistsError) as info:
+        Recorder(run)
+    assert info.value.errno == errno.EEXIST and info.value.filename == str(run)
+    assert "holds 2 dumps" in str(info.value) and "exist_ok=True" in str(info.value)
+    assert sorted(p.name for p in run.iterdir()) == [DIGEST_LOG, "step_0_x.npy", "step_1_x.npy"]
+    with Recorder(run, exist_ok=True) as rec:
+        rec.dump(1, "x", np.ones(4))
+    assert np.array_equal(np.load(run / "step_1_x.npy"), np.ones(4))
+
+    # Digests only: the dumps are the log's lines.
+    digests = record(tmp_path / "d", {(s, "x"): np.zeros(4) for s in range(3)}, data=False)
+    with pytest.raises(FileExistsError, match="the digests of 3 dumps") as info:
+        Recorder(digests)
+    assert info.value.filename == str(digests)
+    # A rank's folder is its own: rank 1 beside a recorded rank 0 is new.
+    record(tmp_path / "k", {(0, "x"): np.zeros(4)}, rank=0)
+    with pytest.raises(FileExistsError, match="holds 1 dump;") as info:
+        Recorder(tmp_path / "k", rank=0)
+    assert info.value.filename == str(tmp_path / "k" / "rank_0")
+    Recorder(tmp_path / "k", rank=1).close()
+    # An empty folder, or one of other files, holds no dumps.
+    (tmp_path / "e").mkdir()
+    (tmp_path / "e" / "notes.txt").write_text("x")
+    record(tmp_path / "e", {(0, "x"): np.zeros(4)})
 
 
 def test_steps_path_and_close(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,10 @@ from fastdiff.schema import OTHER, PRESETS, RL_STATE
 from fastdiff.schemafile import load_schema, resolve_schema, schema_to_toml
 
 REFERENCE_MEMBERS = {
+    # A and B: the names compare-rl-state.py's docstring gives them; their
+    # dtypes are the preset's own start (the script names none).
+    "A": {"attn_context_d": "f32", "h_t_d": "f32"},
+    "B": {"priority_tree": "f32", "sample_prng": "u32", "sample_indices": "i32"},
     "C": {"action_prng_state": "u32", "iqn_prng_state": "u32"},
     "D": {
         "pyramid_units_count": "i32",
@@ -40,11 +45,64 @@ REFERENCE_MEMBERS = {
 
 
 def test_rl_state_preset_matches_the_reference_table() -> None:
-    assert [g.key for g in RL_STATE.groups] == ["C", "D", "E", "F"]
+    """Groups A (CfC carry) and B (PER state), as the reference script's
+    docstring names them, upstream of its table's C to F."""
+    assert [g.key for g in RL_STATE.groups] == ["A", "B", "C", "D", "E", "F"]
     for g in RL_STATE.groups:
         assert {m.pattern: m.dtype for m in g.members} == REFERENCE_MEMBERS[g.key]
         assert g.title and g.hint
-    assert sum(len(g.members) for g in RL_STATE.groups) == 34
+        assert all(m.inputs is not None for m in g.members)  # every member has a role
+    assert sum(len(g.members) for g in RL_STATE.groups) == 39
+    assert RL_STATE.classify("h_t_d") == ("A", "f32")
+    assert RL_STATE.classify("sample_prng") == ("B", "u32")
+    assert RL_STATE.classify("sample_indices") == ("B", "i32")
+
+
+def test_groups_a_and_b_are_upstream_in_a_comparison(tmp_path: Path) -> None:
+    """A run that dumps the CfC carry and the PER state is read with their
+    dtypes and groups: B diverging first is the verdict's group, before F,
+    with its hint; a sampled index that differs while the PRNG and the tree
+    match is where the divergence was born."""
+    import struct
+
+    from helpers import fastdiff, write_runs
+
+    files: dict[str, tuple[bytes | None, bytes | None]] = {}
+    for step in range(3):
+        same = {
+            "h_t_d": struct.pack("<4f", 0.5, 1, 2, step),
+            "attn_context_d": struct.pack("<4f", 1, 2, 3, step),
+            "priority_tree": struct.pack("<4f", 1, 1, 2, 4),
+            "sample_prng": struct.pack("<2I", 7, 1000 + step),
+        }
+        for name, data in same.items():
+            files[f"step_{step}_{name}.bin"] = (data, data)
+        indices = struct.pack("<3i", 0, 2, step)
+        files[f"step_{step}_sample_indices.bin"] = (
+            indices, struct.pack("<3i", 0, 3, step) if step >= 1 else indices
+        )  # fmt: skip
+        rewards = struct.pack("<2f", 1, step)
+        files[f"step_{step}_rewards.bin"] = (rewards, struct.pack("<2f", 2, step) if step == 2
+                                             else rewards)  # fmt: skip
+    a, b = write_runs(tmp_path, files)
+    p = fastdiff("compare", a, b, "--format", "json")
+    assert p.returncode == 1, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["schema"] == "rl-state" and doc["first_divergent_step"] == 1
+    assert doc["first_divergent_groups"] == ["B"]
+    assert [(g["key"], g["status"]) for g in doc["groups"]] == [
+        ("A", "equal"), ("B", "diverged"), ("C", "absent"), ("D", "absent"), ("E", "absent"),
+        ("F", "equal"),
+    ]  # fmt: skip
+    rows = {(x["step"], x["name"]): x for x in doc["buffers"]}
+    assert {rows[(0, n)]["dtype"] for n in ("h_t_d", "attn_context_d", "priority_tree")} == {"f32"}
+    assert (rows[(0, "sample_prng")]["dtype"], rows[(0, "sample_indices")]["dtype"]) == (
+        "u32", "i32",
+    )  # fmt: skip
+    index = rows[(1, "sample_indices")]
+    assert (index["status"], index["first_index"], index["role"]) == ("diverged", 1, "origin")
+    assert doc["origins"][0] == {"step": 1, "name": "sample_indices", "group": "B"}
+    assert "PER" in doc["groups"][1]["title"] and "tree" in doc["groups"][1]["hint"]
 
 
 def test_classify_exact_glob_and_other() -> None:
@@ -435,6 +493,49 @@ def test_a_dtype_schema_from_wrote_keeps_saying_it_is_not_set(tmp_path: Path) ->
     assert '"w" = "f32?"' in p.stdout
     text = fastdiff("compare", "--schema", mine, a, b).stdout
     assert "so it was read as f32. Write its dtype" in text and "(rounding)" in text
+
+
+def test_schema_from_a_run_writes_the_dtype_its_headers_give(tmp_path: Path) -> None:
+    """``schema --from`` a recorder's run (``.npy`` dumps): each buffer gets the
+    dtype its files' headers give, set (compare reads it so), in group 'new'
+    and for a preset member alike; a raw ``.bin`` beside them keeps the
+    unset default. The comment and the group's title say only what holds."""
+    import numpy as np
+    from helpers import fastdiff
+
+    from fastdiff import Recorder
+
+    run = tmp_path / "rec"
+    with Recorder(run) as rec:
+        for step in (0, 1):
+            rec.dump(step, "rewards", np.ones(4, np.float64))  # f32 in the preset
+            rec.dump(step, "my_buf", np.ones(3, np.int16))
+    mine = tmp_path / "mine.toml"
+
+    def members(stdout: str) -> list[tuple[str, list[tuple[str, str, bool]]]]:
+        mine.write_text(stdout)
+        schema = load_schema(mine)
+        return [(g.key, [(m.pattern, m.dtype, m.unset) for m in g.members]) for g in schema.groups]
+
+    p = fastdiff("schema", "--from", run, "--default-dtype", "f32")
+    assert p.returncode == 0, p.stderr
+    assert members(p.stdout) == [
+        ("F", [("rewards", "f64", False)]),
+        ("new", [("my_buf", "i16", False)]),
+    ]
+    assert "?" not in p.stdout and "set each" not in p.stdout and "dtype of each" not in p.stdout
+    compared = fastdiff("compare", "--schema", mine, run, run, "--format", "json")
+    assert compared.returncode == 0, compared.stderr
+    assert json.loads(compared.stdout)["notes"] == []  # no unset dtype, no header disagreeing
+
+    (run / "step_0_raw.bin").write_bytes(bytes(8))
+    p = fastdiff("schema", "--from", run)
+    assert members(p.stdout) == [
+        ("F", [("rewards", "f64", False)]),
+        ("new", [("my_buf", "i16", False), ("raw", "u8", True)]),
+    ]
+    assert p.stdout.startswith('# A dtype with a "?" after it ("u8?") is not set yet')
+    assert "set each one's dtype" not in p.stdout  # only one of them is unset
 
 
 def test_an_unset_dtype_is_named_as_written_with_a_default_dtype(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import make_fixtures
 import pytest
 from helpers import fastdiff
 
@@ -27,10 +28,16 @@ BATCH = 16
 ISV = 757
 ITEMSIZE = {"u8": 1, "u32": 4, "i32": 4, "f32": 4, "f64": 8}
 DTYPE_ORDER = ["u8", "i8", "u16", "i16", "u32", "i32", "u64", "i64", "f16", "bf16", "f32", "f64"]
-#: (name, group, dtype) of every rl-state buffer, in pipeline order
-MEMBERS = [(m.pattern, g.key, m.dtype) for g in RL_STATE.groups for m in g.members]
+#: (name, group, dtype) of every rl-state buffer the fixtures dump (groups C to F:
+#: ``make_fixtures.DUMPED_GROUPS``), in pipeline order
+MEMBERS = [
+    (m.pattern, g.key, m.dtype)
+    for g in RL_STATE.groups
+    if g.key in make_fixtures.DUMPED_GROUPS
+    for m in g.members
+]
 TITLES = {g.key: g.title for g in RL_STATE.groups} | {"other": "not in the schema"}
-GROUP_ORDER = {"C": 0, "D": 1, "E": 2, "F": 3, "other": 4}
+GROUP_ORDER = {"A": 0, "B": 1, "C": 2, "D": 3, "E": 4, "F": 5, "other": 6}
 
 
 def stats_json(*args: str, malformed: int = 0) -> dict[str, Any]:

@@ -393,6 +393,20 @@ def test_sweep_errors_give_exit_2_and_keep_other_pairs(
     assert r.stderr == f"fastdiff: error: {missing}: run folder not found; check the path\n"
 
 
+def test_an_error_every_pair_shares_is_printed_once(
+    runs: dict[str, Path], tmp_path: Path, cache_env: dict[str, str]
+) -> None:
+    """A missing baseline is an error of every pair: each pair's record holds
+    it, stderr says it once."""
+    missing = tmp_path / "nope"
+    r = cli("sweep", "--baseline", str(missing), str(runs["base"]), str(runs["divF"]),
+            env=cache_env)  # fmt: skip
+    assert r.returncode == 2
+    *pairs, _ = [strict_json(x) for x in r.stdout.splitlines()]
+    assert [[e["path"] for e in rec["errors"]] for rec in pairs] == [[str(missing)]] * 2
+    assert r.stderr == f"fastdiff: error: {missing}: run folder not found; check the path\n"
+
+
 def test_pair_list_builders(tmp_path: Path) -> None:
     assert baseline_pairs("a", ["b", "c"]) == [("a", "b"), ("a", "c")]
     assert all_pairs(["a", "b", "c", "a"]) == [("a", "b"), ("a", "c"), ("b", "c")]
@@ -424,6 +438,37 @@ def test_each_file_is_hashed_once_per_sweep(
     assert summary.pairs == 10
     assert len(calls) == 5 * 34 * 4
     assert set(calls.values()) == {1}
+
+
+def test_each_run_is_listed_once_per_sweep(
+    runs: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sweep lists each run (and each rank of a run of several) once, and
+    chooses its schema and compares from that one listing."""
+    import fastdiff.sources.folder
+
+    listed: Counter[str] = Counter()
+    real = fastdiff.sources.folder.open_source
+
+    def counting(spec: str, steps: object = None):  # type: ignore[no-untyped-def]
+        listed[spec] += 1
+        return real(spec, steps)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fastdiff.sources.folder, "open_source", counting)
+    ranked = []
+    for name in ("r1", "r2"):
+        for rank in (0, 1):
+            shutil.copytree(runs["base"], tmp_path / name / f"rank_{rank}")
+        ranked.append(str(tmp_path / name))
+    folders = [str(runs[k]) for k in ("base", "same1", "divF")]
+    reports, _ = sweep(all_pairs(folders))
+    assert [r.verdict for r in reports] == ["identical", "diverged", "diverged"]
+    assert dict(listed) == dict.fromkeys(folders, 1)
+    listed.clear()
+    reports, _ = sweep([(ranked[0], ranked[1])])
+    assert reports[0].verdict == "identical" and reports[0].ranks is not None
+    ranks = [os.path.join(r, f"rank_{k}") for r in ranked for k in (0, 1)]
+    assert dict(listed) == dict.fromkeys([*ranked, *ranks], 1)
 
 
 def _without_work(report: object) -> str:

@@ -145,6 +145,38 @@ def test_the_readme_pytest_gate_runs(tmp_path: Path) -> None:
     assert "2 passed" in r.stdout
 
 
+GATE = """\
+import numpy as np
+from fastdiff import Recorder
+from fastdiff.testing import assert_runs_equal
+
+
+def test_gate(tmp_path):
+    for run, value in (("a", 0.0), ("b", 1.0)):
+        with Recorder(tmp_path / run) as rec:
+            rec.dump(0, "loss", np.full(4, value, dtype=np.float32))
+    assert_runs_equal(tmp_path / "a", tmp_path / "b")
+"""
+
+
+@pytest.mark.parametrize("tb", ["long", "short", "auto"])
+def test_a_failing_gate_shows_the_test_not_fastdiff_frames(tmp_path: Path, tb: str) -> None:
+    """pytest's traceback of a failed gate ends at the test's own line: the
+    frame of assert_runs_equal is hidden (``__tracebackhide__``), its message kept."""
+    (tmp_path / "test_gate.py").write_text(GATE)
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--tb={tb}",
+         str(tmp_path / "test_gate.py")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "Runs are not equal" in r.stdout and "1 failed" in r.stdout, r.stdout
+    assert "assert_runs_equal(tmp_path" in r.stdout, r.stdout  # the test's line
+    assert "testing.py" not in r.stdout, r.stdout  # fastdiff's frame is not shown
+    assert "format_mismatch" not in r.stdout, r.stdout
+
+
 def test_the_readme_message_is_what_it_says(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -91,6 +91,8 @@ def write_plot(report: Report, path: str, code: int) -> int:
     except (OSError, FastdiffError) as exc:
         from ..render.escape import display_path
 
+        # Said once: the option and the file, then why (an OSError's strerror,
+        # which names neither: write_timeline_plot does not word it).
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         print(
             f"fastdiff: error: --plot {display_path(path)}: cannot write the timeline "

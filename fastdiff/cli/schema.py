@@ -15,7 +15,8 @@ DESCRIPTION = (
     "Print a schema as TOML: a preset, or a schema file read and checked as compare would read "
     "it. A start for your own: fastdiff schema > my.toml, edit, then --schema my.toml. With "
     "--from RUN: only the members the run has, and its other buffers in a group of their own "
-    "to give dtypes to."
+    "to give dtypes to (the dtype its files' headers give, where they do: .npy dumps, a "
+    "recorder's run)."
 )
 
 ARGUMENTS = (
@@ -31,13 +32,15 @@ ARGUMENTS = (
         dest="run",
         metavar="RUN",
         help="a run folder (or manifest): keep the members it has, and list its buffers in no "
-        "group, with the default dtype, in a group 'new'",
+        "group in a group 'new', each with the dtype its files' headers give (.npy), else the "
+        "default dtype, marked not set ('u8?')",
     ),
     Arg(
         "--default-dtype",
         metavar="DTYPE",
-        help="the schema's default dtype, given to the buffers in no group (default: the "
-        "schema's, u8); numpy's names (float32, <f4) are written as fastdiff's (f32)",
+        help="the schema's default dtype, given to the buffers in no group whose files give "
+        "none (default: the schema's, u8); numpy's names (float32, <f4) are written as "
+        "fastdiff's (f32)",
     ),
 )
 
@@ -70,4 +73,10 @@ def _for_run(schema: Schema, run: str) -> Schema:
             f"--from {run}: no step_<N>_<name>.bin dumps in it; give the folder that holds them"
         )
     name = os.path.basename(os.path.abspath(run)) or "run"
-    return schema_for_run(schema, (f.name for f in listing.files), f"{name}-schema")
+    # The dtype the files' headers give a buffer (compare reads it so), where
+    # every file of it gives the same one.
+    headers: dict[str, set[str | None]] = {}
+    for f in listing.files:
+        headers.setdefault(f.name, set()).add(f.dtype)
+    dtypes = {n: d for n, (d, *more) in headers.items() if d is not None and not more}
+    return schema_for_run(schema, headers, f"{name}-schema", dtypes)

@@ -107,9 +107,15 @@ def run(args: Namespace) -> int:
     finished: list[Report] = []
     t0 = time.perf_counter()
 
+    printed: set[tuple[str, str]] = set()
+
     def emit(index: int, report: Report) -> None:
         finished.append(report)
-        print_problems(report.errors)
+        # Each error once on stderr, however many pairs share it (a broken
+        # baseline); every pair's record still holds it.
+        new = [e for e in report.errors if (e.path, e.message) not in printed]
+        printed.update((e.path, e.message) for e in new)
+        print_problems(new)
         write_stdout(render_sweep_record(index, report) if fmt == "jsonl" else
                      format_sweep_row(report) + "\n")  # fmt: skip
 

@@ -791,6 +791,7 @@ def compare_pairs(
     progress: Progress | None = None,
     on_note: Callable[[str], None] | None = None,
     select: Selection | None = None,
+    listed: dict[str, tuple[RunSource, RankedRun | None]] | None = None,
 ) -> list[Report]:
     """Compare run pairs (folders or manifests), hashing every file once per
     chunk size it is needed at.
@@ -803,10 +804,14 @@ def compare_pairs(
     and is handed to ``on_note`` once per distinct line, before any work
     starts (the command line prints it on stderr). ``select``: compare only
     the steps and buffers it takes (``options.Selection``; each report's
-    ``selection``); steps it leaves out are not even listed.
+    ``selection``); steps it leaves out are not even listed. ``listed``:
+    the runs as ``list_runs`` listed them already (a sweep's, with the same
+    ``select``), else listed here.
     """
     with gc_paused():
-        return _compare_pairs(pairs, options, executor, cache, on_report, progress, on_note, select)
+        return _compare_pairs(
+            pairs, options, executor, cache, on_report, progress, on_note, select, listed
+        )
 
 
 def _compare_pairs(
@@ -818,12 +823,11 @@ def _compare_pairs(
     progress: Progress | None,
     on_note: Callable[[str], None] | None,
     select: Selection | None,
+    listed: dict[str, tuple[RunSource, RankedRun | None]] | None,
 ) -> list[Report]:
     opts = options or CompareOptions()
-    specs = [os.fspath(s) for pair in pairs for s in pair]
-    sources = {s: open_selected(s, select) for s in dict.fromkeys(specs)}
-    named: dict[str, RunSource] = {}  # by spec: the same source for every pair it is in
-    ranked: dict[str, RankedRun | None] = {}
+    if listed is None:
+        listed = list_runs(pairs, select)
     reports: dict[int, Report] = {}
     emitted = 0
 
@@ -844,17 +848,8 @@ def _compare_pairs(
     hints: dict[str, str | None] = {}
     notes: dict[str, None] = {}
     for i, (ra, rb) in enumerate(pairs):
-        sa, sb = sources[os.fspath(ra)], sources[os.fspath(rb)]
-        for src in (sa, sb):
-            if src.spec not in ranked:
-                ranked[src.spec] = _ranks_of(src)
-        ka, kb = ranked[sa.spec], ranked[sb.spec]
-        if ka is None and kb is None and select is not None:  # a rank's names: its own
-            for src in (sa, sb):
-                if src.spec not in named:
-                    named[src.spec] = _named(src, select)
-            sa, sb = named[sa.spec], named[sb.spec]
-        schema, said = choose_schema((sa, sb), opts.schema)
+        (sa, ka), (sb, kb) = listed[os.fspath(ra)], listed[os.fspath(rb)]
+        schema, said = choose_schema((sa, sb), opts.schema, holding(listed, (ra, rb)))
         said = (*said, *dict.fromkeys((*sa.notes, *sb.notes)))
         notes.update(dict.fromkeys(said))
         if ka is None and kb is None:  # runs of one rank: the usual case
@@ -872,6 +867,38 @@ def _compare_pairs(
     if progress is not None:
         progress.close()
     return [reports[i] for i in range(len(pairs))]
+
+
+def list_runs(
+    pairs: Sequence[tuple[str | os.PathLike[str], str | os.PathLike[str]]],
+    select: Selection | None = None,
+) -> dict[str, tuple[RunSource, RankedRun | None]]:
+    """Every run of ``pairs`` listed once (``sources.open_run``, at the steps
+    ``select`` takes), with its ranks when it is a run of several (each rank
+    listed once too), by its spec: what ``compare_pairs`` compares, and what
+    a sweep chooses its schema from before (``sweep.one_schema``), without
+    listing again. A run of one rank holds the names ``select`` takes; a
+    run of several, its ranks do (``_RankedPair``)."""
+    listed: dict[str, tuple[RunSource, RankedRun | None]] = {}
+    for spec in dict.fromkeys(os.fspath(s) for pair in pairs for s in pair):
+        src = open_selected(spec, select)
+        ranked = _ranks_of(src)
+        listed[spec] = (_named(src, select) if ranked is None else src, ranked)
+    return listed
+
+
+def holding(
+    listed: dict[str, tuple[RunSource, RankedRun | None]],
+    runs: Iterable[str | os.PathLike[str]],
+) -> list[RunSource]:
+    """The sources that hold the buffers of ``runs`` (listed by ``list_runs``):
+    a run's own, or its ranks' for a run of several (``choose_schema``'s
+    ``named``)."""
+    out: list[RunSource] = []
+    for run in runs:
+        src, ranked = listed[os.fspath(run)]
+        out += [src] if ranked is None else [rank_src for _, rank_src in ranked.ranks]
+    return out
 
 
 # --- runs of several ranks ---------------------------------------------------------------

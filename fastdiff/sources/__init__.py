@@ -37,6 +37,7 @@ FORMATS: dict[str, tuple[str, str]] = {
         "with model.safetensors.index.json)",
     ),
     "npz": ("npz", "a numpy .npz archive (np.savez, np.savez_compressed)"),
+    "npy": ("npy", "a numpy .npy file (np.save): one buffer, named by the file's stem"),
     "torch": ("torchzip", "a torch.save archive (.pt, .pth, pytorch_model.bin)"),
 }
 
@@ -52,7 +53,8 @@ def sniff(path: str) -> str:
     """The format of a regular file, from its first bytes (``FORMATS``): a
     safetensors header, a zip archive (an ``.npz`` when its members are
     ``.npy`` arrays, else a ``torch.save`` archive), a ``torch.save`` file of
-    the legacy format (which that reader refuses), else a manifest, whose
+    the legacy format (which that reader refuses), an ``.npy`` array (numpy's
+    magic), else a manifest, whose
     loader says why a file is not one. A file that cannot be read is left
     to the manifest loader too, which names the trouble."""
     from .reader import open_fd
@@ -80,6 +82,10 @@ def sniff(path: str) -> str:
             return "npz" if all(n.endswith(".npy") for n in names) else "torch"
         if head.startswith(LEGACY_TORCH):  # refused there, saying what it is
             return "torch"
+        from .npy import MAGIC as NPY_MAGIC
+
+        if head.startswith(NPY_MAGIC):
+            return "npy"
     except OSError:
         pass
     finally:

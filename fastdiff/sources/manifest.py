@@ -379,15 +379,6 @@ def load_manifest(path: str | os.PathLike[str]) -> Manifest:
     return parse_manifest(doc, p)
 
 
-def _starts_with(path: str, magic: bytes) -> bool:
-    """Whether the file at ``path`` starts with ``magic`` (False if unreadable)."""
-    try:
-        with open(path, "rb") as f:
-            return f.read(len(magic)) == magic
-    except OSError:
-        return False
-
-
 def open_source(spec: str, steps: StepFilter | None = None) -> RunSource:
     """A manifest file as a run source (``sources.FORMATS``): digests only.
     A file that is no manifest, or a damaged one, is a source whose
@@ -398,13 +389,7 @@ def open_source(spec: str, steps: StepFilter | None = None) -> RunSource:
         m = load_manifest(spec)
     except ManifestError as exc:
         msg = str(exc).removeprefix(f"{spec}: ")
-        if isinstance(exc, NotAManifest) and _starts_with(spec, b"\x93NUMPY"):
-            msg = (
-                "a lone .npy file is one array, not a run: put it in a run folder as "
-                "step_0_<name>.npy (each run its own folder, the same name in both) and "
-                "compare the folders"
-            )
-        elif isinstance(exc, NotAManifest) and base.lower().endswith(".bin"):
+        if isinstance(exc, NotAManifest) and base.lower().endswith(".bin"):
             msg = (
                 f"not a run folder, nor a fastdiff manifest ({msg}); a .bin file is data: "
                 f"pass the run folder that holds the {DUMP_PATTERN} dumps"

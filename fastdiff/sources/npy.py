@@ -14,6 +14,10 @@ naming what is wrong, when it is longer than numpy reads by default
 structured or other dtype fastdiff does not compare, or when the file is
 not exactly header plus data (truncated, or trailing bytes). A Fortran-order
 array is compared in its logical (C) order: a strided view of the data.
+
+An ``.npy`` file given as a run (``open_source``) is a run of one buffer at
+step 0, named by the file's stem, as a ``torch.save`` file is a run of its
+tensors.
 """
 
 from __future__ import annotations
@@ -26,6 +30,9 @@ from .buffers import BufferRef, Strided
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import os
+
+    from .buffers import StepFilter
+    from .run import RunSource
 
 MAGIC = b"\x93NUMPY"
 #: numpy's own default cap on a header it reads (``max_header_size``).
@@ -282,3 +289,20 @@ def file_buffers(path: str, step: int, name: str, fd: int, st: os.stat_result) -
         h.data_offset, st.st_size, h.dtype, h.shape, h.codec,
     )  # fmt: skip
     return [ref]
+
+
+def open_source(spec: str, steps: StepFilter | None = None) -> RunSource:
+    """An ``.npy`` file as a run source: one buffer, at step 0, named by the
+    file's stem (``weights.npy``: ``weights``)."""
+    import os
+
+    from .reader import read_regular
+    from .run import file_source
+
+    base = os.path.basename(spec)
+    name = os.path.splitext(base)[0] or base
+
+    def read() -> list[BufferRef]:
+        return read_regular(spec, lambda fd, st: file_buffers(spec, 0, name, fd, st), NpyError)
+
+    return file_source(spec, steps, "npy", read, NpyError, ".npy file")

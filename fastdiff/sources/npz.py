@@ -19,14 +19,15 @@ from __future__ import annotations
 import os
 import zlib
 
-from .buffers import BufferRef, Deflate, Unread, step_filter
+from .buffers import BufferRef, Deflate, Unread
 from .npy import MAX_HEADER_SIZE, PREAMBLE, NpyError, parse_header
-from .run import RunSource, container_listing, refused
+from .run import file_source
 from .ziparchive import ZipError, read_members
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .buffers import StepFilter
+    from .run import RunSource
     from .ziparchive import ZipMember
 
 
@@ -115,13 +116,4 @@ def read_file(path: str, step: int) -> list[BufferRef | Unread]:
 
 def open_source(spec: str, steps: StepFilter | None = None) -> RunSource:
     """An ``.npz`` file as a run source: one step (0) of buffers."""
-    try:
-        refs = read_file(spec, 0)
-    except OSError as exc:
-        return refused(spec, f"cannot read: {exc.strerror}", "unreadable")
-    except NpzError as exc:
-        return refused(spec, f"not a usable .npz archive: {exc}", "malformed")
-    want = step_filter(steps)
-    if want is not None and not want(0):
-        refs = []
-    return RunSource(spec, container_listing(spec, refs), steps=steps, kind="npz")
+    return file_source(spec, steps, "npz", lambda: read_file(spec, 0), NpzError, ".npz archive")

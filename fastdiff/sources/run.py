@@ -119,3 +119,28 @@ def container_listing(
             refs.append(item)
     broken.sort(key=lambda item: item[0])
     return RunListing(spec, tuple(refs), skipped, tuple(errors), True, tuple(broken))
+
+
+def file_source(
+    spec: str,
+    steps: StepFilter | None,
+    kind: str,
+    read: Callable[[], Iterable[BufferRef | Unread]],
+    error: type[Exception],
+    what: str,
+) -> RunSource:
+    """A file given as a run, of one step (0): the buffers ``read()`` finds
+    (``container_listing``); an OSError makes it unreadable, ``error`` (its
+    format's refusal) malformed, said as "not a usable WHAT"."""
+    from .buffers import step_filter
+
+    try:
+        items = read()
+    except OSError as exc:
+        return refused(spec, f"cannot read: {exc.strerror}", "unreadable")
+    except error as exc:
+        return refused(spec, f"not a usable {what}: {exc}", "malformed")
+    want = step_filter(steps)
+    if want is not None and not want(0):
+        items = []
+    return RunSource(spec, container_listing(spec, items), steps=steps, kind=kind)

@@ -39,13 +39,24 @@ def _differing(src: RunSource, schema: Schema, skip: set[str]) -> list[str]:
 
 
 def choose_schema(
-    sources: Sequence[RunSource], given: Schema | None
+    sources: Sequence[RunSource],
+    given: Schema | None,
+    named: Sequence[RunSource] | None = None,
 ) -> tuple[Schema, tuple[str, ...]]:
     """The schema to read ``sources`` (a run pair, or one run) with, and what
-    to tell the user about the choice (``note: ...`` / ``warning: ...``)."""
+    to tell the user about the choice (``note: ...`` / ``warning: ...``).
+    ``named``: the sources that hold their buffers, whose names and dtypes
+    ``by_name`` reads (default: ``sources``): for a run of several ranks,
+    its ranks' (``sources.ranks``), so that it is read as a run of one rank
+    of the same files would be."""
     manifests = list({s.spec: s for s in sources if s.is_manifest}.values())
     recorded = [m.schema for m in manifests if m.schema is not None]
-    chosen = given or next(iter(recorded), None) or by_name(sources) or RL_STATE
+    chosen = (
+        given
+        or next(iter(recorded), None)
+        or by_name(sources if named is None else named)
+        or RL_STATE
+    )
     said: list[str] = []
     reported: set[str] = set()
     if given is None:
