@@ -132,6 +132,16 @@ def test_unexpected_exception_is_one_line_and_exit_2() -> None:
     )
 
 
+def test_a_missing_dependency_is_an_environment_to_fix_not_a_bug() -> None:
+    p = crash("ModuleNotFoundError(\"No module named 'xxhash'\", name='xxhash')")
+    assert p.returncode == 2
+    (line,) = p.stderr.splitlines()
+    assert line.startswith("fastdiff: error: fastdiff stats needs the package 'xxhash'")
+    assert BUG not in line
+    p = crash("ModuleNotFoundError(\"No module named 'spam'\", name='spam')")  # not ours: a bug
+    assert BUG in p.stderr
+
+
 @pytest.mark.parametrize(("extra", "env"), [(', "--debug"', {}), ("", {"FASTDIFF_DEBUG": "1"})])
 def test_debug_shows_the_traceback_and_still_exits_2(extra: str, env: dict[str, str]) -> None:
     p = crash("RuntimeError('boom')", extra, env)

@@ -167,12 +167,25 @@ def _debug_requested(argv: Sequence[str]) -> bool:
     return "--debug" in (words[: words.index("--")] if "--" in words else words)
 
 
+#: The packages fastdiff depends on (pyproject.toml's dependencies).
+_REQUIRED = frozenset({"numpy", "numba", "xxhash"})
+
+
 def _unexpected(exc: Exception, command: str, debug: bool) -> int:
     """An exception fastdiff did not foresee: a bug. Say so briefly; exit 2, never 1."""
     if debug:
         import traceback
 
         traceback.print_exception(exc)
+    missing = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
+    if missing in _REQUIRED:  # an environment without fastdiff's own dependencies: no bug
+        print(
+            f"fastdiff: error: {command} needs the package {missing!r}, which this Python "
+            f"({sys.executable}) cannot import; install fastdiff with its dependencies "
+            "(pip install . from a checkout), or run it from the environment it was installed in",
+            file=sys.stderr,
+        )
+        return EXIT_TROUBLE
     detail = str(exc).splitlines()[0] if str(exc).strip() else ""
     what = type(exc).__name__ + (f": {detail}" if detail else "")
     print(
