@@ -410,3 +410,20 @@ def test_a_raw_dump_beside_a_typed_npy_is_a_header_difference_never_reinterprete
     report = compare_runs(a, b, CompareOptions(schema=schema))
     (x,) = report.buffers
     assert x.status == "equal" and report.verdict == "identical"
+
+
+def test_a_dump_recorded_again_after_a_restart_replaces_its_line(tmp_path: Path) -> None:
+    # A job restarted into its own folder (exist_ok=True) records step 1
+    # again: the new line names the old one, so it is a new recording, not
+    # a conflict, and the run compares as what it holds now.
+    run = job(tmp_path / "r", None, data=False)
+    with Recorder(run, exist_ok=True, data=False) as rec:
+        rec.dump(1, "w", np.full(64, 9, dtype=np.float32))
+    lines = [json.loads(x) for x in (run / DIGEST_LOG).read_text().splitlines()]
+    again = [x for x in lines if (x["step"], x["name"]) == (1, "w")]
+    assert len(again) == 2 and again[1]["replaces"] == again[0]["check"]
+    arrays = {(s, "w"): np.linspace(0, 1, 64, dtype=np.float32) * (s + 1) for s in range(3)}
+    arrays[(1, "w")] = np.full(64, 9, dtype=np.float32)
+    now = record(tmp_path / "now", arrays, data=False)
+    report = compare_runs(run, now)
+    assert report.verdict == "identical", report.errors
