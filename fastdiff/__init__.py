@@ -20,11 +20,11 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "compare_runs": "compare",
     "CompareOptions": "options",
-    "Selection": "options",
-    "Tolerance": "kernels",
+    "Selection": "model.selection",
+    "Tolerance": "model.tolerance",
     "scan_bytes": "kernels",
-    "Report": "results",
-    "BufferResult": "results",
+    "Report": "model.results",
+    "BufferResult": "model.results",
     "render_text": "render",
     "render_json": "render",
     "report_dict": "render",
@@ -38,11 +38,13 @@ _EXPORTS = {
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from .compare import compare_runs
-    from .kernels import Tolerance, scan_bytes
-    from .options import CompareOptions, Selection
+    from .kernels import scan_bytes
+    from .model.results import BufferResult, Report
+    from .model.selection import Selection
+    from .model.tolerance import Tolerance
+    from .options import CompareOptions
     from .recorder import Recorder
     from .render import render_json, render_text, report_dict
-    from .results import BufferResult, Report
     from .schema import Schema
     from .schemafile import load_schema, resolve_schema
     from .stages.verdict import exit_code

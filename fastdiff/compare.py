@@ -9,7 +9,8 @@ differing chunks reach the kernel.
 from __future__ import annotations
 
 from .engine.scheduler import compare_pairs
-from .options import CompareOptions, Selection, tolerance_dict
+from .model.selection import Selection
+from .options import CompareOptions, tolerance_dict
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from concurrent.futures import Executor
 
     from .engine.cache import DigestCache
-    from .results import Report
+    from .model.results import Report
 
 __all__ = ["CompareOptions", "Selection", "compare_runs", "tolerance_dict"]
 

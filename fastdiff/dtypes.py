@@ -27,7 +27,7 @@ torch's), and the lookups of the type fields of file formats
 
 from __future__ import annotations
 
-from .value import Value
+from .model.value import Value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

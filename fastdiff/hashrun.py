@@ -15,7 +15,7 @@ import os
 
 from .engine.scheduler import Scheduler, gc_paused
 from .errors import FastdiffError
-from .results import Problem
+from .model.results import Problem
 from .sources import open_run
 from .sources.manifest import manifest_dict
 

@@ -29,8 +29,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
+    from .model.results import Report
     from .options import CompareOptions
-    from .results import Report
     from .sweep import SweepSummary
 
 __all__ = ["ARM_ENV", "ArmResult", "RerunResult", "arm_environments", "rerun"]

@@ -46,7 +46,7 @@ schema declares any: a schema without them costs nothing more.
 from __future__ import annotations
 
 from .errors import SchemaError
-from .value import Value
+from .model.value import Value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

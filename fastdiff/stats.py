@@ -15,18 +15,18 @@ import os
 
 from .dtypes import DTYPES, get_dtype
 from .errors import FastdiffError
+from .model.value import Value
 from .schema import OTHER_GROUP
 from .sources import open_run
 from .sources.schemas import choose_schema
 from .stages.size import malformed_message
-from .value import Value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Literal
 
-    from .results import Problem, Skipped
+    from .model.results import Problem, Skipped
     from .schema import Schema
     from .sources.buffers import BufferRef, RunListing
 

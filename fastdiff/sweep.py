@@ -15,8 +15,8 @@ from itertools import combinations
 
 from .engine.scheduler import compare_pairs, holding, list_runs
 from .errors import FastdiffError
+from .model.value import Value
 from .stages.verdict import exit_code
-from .value import Value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -25,8 +25,9 @@ if TYPE_CHECKING:
 
     from .engine.cache import DigestCache
     from .engine.progress import Progress
-    from .options import CompareOptions, Selection
-    from .results import Origin, Report
+    from .model.results import Origin, Report
+    from .model.selection import Selection
+    from .options import CompareOptions
     from .sources import RunSource
     from .sources.ranks import RankedRun
 

@@ -22,7 +22,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import os
 
-    from .results import BufferResult, Report
+    from .model.results import BufferResult, Report
     from .schema import Schema
 
 __all__ = ["assert_runs_equal", "format_mismatch"]
@@ -177,8 +177,8 @@ def _role_line(b: BufferResult) -> str | None:
 
 def format_mismatch(report: Report) -> str:
     """The message of ``assert_runs_equal`` for a report that is not identical."""
+    from .model.results import DIVERGENT
     from .render.fmt import first_few
-    from .results import DIVERGENT
 
     head = f"Runs are not equal: {report.run_a} (A) and {report.run_b} (B)"
     lines: list[str] = []

@@ -7,7 +7,7 @@ infinite, the exponent bias, exact values as fractions); every rule of the
 spec is written out literally. It is only
 meant for small arrays in tests. It deliberately imports nothing from
 fastdiff (the result is a plain dict with the ScanStats field names, the
-kernel facts of ``fastdiff.kernels.facts``): where the differing elements
+kernel facts of ``fastdiff.model.facts``): where the differing elements
 lie (runs and rows, from the list of all of them), the largest relative
 delta, and for floats the ULP distances (their maximum and log2 histogram,
 and the -0.0 against +0.0 pairs at distance 0).

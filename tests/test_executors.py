@@ -14,8 +14,8 @@ import pytest
 
 from fastdiff import render_json
 from fastdiff.bench.synth import write_rl_run
+from fastdiff.model.results import Report
 from fastdiff.options import CompareOptions
-from fastdiff.results import Report
 from fastdiff.sweep import all_pairs, sweep
 
 REPO = Path(__file__).resolve().parents[1]

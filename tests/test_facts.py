@@ -1,5 +1,5 @@
-"""The one description of per-buffer facts (``fastdiff.kernels.facts``) and
-the value classes built on ``fastdiff.value.Value``.
+"""The one description of per-buffer facts (``fastdiff.model.facts``) and
+the value classes built on ``fastdiff.model.value.Value``.
 
 - The table drives everything downstream of the kernels: merging and
   shifting pieces, the result's fields, the JSON keys and their order, the
@@ -29,10 +29,10 @@ from pathlib import Path
 import pytest
 
 from fastdiff.kernels import ScanStats, Tolerance, scan_bytes
-from fastdiff.kernels import facts as F
+from fastdiff.model import facts as F
+from fastdiff.model.results import COUNT_FIELDS, BufferResult, Report, Work
+from fastdiff.model.value import Value
 from fastdiff.render.json import buffer_dict, render_json
-from fastdiff.results import COUNT_FIELDS, BufferResult, Report, Work
-from fastdiff.value import Value
 
 #: The keys of a buffer's JSON object, in order: the contract (README "JSON output").
 BUFFER_KEYS = [
@@ -91,14 +91,14 @@ def test_merge_and_shift_follow_the_table() -> None:
 def test_a_new_fact_needs_only_its_entry() -> None:
     """What the module docstring promises: one more table entry, and stats,
     merging, shifting, results, counts and slots all carry it."""
-    import fastdiff.kernels.facts as module
+    import fastdiff.model.facts as module
 
     source = Path(module.__file__).read_text()
     anchor = "    # the byte range [lo, hi) of the first chunk"
     assert anchor in source
     source = source.replace(anchor, '    Fact("n_subnormal", merge=SUM, zero=0),\n' + anchor)
-    new = types.ModuleType("fastdiff.kernels._facts_plus", "a copy with one more fact")
-    new.__package__ = "fastdiff.kernels"
+    new = types.ModuleType("fastdiff.model._facts_plus", "a copy with one more fact")
+    new.__package__ = "fastdiff.model"
     exec(compile(source, "facts_plus.py", "exec"), new.__dict__)
 
     stats = new.ScanStats(n_diff=1, first_any=0, first_diff=0, n_subnormal=2)
@@ -218,7 +218,7 @@ def test_describing_and_rendering_results_imports_little() -> None:
     code = (
         "import sys, fastdiff\n"
         "before = set(sys.modules)\n"
-        "import fastdiff.results, fastdiff.kernels, fastdiff.schema, fastdiff.dtypes\n"
+        "import fastdiff.model.results, fastdiff.kernels, fastdiff.schema, fastdiff.dtypes\n"
         "import fastdiff.stages.verdict, fastdiff.render.text, fastdiff.engine.progress\n"
         "from fastdiff.schema import RL_STATE\n"
         "RL_STATE.classify('rewards'); RL_STATE.classify('not_in_it')\n"

@@ -82,7 +82,7 @@ def test_the_scale_of_a_row_is_its_own() -> None:
     # Row 0 holds values near 1e6, row 1 near 1: a 1e-3 change in row 1 is
     # large against row 1's scale, though tiny against the buffer's largest |B|.
     from fastdiff.kernels import scan_bytes
-    from fastdiff.kernels.facts import max_scale_ulp
+    from fastdiff.model.facts import max_scale_ulp
 
     a = np.array([[1e6, 1e6], [1.0, 1.0]], dtype=np.float32)
     b = a.copy()

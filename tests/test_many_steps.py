@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 from helpers import fastdiff
 
+from fastdiff.model.results import BufferResult, Report, StepSummary
 from fastdiff.render.json import render_json, report_dict
 from fastdiff.render.text import render_text
-from fastdiff.results import BufferResult, Report, StepSummary
 from fastdiff.schema import RAW
 from fastdiff.stages.verdict import build_report
 

@@ -33,9 +33,9 @@ from hypothesis import strategies as st
 from fastdiff import CompareOptions, compare_runs, render_json
 from fastdiff.dtypes import DTYPES
 from fastdiff.kernels import Tolerance
+from fastdiff.model.results import COUNT_FIELDS
 from fastdiff.render.escape import display_path
 from fastdiff.render.text import render_text
-from fastdiff.results import COUNT_FIELDS
 from fastdiff.schema import Group, Member, Schema
 
 REPO = Path(__file__).resolve().parent.parent

@@ -17,8 +17,8 @@ from fastdiff.bench.synth import write_rl_run
 from fastdiff.engine.pool import SerialRunner, open_runner
 from fastdiff.engine.scheduler import Plan, Scheduler, compare_pairs
 from fastdiff.hashrun import write_manifest
+from fastdiff.model.results import PROBLEM_KINDS, Report
 from fastdiff.options import CompareOptions
-from fastdiff.results import PROBLEM_KINDS, Report
 from fastdiff.schema import RL_STATE
 from fastdiff.schemafile import resolve_schema
 from fastdiff.sources import names as discover_module

@@ -22,8 +22,8 @@ from fastdiff import render_json
 from fastdiff.bench.synth import write_rl_run
 from fastdiff.engine.cache import DigestCache
 from fastdiff.errors import FastdiffError
+from fastdiff.model.results import BufferResult, Report
 from fastdiff.options import CompareOptions
-from fastdiff.results import BufferResult, Report
 from fastdiff.sweep import (
     UnclassifiedRun,
     all_pairs,

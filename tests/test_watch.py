@@ -283,7 +283,7 @@ def test_a_buffer_missing_from_a_run_that_writes_nothing_more_is_a_divergence(
 
 
 def test_a_step_line_names_a_missing_buffer_as_compare_does(tmp_path: Path) -> None:
-    """Words come from ``fastdiff.statuses``: watch's step line says "only in
+    """Words come from ``fastdiff.render.words``: watch's step line says "only in
     run A" as compare's does (it said "only in a")."""
     a, b = tmp_path / "a", tmp_path / "b"
     static_run(a, 2)
@@ -1113,7 +1113,7 @@ def test_cache_verify_counts_the_files_verified_as_compare_does(tmp_path: Path) 
 def test_the_work_of_several_comparisons_sums_every_count() -> None:
     """One sum for the steps of a watch and the ranks of a run pair: a count
     added to ``Work`` is summed by both, or this fails."""
-    from fastdiff.results import WORK_COUNTS, Work, total_work
+    from fastdiff.model.results import WORK_COUNTS, Work, total_work
 
     assert set(WORK_COUNTS) == set(Work.__slots__) - {"engine", "executor", "jobs", "elapsed_s"}
     one = Work(1, 2, 3, 4, 5, 6, "numba", "thread", 2, 0.5)

@@ -16,7 +16,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from ..engine.cache import DigestCache
-    from ..options import CompareOptions, Selection
+    from ..model.selection import Selection
+    from ..options import CompareOptions
     from ..schema import Schema
 
 #: The longest --cache-min-age: digests of no file are kept beyond it anyway.
@@ -109,7 +110,7 @@ def positive_int(text: str) -> int:
 
 def step_range(text: str) -> str:
     """--steps: a step or a half-open range (``options.parse_steps``), kept as written."""
-    from ..options import parse_steps
+    from ..model.selection import parse_steps
 
     try:
         parse_steps(text)
@@ -257,7 +258,7 @@ def selection_of(args: Namespace) -> Selection | None:
     steps, names = getattr(args, "steps", None), getattr(args, "names", None)
     if not steps and not names:
         return None
-    from ..options import Selection
+    from ..model.selection import Selection
 
     return Selection(steps=steps or None, names=names or None)
 

@@ -12,7 +12,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
-    from ..results import Problem, Report
+    from ..model.results import Problem, Report
 
 
 def write_stdout(text: str) -> None:

@@ -40,8 +40,8 @@ ARGUMENTS = (
 
 
 def run(args: Namespace) -> int:
+    from ..model.results import Problem
     from ..render.stats import render_stats_json, render_stats_text
-    from ..results import Problem
     from ..stats import stats_for
 
     stats = stats_for(args.run, given_schema(args), args.top)

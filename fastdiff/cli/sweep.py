@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from concurrent.futures import Executor
 
-    from ..results import Report
+    from ..model.results import Report
     from ..sweep import SweepSummary
 
 #: compare's options that sweep does not take, and why (``tests/test_cli_help.py``

@@ -24,7 +24,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from argparse import Namespace
 
-    from ..results import Problem
+    from ..model.results import Problem
     from ..watch import StepReport
 
 DESCRIPTION = (

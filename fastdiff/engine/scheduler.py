@@ -37,8 +37,8 @@ import os
 import time
 
 from ..dtypes import get_dtype
+from ..model.results import DIVERGENT, BufferResult, Problem, Report, Skipped, Work
 from ..options import CompareOptions, tolerance_dict
-from ..results import DIVERGENT, BufferResult, Problem, Report, Skipped, Work
 from ..sources import (
     RunSource,
     dump_subfolder,
@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
     from concurrent.futures import Executor
 
-    from ..options import Selection
+    from ..model.selection import Selection
     from ..schema import Schema
     from ..sources.buffers import BufferDigest, BufferRef
     from ..sources.ranks import RankedRun
@@ -803,7 +803,7 @@ def compare_pairs(
     for it; what it says about the choice is in that pair's ``Report.notes``,
     and is handed to ``on_note`` once per distinct line, before any work
     starts (the command line prints it on stderr). ``select``: compare only
-    the steps and buffers it takes (``options.Selection``; each report's
+    the steps and buffers it takes (``model.selection.Selection``; each report's
     ``selection``); steps it leaves out are not even listed. ``listed``:
     the runs as ``list_runs`` listed them already (a sweep's, with the same
     ``select``), else listed here.

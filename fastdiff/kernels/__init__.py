@@ -30,8 +30,9 @@ render); the engines share the types of ``types``.
 from __future__ import annotations
 
 from ..dtypes import DType, get_dtype
-from .facts import COUNT_FIELDS, FACTS, ScanStats
-from .types import ENGINES, EXACT, ULP_MAX, Engine, IntegerBound, Tolerance
+from ..model.facts import COUNT_FIELDS, FACTS, ScanStats
+from ..model.tolerance import EXACT, ULP_MAX, IntegerBound, Tolerance
+from .types import ENGINES, Engine
 
 __all__ = [
     "COUNT_FIELDS",

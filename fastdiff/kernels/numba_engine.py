@@ -41,7 +41,7 @@ import numpy as np
 from numba.cpython.unsafe.numbers import leading_zeros, viewer
 
 from ..dtypes import DTYPES, FP8, DType, float_format
-from .facts import (
+from ..model.facts import (
     DELTA,
     HIST_BINS,
     INT,
@@ -54,7 +54,7 @@ from .facts import (
     ScanStats,
     layout_fingerprint,
 )
-from .types import Tolerance
+from ..model.tolerance import Tolerance
 from .values import fp8_table, native
 
 _N_DIFF = SLOT["n_diff"]
@@ -665,7 +665,7 @@ def scan(
     if out_i[_CHECK] != _LAYOUT:
         raise RuntimeError(
             "numba's cache holds fastdiff kernels compiled for another layout of "
-            "fastdiff/kernels/facts.py; delete the numba cache files (*.nbi, *.nbc) in "
+            "fastdiff/model/facts.py; delete the numba cache files (*.nbi, *.nbc) in "
             "fastdiff/kernels/__pycache__"
         )
     return ScanStats.from_slots({INT: out_i, DELTA: out_max, UINT: out_u, REAL: out_r})

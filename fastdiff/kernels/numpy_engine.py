@@ -13,13 +13,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..dtypes import float_format
-from .facts import LISTED, ScanStats
+from ..model.facts import LISTED, ScanStats
 from .values import float64_values, native
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..dtypes import DType
-    from .types import IntegerBound, Tolerance
+    from ..model.tolerance import IntegerBound, Tolerance
 
 
 def _first(idx: np.ndarray, mask: np.ndarray) -> int:

@@ -14,14 +14,14 @@ import math
 import struct
 
 from ..dtypes import FP8, float_format, fp8_values
-from .facts import HIST_BINS, LISTED, ScanStats, scale_ulp
+from ..model.facts import HIST_BINS, LISTED, ScanStats, scale_ulp
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ..dtypes import DType
-    from .types import Tolerance
+    from ..model.tolerance import Tolerance
 
 
 def _float_value(dt: DType, bits: int) -> float:

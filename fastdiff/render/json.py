@@ -3,7 +3,7 @@
 ``render_json`` writes the contract users' scripts rely on (strict RFC 8259
 JSON: non-finite numbers become the strings "nan", "inf", "-inf"; integers
 stay exact; every string valid UTF-8, see ``render.escape``). A buffer's
-object holds its identity and then every fact of ``kernels.facts.FACTS``,
+object holds its identity and then every fact of ``model.facts.FACTS``,
 in the table's order, converted as the table says; the anatomy facts only
 where something in the buffer differs.
 
@@ -22,7 +22,7 @@ try:  # CPython's C encoder, as the json package uses it (see _c_dumps)
 except ImportError:  # pragma: no cover (another Python)
     _encode_str = _make_encoder = None  # type: ignore[assignment]
 
-from ..kernels.facts import NOTHING_DIFFERS, RESULT_FACTS, UNKNOWN, json_number
+from ..model.facts import NOTHING_DIFFERS, RESULT_FACTS, UNKNOWN, json_number
 from .escape import json_text, path_record, put_text
 
 TYPE_CHECKING = False
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from typing import Any
 
-    from ..results import BufferResult, Origin, RankReport, Report
+    from ..model.results import BufferResult, Origin, RankReport, Report
 
 JSON_SCHEMA_VERSION = 1
 
@@ -67,7 +67,7 @@ def _facts_dict(facts: tuple[Any, ...]) -> dict[str, Any]:
 
 
 #: The JSON of the facts most buffers share (the tuples are kept alive by
-#: ``kernels.facts``, so their ids stay theirs).
+#: ``model.facts``, so their ids stay theirs).
 _SHARED = {id(facts): _facts_dict(facts) for facts in (NOTHING_DIFFERS, UNKNOWN)}
 
 

@@ -31,7 +31,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from ..results import Report, TimelineRow
+    from ..model.results import Report, TimelineRow
 
 MISSING = (
     "--plot needs matplotlib, the optional extra 'plot': pip install 'fastdiff-dumps[plot]' "

@@ -10,15 +10,15 @@ from .fmt import first_few, plural
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from ..model.results import Report
     from ..rerun import ArmResult, RerunResult
-    from ..results import Report
 
 #: Diverged buffers of a step named in an arm's line.
 _SHOWN = 3
 
 
 def _first_buffers(report: Report) -> list[str]:
-    from ..results import DIVERGENT
+    from ..model.results import DIVERGENT
 
     step = report.first_divergent_step
     return [b.name for b in report.buffers if b.step == step and b.status in DIVERGENT]

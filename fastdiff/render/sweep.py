@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import json
 
-from ..statuses import VERDICT
 from .escape import display_path, json_text
 from .fmt import plural
 from .json import JSON_SCHEMA_VERSION, origin_dict, report_dict
+from .words import VERDICT, verdict_word
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-    from ..results import Origin, Report
+    from ..model.results import Origin, Report
     from ..sweep import SweepSummary
 
 
@@ -72,7 +72,7 @@ def format_sweep_row(report: Report) -> str:
     if report.first_divergent_step is not None:
         groups = " ".join(report.first_divergent_groups)
         diverged = f"{VERDICT['diverged'].phrase} at step {report.first_divergent_step} [{groups}]"
-    word = report.verdict_word.phrase
+    word = verdict_word(report).phrase
     if report.verdict == "error":
         problems = f"{plural(len(report.errors), 'problem')}: {report.errors[0].message}"
         what = f"{word}, and {diverged} ({problems})" if diverged else f"{word} ({problems})"

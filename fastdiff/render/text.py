@@ -6,7 +6,7 @@ differ, errors, the verdict with the suspect groups and what to inspect, and
 when more than one step differs, the timeline: a step x group table of how
 the divergence spreads. Every name, path and message is shown through
 ``display_path``. A buffer's line shows its facts in the order of
-``kernels.facts.FACTS``, each fact that has a text part in ``TEXT_PARTS``.
+``model.facts.FACTS``, each fact that has a text part in ``TEXT_PARTS``.
 """
 
 from __future__ import annotations
@@ -14,18 +14,19 @@ from __future__ import annotations
 import math
 
 from ..dtypes import DTYPES
-from ..kernels.facts import RESULT_FACTS
-from ..statuses import EQUAL, GROUP_STATUS, ROLE, STATUS, TROUBLE, VERDICT, WITHIN_TOLERANCE
+from ..model.facts import RESULT_FACTS
+from ..model.statuses import TROUBLE
 from .escape import display_path
 from .fmt import first_few, format_steps, plural, step_ranges
+from .words import EQUAL, GROUP_STATUS, ROLE, STATUS, VERDICT, WITHIN_TOLERANCE, verdict_word
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
-    from ..kernels.facts import FieldDiff
-    from ..options import Selection
-    from ..results import BufferResult, Origin, Problem, Report, StepSummary, TimelineRow
+    from ..model.facts import FieldDiff
+    from ..model.results import BufferResult, Origin, Problem, Report, StepSummary, TimelineRow
+    from ..model.selection import Selection
 
 __all__ = ["TEXT_PARTS", "format_buffer", "format_value", "render_text"]
 
@@ -159,7 +160,7 @@ def _judged_by_scale(b: BufferResult) -> bool:
     the difference is in question (beyond the rounding line in its own ULPs)."""
     if b.max_ulp_of_scale is None or _cause_in_max(b):
         return False
-    if round(b.max_ulp_of_scale) >= b.max_ulp:
+    if b.max_ulp_of_scale >= b.max_ulp - 0.5:  # inf too
         return False  # the same figure twice says nothing more
     return bool(b.cancellation) or (b.magnitude == "large" and b.max_ulp > 1)
 
@@ -554,7 +555,7 @@ def rank_table(report: Report) -> list[str]:
     rows = [
         [
             str(rr.rank),
-            rr.report.verdict_word.phrase,
+            verdict_word(rr.report).phrase,
             "-" if rr.report.first_divergent_step is None else str(rr.report.first_divergent_step),
             " ".join(map(display_path, rr.report.first_divergent_groups)) or "-",
         ]
@@ -636,7 +637,7 @@ def rank_pattern(report: Report) -> list[str]:
 def _ranks_verdict(report: Report) -> list[str]:
     """The verdict over every rank: the worst, at the earliest first divergent step."""
     assert report.ranks is not None
-    word = report.verdict_word
+    word = verdict_word(report)
     n = plural(len(report.ranks), "rank")
     if report.first_divergent_step is None:
         if report.verdict == "error":
@@ -662,7 +663,7 @@ def _ranks_verdict(report: Report) -> list[str]:
 def _verdict_lines(report: Report, verbose: bool = False) -> list[str]:
     n = len(report.buffers)
     n_steps = len(report.steps)
-    word = report.verdict_word
+    word = verdict_word(report)
     if report.first_divergent_step is None:
         if report.verdict == "identical":
             close = report.n_within_tolerance
@@ -889,7 +890,7 @@ def _timeline_lines(report: Report) -> list[str]:
             statuses.setdefault((b.step, b.group), set()).add(b.status)
     rounding_ulp = report.tolerance.get("rounding_ulp")
     if not isinstance(rounding_ulp, int):
-        from ..kernels.types import DEFAULT_ROUNDING_ULP
+        from ..model.tolerance import DEFAULT_ROUNDING_ULP
 
         rounding_ulp = DEFAULT_ROUNDING_ULP
     cells = [

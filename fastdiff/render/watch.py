@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import json
 
-from ..statuses import DIVERGED, EQUAL, ERROR, STATUS_ORDER, WITHIN_TOLERANCE
+from ..model.statuses import STATUS_ORDER
 from .escape import display_path, json_text
 from .fmt import plural
 from .json import buffer_dict, report_dict
 from .text import format_buffer, note_lines, status_counts, verdict_lines
+from .words import DIVERGED, EQUAL, ERROR, WITHIN_TOLERANCE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

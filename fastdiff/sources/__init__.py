@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 
-from ..results import Problem
+from ..model.results import Problem
 from .buffers import RunListing
 from .names import DIGEST_LOG, DUMPS, is_dump_name, split_name
 from .run import RunSource, refused

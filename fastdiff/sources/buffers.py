@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Container, Iterable
     from typing import Any
 
-    from ..results import Problem, Skipped
+    from ..model.results import Problem, Skipped
 
     #: Which steps to list: a set or range of step numbers, or a predicate.
     StepFilter = Container[int] | Callable[[int], bool]

@@ -62,9 +62,9 @@ import os
 from xxhash import xxh3_64_hexdigest
 
 from ..dtypes import DTYPES
+from ..model.results import Problem
 from ..options import check_chunk_size
 from ..render.fmt import first_few
-from ..results import Problem
 from .buffers import BufferDigest, BufferRef, RunListing, step_filter
 from .names import DIGEST_LOG, dump_name
 from .run import RunSource

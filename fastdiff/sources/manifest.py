@@ -31,8 +31,8 @@ import os
 
 from ..dtypes import DTYPES
 from ..errors import FastdiffError, SchemaError
+from ..model.results import Skipped
 from ..options import check_chunk_size
-from ..results import Skipped
 from ..schema import Schema
 from ..schemafile import parse_schema
 from .buffers import BufferDigest, BufferRef, RunListing, step_filter

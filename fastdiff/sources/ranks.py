@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 
-from ..results import Problem, Skipped
+from ..model.results import Problem, Skipped
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

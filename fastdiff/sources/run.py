@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from ..results import Problem
+from ..model.results import Problem
 from .buffers import RunListing, Unread
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
-    from ..results import Skipped
+    from ..model.results import Skipped
     from ..schema import Schema
     from .buffers import BufferRef, StepFilter
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 
 from ..dtypes import from_safetensors
-from ..results import Problem
+from ..model.results import Problem
 from .buffers import BufferRef, RunListing, step_filter
 from .run import RunSource, refused
 
@@ -304,7 +304,7 @@ def folder_listing(folder: str, names: list[str]) -> RunListing:
     the other run holds them), and without an index every tensor of the
     step is unknown (``RunListing.lost``). So is a tensor the index puts
     in another shard than the one holding it."""
-    from ..results import Skipped
+    from ..model.results import Skipped
 
     errors: list[Problem] = []
     skipped: list[Skipped] = []

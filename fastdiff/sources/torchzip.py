@@ -280,7 +280,7 @@ def read_file(path: str, step: int) -> Archive:
 
 def open_source(spec: str, steps: StepFilter | None = None) -> RunSource:
     """A ``torch.save`` archive as a run source: one step (0) of buffers."""
-    from ..results import Skipped
+    from ..model.results import Skipped
 
     try:
         archive = read_file(spec, 0)

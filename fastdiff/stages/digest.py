@@ -10,9 +10,9 @@ only), a differing pair is reported with its first differing chunk instead.
 from __future__ import annotations
 
 from ..dtypes import get_dtype
+from ..model.results import COUNT_FIELDS, BufferResult
+from ..model.value import Value
 from ..options import tolerance_options
-from ..results import COUNT_FIELDS, BufferResult
-from ..value import Value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

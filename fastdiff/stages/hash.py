@@ -24,8 +24,8 @@ import os
 from xxhash import xxh3_128, xxh3_128_digest
 
 from ..errors import problem_kind
+from ..model.results import Problem
 from ..options import DEFAULT_CHUNK_SIZE
-from ..results import Problem
 from ..sources.buffers import BufferDigest
 from ..sources.reader import (
     MAP_MIN,

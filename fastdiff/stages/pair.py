@@ -11,12 +11,12 @@ listed.
 
 from __future__ import annotations
 
-from ..results import BufferResult
+from ..model.results import BufferResult
 from ..schema import Layout
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ..results import Status
+    from ..model.results import Status
     from ..schema import Schema
     from ..sources.buffers import BufferRef, RunListing
 

@@ -11,8 +11,8 @@ from .size import size_stage
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from ..model.results import BufferResult, Problem
     from ..options import CompareOptions
-    from ..results import BufferResult, Problem
     from ..schema import Schema
     from ..sources import RunSource
     from .pair import Pair

@@ -26,15 +26,15 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 
-from ..results import Origin, Role
+from ..model.results import Origin, Role
+from ..model.statuses import DIFFERING, DIVERGENT, MATCHING
 from ..schema import split_input
-from ..statuses import DIFFERING, DIVERGENT, MATCHING
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from ..results import BufferResult
+    from ..model.results import BufferResult
     from ..schema import Schema
 
 __all__ = ["assign_roles", "role_of"]

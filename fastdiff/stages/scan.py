@@ -24,20 +24,21 @@ import sys
 
 from ..dtypes import DType, bits_hex, decode, get_dtype
 from ..kernels import scan_bytes
-from ..kernels.facts import Context, ScanStats, first_index, result_facts, row_size
-from ..kernels.types import DEFAULT_ROUNDING_ULP
-from ..results import BufferResult, Problem
+from ..model.facts import Context, ScanStats, first_index, result_facts, row_size
+from ..model.results import BufferResult, Problem
+from ..model.tolerance import DEFAULT_ROUNDING_ULP
+from ..model.value import Value
 from ..sources.access import open_buffer
 from ..sources.reader import CHANGED, READ_SIZE, FileChanged, buffer, describe_os_error
-from ..value import Value
 from .digest import ScanJob, add_range
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from ..kernels.types import Engine, Tolerance
-    from ..results import Number
+    from ..kernels.types import Engine
+    from ..model.results import Number
+    from ..model.tolerance import Tolerance
     from ..sources.access import BufferReader
     from .pair import Pair
 
@@ -227,7 +228,7 @@ def scan_batch(jobs: Sequence[ScanJob], tol: Tolerance, requested: str) -> list[
 
 
 def outcome_result(p: Pair, out: ScanOutcome) -> BufferResult:
-    """A scanned pair's result: its status and facts (``kernels.facts``)."""
+    """A scanned pair's result: its status and facts (``model.facts``)."""
     assert p.a is not None and p.b is not None
     dt = get_dtype(p.dtype)
     n_a, n_b = p.a.size // dt.itemsize, p.b.size // dt.itemsize

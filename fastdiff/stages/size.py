@@ -10,7 +10,7 @@ reported with both lengths).
 from __future__ import annotations
 
 from ..dtypes import get_dtype
-from ..results import COUNT_FIELDS, BufferResult, Problem
+from ..model.results import COUNT_FIELDS, BufferResult, Problem
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

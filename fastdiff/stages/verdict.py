@@ -22,8 +22,7 @@ from itertools import groupby
 from operator import attrgetter
 
 from ..errors import EXIT_DIVERGED, EXIT_IDENTICAL, EXIT_TROUBLE
-from ..kernels.types import DEFAULT_ROUNDING_ULP
-from ..results import (
+from ..model.results import (
     BufferResult,
     GroupVerdict,
     Problem,
@@ -35,15 +34,16 @@ from ..results import (
     Work,
     total_work,
 )
+from ..model.statuses import STATUS_ORDER, TIMELINE, TROUBLE
+from ..model.tolerance import DEFAULT_ROUNDING_ULP
 from ..schema import OTHER, OTHER_GROUP
-from ..statuses import STATUS_ORDER, TIMELINE, TROUBLE
 from .pair import header_change
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from ..results import Origin, Verdict
+    from ..model.results import Origin, Verdict
     from ..schema import Schema
 
 

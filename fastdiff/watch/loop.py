@@ -58,17 +58,17 @@ from collections import deque
 
 from ..engine.pool import default_jobs, open_runner, resolve_executor_kind
 from ..engine.scheduler import Plan, Scheduler, gc_paused
+from ..model.results import BufferResult, Problem, Skipped, Work, total_work
+from ..model.statuses import TROUBLE
 from ..options import CompareOptions, tolerance_dict
 from ..render.escape import display_path
 from ..render.fmt import plural
-from ..results import BufferResult, Problem, Skipped, Work, total_work
 from ..sources import RunSource, dump_subfolder, folder_format, open_run
 from ..sources.buffers import RunListing
 from ..sources.folder import awaiting_log, list_entries
 from ..sources.names import DIGEST_LOG, DUMP_PATTERN
 from ..sources.schemas import BY_NAME, choose_schema
 from ..stages.verdict import build_report
-from ..statuses import TROUBLE
 from .poll import ManifestSide, RunPoller, dump_stat, file_stat
 from .results import StepReport, WatchSummary
 
@@ -78,7 +78,7 @@ if TYPE_CHECKING:
 
     from ..engine.cache import DigestCache
     from ..engine.pool import Runner, _OpenRunner
-    from ..results import Report
+    from ..model.results import Report
     from ..schema import Schema
     from ..sources.buffers import BufferRef
     from .poll import FileStat

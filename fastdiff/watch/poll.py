@@ -41,7 +41,7 @@ import time
 from bisect import bisect_right
 from stat import S_ISDIR
 
-from ..results import Problem
+from ..model.results import Problem
 from ..sources import RunSource
 from ..sources.buffers import RunListing
 from ..sources.folder import folder_source, list_entries

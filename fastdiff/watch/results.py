@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from ..value import Value
+from ..model.value import Value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Literal
 
-    from ..results import BufferResult, Problem, Report
+    from ..model.results import BufferResult, Problem, Report
 
     StepStatus = Literal["equal", "diverged", "error"]
     Stopped = Literal["diverged", "idle", "interrupted", "error"]

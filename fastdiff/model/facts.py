@@ -73,8 +73,8 @@ from __future__ import annotations
 
 import math
 
-from ..value import Value
-from .types import DEFAULT_ROUNDING_ULP
+from .tolerance import DEFAULT_ROUNDING_ULP
+from .value import Value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -3,7 +3,7 @@ renderer reads.
 
 ``BufferResult`` is one buffer at one step: who it is (step, name, group,
 dtype, status, element counts, paths, message) and the facts compared
-about it, one per entry of ``kernels.facts.FACTS`` (each readable as an
+about it, one per entry of ``model.facts.FACTS`` (each readable as an
 attribute by its name). ``Report`` is one run pair, with its ``timeline``
 (``TimelineRow``: how the divergence spreads, step by step and group by
 group) and ``notes``. Field and fact names are the JSON contract
@@ -12,8 +12,9 @@ group) and ``notes``. Field and fact names are the JSON contract
 
 from __future__ import annotations
 
-from .kernels.facts import COUNT_FIELDS, RESULT_FACTS, UNKNOWN, named_facts
-from .statuses import DIVERGENT, verdict_word
+from .facts import COUNT_FIELDS, RESULT_FACTS, UNKNOWN, named_facts
+from .statuses import DIVERGENT, GroupStatus, ProblemKind, Status, Verdict
+from .statuses import Role as RoleKind
 from .value import Value, plain
 
 TYPE_CHECKING = False
@@ -21,14 +22,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-    from .options import Selection
-    from .statuses import GroupStatusValue as GroupStatus
-    from .statuses import RoleValue as RoleKind
-    from .statuses import StatusValue as Status
-    from .statuses import VerdictValue as Verdict
-    from .statuses import Word
-else:
-    Status = Verdict = GroupStatus = RoleKind = str
+    from .selection import Selection
 
 __all__ = [
     "COUNT_FIELDS",
@@ -48,34 +42,8 @@ __all__ = [
     "total_work",
 ]
 
-#: What a Problem is about (``Problem.kind``):
-#: ``missing``    a run folder or manifest that does not exist, or a rank one
-#:                run of several ranks lacks;
-#: ``unreadable`` no permission, an I/O error, a broken link, a FIFO or device;
-#: ``changed``    the file changed (or vanished) while fastdiff read it; in a
-#:                watch, also after its step was compared, or it appeared then,
-#:                or one run lacks it (or holds it shorter) while still writing;
-#: ``malformed``  a size that is not a whole number of elements, a damaged manifest;
-#: ``no_dumps``   a run side that holds no step_<N>_<name>.bin at all;
-#: ``name``       a dump name fastdiff cannot use (not UTF-8, a duplicate step);
-#: ``mismatch``   digests that cannot be compared (different chunk sizes), or a
-#:                run of several ranks against a run of one (``sources.ranks``);
-#: ``undecided``  bits that differ where a tolerance was asked but cannot be
-#:                judged: digests alone (a manifest on one side) hold no values;
-#: ``worker``     a worker process died or failed running a task;
-#: ``error``      anything else.
-PROBLEM_KINDS = (
-    "missing",
-    "unreadable",
-    "changed",
-    "malformed",
-    "no_dumps",
-    "name",
-    "mismatch",
-    "undecided",
-    "worker",
-    "error",
-)
+#: What a Problem is about (``Problem.kind``): ``statuses.ProblemKind``.
+PROBLEM_KINDS = ProblemKind.ALL
 
 Number = int | float
 
@@ -84,7 +52,7 @@ class BufferResult(Value):
     """One buffer at one step.
 
     ``facts``: the values of ``RESULT_FACTS`` in their order (see
-    ``kernels.facts``); each is also an attribute by its name (``b.n_diff``).
+    ``model.facts``); each is also an attribute by its name (``b.n_diff``).
     ``role``: where a buffer that diverged stands in the dataflow its schema
     declares (``Role``; None without declared inputs); ``rank``: the rank
     of a run written by several (None: a run of one).
@@ -209,7 +177,7 @@ def _fact_property(i: int, name: str) -> property:
         return self.facts[i]
 
     get.__name__ = name
-    return property(get, doc=f"The fact {name!r} (``kernels.facts.FACTS``).")
+    return property(get, doc=f"The fact {name!r} (``model.facts.FACTS``).")
 
 
 for _i, _name in enumerate(_FACT_NAMES):
@@ -446,7 +414,7 @@ class Report(Value):
     report's buffers are then every rank's (each with its ``rank``), its
     verdict the worst and its first divergent step the earliest of them.
     ``selection``: the steps and buffers the comparison was asked to look at
-    (``options.Selection``: what it does not select was neither read nor
+    (``model.selection.Selection``: what it does not select was neither read nor
     judged), None for every step and buffer."""
 
     __slots__ = (
@@ -553,12 +521,6 @@ class Report(Value):
         """Every buffer bitwise equal: an ``identical`` verdict reached through
         the tolerance (a ``within_tolerance`` buffer) is not."""
         return self.verdict == "identical" and all(b.status == "equal" for b in self.buffers)
-
-    @property
-    def verdict_word(self) -> Word:
-        """The verdict's words (``statuses``): "identical within tolerance" for
-        an ``identical`` one that is not bit-identical."""
-        return verdict_word(self.verdict, self.n_within_tolerance)
 
 
 class RankReport(Value):
