@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from concurrent.futures import Executor
 
     from .engine.cache import DigestCache
+    from .model.findings import Note
     from .model.results import Report
 
 __all__ = ["CompareOptions", "Selection", "compare_runs", "tolerance_dict"]
@@ -30,7 +31,7 @@ def compare_runs(
     options: CompareOptions | None = None,
     executor: Executor | None = None,
     cache: DigestCache | None = None,
-    on_note: Callable[[str], None] | None = None,
+    on_note: Callable[[Note], None] | None = None,
     select: Selection | None = None,
 ) -> Report:
     """Compare two runs (folders or manifests); the Report holds every buffer

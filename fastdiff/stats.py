@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Literal
 
+    from .model.findings import Note
     from .model.results import Problem, Skipped
     from .schema import Schema
     from .sources.buffers import BufferRef, RunListing
@@ -211,7 +212,7 @@ class RunStats(Value):
         malformed: tuple[Malformed, ...],
         skipped: tuple[Skipped, ...],
         errors: tuple[Problem, ...],
-        notes: tuple[str, ...] = (),
+        notes: tuple[Note, ...] = (),
         disk: Disk | None = None,
     ) -> None:
         self.run = run
@@ -373,10 +374,11 @@ def stats_for(
     chosen, notes = choose_schema((src,), schema)
     stats = run_stats(src.listing, chosen, top, "manifest" if src.is_manifest else "folder")
     if chosen.has_unset:  # dtypes nobody set count the elements: say so, as compare does
-        from .stages.verdict import unset_note
+        from .model.findings import Note, NoteKind
 
         unset = {f.name: chosen.classify(f.name)[1] for f in src.listing.files
                  if chosen.dtype_unset(f.name)}  # fmt: skip
         if unset:
-            notes = (*notes, f"note: {unset_note(chosen.name, unset)}")
+            note = Note.of(NoteKind.DTYPE_UNSET, schema=chosen.name, unset=sorted(unset.items()))
+            notes = (*notes, note)
     return stats.replace(notes=notes)

@@ -15,6 +15,7 @@ from itertools import combinations
 
 from .engine.scheduler import compare_pairs, holding, list_runs
 from .errors import FastdiffError
+from .model.findings import Note, NoteKind
 from .model.value import Value
 from .stages.verdict import exit_code
 
@@ -295,7 +296,7 @@ class SweepSummary(Value):
     unclassified: tuple[UnclassifiedRun, ...] | None
     error_and_diverged: int
     first_origins: FirstOrigins | None
-    notes: tuple[str, ...]
+    notes: tuple[Note, ...]
 
     def __init__(
         self,
@@ -310,7 +311,7 @@ class SweepSummary(Value):
         unclassified: tuple[UnclassifiedRun, ...] | None = None,
         error_and_diverged: int = 0,
         first_origins: FirstOrigins | None = None,
-        notes: tuple[str, ...] = (),
+        notes: tuple[Note, ...] = (),
     ) -> None:
         self.pairs = pairs
         self.identical = identical
@@ -346,7 +347,7 @@ def one_schema(
     options: CompareOptions | None = None,
     select: Selection | None = None,
     listed: dict[str, tuple[RunSource, RankedRun | None]] | None = None,
-) -> tuple[CompareOptions, tuple[str, ...]]:
+) -> tuple[CompareOptions, tuple[Note, ...]]:
     """The options every pair of a sweep is compared with, and what to tell
     the user about its schema: one schema for the whole sweep, so that a
     divergence has the same groups in every row and the first origins of
@@ -375,11 +376,7 @@ def one_schema(
     chosen, _ = choose_schema(list(sources.values()), None, holding(listed, sources))
     recorded = {src.spec: src.schema for src in sources.values()
                 if src.is_manifest and src.schema is not None}  # fmt: skip
-    names = dict.fromkeys(sc.name for sc in recorded.values())
     source = next((spec for spec, sc in recorded.items() if sc == chosen), None)
-    whence = f"recorded in {source}" if source is not None else {
-        BY_NAME: "its groups from the buffer names", "rl-state": "the default"
-    }.get(chosen.name, "chosen for every run")  # fmt: skip
     apart = [
         (i, natural.name)
         for i, (a, b) in enumerate(pairs)
@@ -396,34 +393,30 @@ def one_schema(
     alone: dict[str, list[int]] = {}
     for i, name in apart:
         alone.setdefault(name, []).append(i)
-    changed = "".join(
-        f"; {_pairs_text(pairs, idx)} alone would be read with {name!r}"
-        for name, idx in alone.items()
-    )
     # The pairs then say what differs from it as from a schema given.
-    every = f"every pair is read with {chosen.name!r} ({whence}) as if given with --schema"
-    if any(sc != chosen for sc in recorded.values()):
-        listed = ", ".join(f"{sc.name!r} in {spec}" for spec, sc in recorded.items())
-        versions = ": versions of one schema" if len(names) == 1 else ""
-        head = f"warning: the manifests of this sweep record different schemas ({listed}{versions})"
-    else:
-        head = "note: one schema for the whole sweep"
-    said = [f"{head}: {every}{changed}; pass --schema to choose"]
+    said = [
+        Note.of(
+            NoteKind.SWEEP_SCHEMA,
+            schema=chosen.name,
+            recorded_in=source,
+            alone=[
+                (
+                    name,
+                    [(os.fspath(pairs[i][0]), os.fspath(pairs[i][1])) for i in idx[:3]],
+                    len(idx),
+                )
+                for name, idx in alone.items()
+            ],
+            recorded=[(spec, sc.name) for spec, sc in recorded.items()],
+            warning=any(sc != chosen for sc in recorded.values()),
+        )
+    ]
     said += [
-        f"note: {src.spec} records no schema (written by an older fastdiff); read with "
-        f"schema {chosen.name!r}, as every pair of the sweep; pass --schema to choose, "
-        "or hash the run again"
+        Note.of(NoteKind.NO_RECORDED_SCHEMA, spec=src.spec, schema=chosen.name, sweep=True)
         for src in sources.values()
         if src.is_manifest and src.schema is None
     ]
     return opts.replace(schema=chosen), tuple(said)
-
-
-def _pairs_text(pairs: Sequence[RunPair], indices: list[int]) -> str:
-    """Pairs named by their runs (the first three, then how many more)."""
-    shown = [f"{os.fspath(pairs[i][0])} {os.fspath(pairs[i][1])}" for i in indices[:3]]
-    more = f" and {len(indices) - 3} more" if len(indices) > 3 else ""
-    return f"{'pair' if len(indices) == 1 else 'pairs'} {', '.join(shown)}{more}"
 
 
 def sweep(
@@ -434,7 +427,7 @@ def sweep(
     on_report: Callable[[int, Report], None] | None = None,
     progress: Progress | None = None,
     classes_of: Sequence[str] | None = None,
-    on_note: Callable[[str], None] | None = None,
+    on_note: Callable[[Note], None] | None = None,
     select: Selection | None = None,
 ) -> tuple[list[Report], SweepSummary]:
     """Compare every pair with one schema (``one_schema``); ``classes_of``:

@@ -178,7 +178,7 @@ def _role_line(b: BufferResult) -> str | None:
 def format_mismatch(report: Report) -> str:
     """The message of ``assert_runs_equal`` for a report that is not identical."""
     from .model.results import DIVERGENT
-    from .render.fmt import first_few
+    from .textkit.fmt import first_few
 
     head = f"Runs are not equal: {report.run_a} (A) and {report.run_b} (B)"
     lines: list[str] = []
@@ -215,5 +215,7 @@ def format_mismatch(report: Report) -> str:
         else:
             lines.append("And these could not be compared:")
         lines += [f"  {e.path}: {e.message}" for e in report.errors]
-    lines += [n if n.startswith(("note: ", "warning: ")) else f"note: {n}" for n in report.notes]
+    from .render.notes import note_text
+
+    lines += [note_text(n) for n in report.notes]
     return "\n".join(lines)

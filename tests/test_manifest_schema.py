@@ -23,6 +23,8 @@ from helpers import fastdiff
 from fastdiff.bench.synth import RL_STATE_MEMBERS, write_rl_run
 from fastdiff.compare import compare_runs
 from fastdiff.dtypes import unknown_dtype
+from fastdiff.model.findings import NoteKind
+from fastdiff.render.notes import note_text
 from fastdiff.schema import RL_STATE, Schema
 from fastdiff.schemafile import load_schema, resolve_schema
 from fastdiff.sources import RunSource
@@ -194,18 +196,24 @@ def test_what_is_said_about_the_schema_is_in_the_report_too(
     from fastdiff import compare_runs, render_json, render_text
 
     a_my, a_rl = setup["a_my"], setup["a_rl"]
-    said: list[str] = []
+    from fastdiff.model.findings import NoteKind
+    from fastdiff.render.notes import note_text
+
+    said: list[object] = []
     report = compare_runs(a_my, a_rl, on_note=said.append)
     assert capfd.readouterr().err == ""
     assert said and list(report.notes) == said
-    assert said[0].startswith(f"warning: {a_my} and {a_rl} were hashed under different schemas")
-    assert json.loads(render_json(report))["notes"] == said
-    assert said[0] in render_text(report).splitlines()
+    first = said[0]
+    assert first.kind is NoteKind.MANIFEST_SCHEMAS_DIFFER and first.warning  # type: ignore[attr-defined]
+    assert (first["spec_a"], first["spec_b"]) == (str(a_my), str(a_rl))  # type: ignore[index]
+    texts = [note_text(n) for n in said]  # type: ignore[arg-type]
+    assert json.loads(render_json(report))["notes"] == texts
+    assert texts[0] in render_text(report).splitlines()
     quiet = compare_runs(a_my, a_rl)  # no on_note: still in the report, still not printed
     assert list(quiet.notes) == said and capfd.readouterr().err == ""
     r = cli("compare", a_my, a_rl)
-    assert r.stderr.splitlines()[0] == f"fastdiff: {said[0]}"
-    assert said[0] in r.stdout.splitlines()
+    assert r.stderr.splitlines()[0] == f"fastdiff: {texts[0]}"
+    assert texts[0] in r.stdout.splitlines()
 
 
 def test_two_manifests_of_different_dtypes_warn_once_per_buffer(setup: dict[str, Path]) -> None:
@@ -314,8 +322,14 @@ def test_choose_schema_branches() -> None:
     old = {"rewards": "u16"}
     schema, said = choose_schema((_source("x", None, old), _source("y", None, old)), None)
     assert schema is RL_STATE
-    assert [s.split(":")[0] for s in said] == ["note", "note", "warning", "warning"]
-    assert said[2] == (
+    assert [(n.kind, n.warning) for n in said] == [
+        (NoteKind.NO_RECORDED_SCHEMA, False), (NoteKind.NO_RECORDED_SCHEMA, False),
+        (NoteKind.MANIFEST_READ_AS, True), (NoteKind.MANIFEST_READ_AS, True),
+    ]  # fmt: skip
+    assert said[2]["spec"] == "x" and said[2]["chosen"] == "rl-state"
+    assert said[2]["buffers"] == (("rewards", "u16", "f32"),)
+    # The words, once (the renderer's golden line):
+    assert note_text(said[2]) == (
         "warning: x: read with schema 'rl-state'; the dtype differs for 1 buffer: "
         "rewards (recorded u16, read as f32)"
     )
@@ -324,21 +338,18 @@ def test_choose_schema_branches() -> None:
     a, b = _source("a", raw_u16, {"x": "u16"}), _source("b", raw_f32, {"x": "f32"})
     schema, said = choose_schema((a, b), None)
     assert schema == raw_u16
-    assert said == (
-        "warning: a and b were hashed under different schemas (two versions of 'raw'); "
-        "groups and dtypes are a's; pass --schema to choose",
-        "warning: buffer 'x' was hashed as u16 in a but as f32 in b; read as u16 "
-        "(pass --schema to choose)",
-    )
+    assert [n.kind for n in said] == [
+        NoteKind.MANIFEST_SCHEMAS_DIFFER, NoteKind.MANIFEST_DTYPES_DIFFER
+    ]  # fmt: skip
+    assert (said[0]["name_a"], said[0]["name_b"]) == ("raw", "raw")  # two versions of one
+    assert (said[1]["dtype_a"], said[1]["dtype_b"], said[1]["read_as"]) == ("u16", "f32", "u16")
     schema, said = choose_schema((_source("a", None, {}), b), None)
-    assert schema == raw_f32 and said[0].startswith("note: a records no schema")
+    assert schema == raw_f32 and said[0].kind is NoteKind.NO_RECORDED_SCHEMA
     # A schema given wins: one line per manifest, whatever the two manifests say.
     schema, said = choose_schema((a, b), RL_STATE)
     assert schema is RL_STATE and len(said) == 2
-    assert said[1] == (
-        "warning: b: the schema given ('rl-state') is used, not the one recorded in it "
-        "('raw'); the dtype differs for 1 buffer: x (recorded f32, read as u8)"
-    )
+    assert said[1]["given"] == "rl-state" and said[1]["recorded"] == "raw"
+    assert said[1]["buffers"] == (("x", "f32", "u8"),)
 
 
 def test_a_manifest_of_format_1_still_loads_and_compares() -> None:

@@ -34,9 +34,9 @@ from fastdiff import CompareOptions, compare_runs, render_json
 from fastdiff.dtypes import DTYPES
 from fastdiff.kernels import Tolerance
 from fastdiff.model.results import COUNT_FIELDS
-from fastdiff.render.escape import display_path
 from fastdiff.render.text import render_text
 from fastdiff.schema import Group, Member, Schema
+from fastdiff.textkit.escape import display_path
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -30,7 +30,9 @@ from hypothesis import strategies as st
 
 from fastdiff import Recorder, compare_runs
 from fastdiff import recorder as recorder_module
+from fastdiff.model.findings import NoteKind
 from fastdiff.options import CompareOptions
+from fastdiff.render.notes import note_text
 from fastdiff.sources import open_run
 from fastdiff.sources.digestlog import LogLineError, log_line, parse_line
 from fastdiff.sources.names import DIGEST_LOG, TEMP_PREFIX
@@ -135,7 +137,8 @@ def test_a_void_header_whose_width_disagrees_with_the_log_keeps_no_dtype(tmp_pat
     src = open_run(str(run))
     (ref,) = src.listing.buffers
     assert ref.dtype is None and ref.digest is None
-    assert any("disagree with the header" in n for n in src.notes)
+    (note,) = src.notes
+    assert note.kind is NoteKind.LOG_HEADER_DISAGREES and note["files"] == ("step_0_w.npy",)
 
 
 # --- the digests are compare's ----------------------------------------------------
@@ -553,7 +556,8 @@ def test_a_dump_rewritten_in_place_is_hashed_again_never_taken_from_the_log(
     report = compare_runs(a, b)
     assert report.verdict == "diverged" and report.first_divergent_step == 1
     assert report.work.files_hashed == 1
-    assert any("1 dump changed since it was recorded (step_1_w.npy)" in n for n in report.notes)
+    changed = [n for n in report.notes if n.kind is NoteKind.LOG_DUMPS_CHANGED]
+    assert [n["files"] for n in changed] == [("step_1_w.npy",)]
 
 
 def test_a_dump_replaced_by_another_file_is_hashed_again(tmp_path: Path) -> None:
@@ -619,9 +623,9 @@ def test_damaged_and_forged_lines_are_ignored_with_a_note(tmp_path: Path) -> Non
     src = open_run(str(b))
     by_step = {f.step: f for f in src.listing.buffers}
     assert by_step[0].digest is None and by_step[1].digest is not None
-    (note,) = [n for n in src.notes if "ignored" in n]
-    assert f"{len(cases) + 1} lines ignored (line 1: " in note
-    assert f"; and {len(cases) + 1 - 3} more)" in note  # three are named
+    (note,) = [n for n in src.notes if n.kind is NoteKind.LOG_LINES_IGNORED]
+    assert len(note["lines"]) == len(cases) + 1 and note["lines"][0].startswith("line 1: ")
+    assert f"; and {len(cases) + 1 - 3} more)" in note_text(note)  # three are named
     report = compare_runs(a, b)
     assert report.verdict == "identical" and report.work.files_hashed == 1
     r = fastdiff("compare", a, b)
@@ -634,7 +638,8 @@ def test_a_torn_last_line_is_a_note_and_the_rest_is_used(tmp_path: Path) -> None
     (b / DIGEST_LOG).write_bytes(log[:-60])
     src = open_run(str(b))
     assert sum(f.digest is not None for f in src.listing.buffers) == 2
-    assert any("line 3: cut short (the job stopped while writing it)" in n for n in src.notes)
+    (note,) = src.notes
+    assert note["lines"] == ("line 3: cut short (the job stopped while writing it)",)
 
 
 def test_a_log_larger_than_the_cap_is_not_used(
@@ -646,7 +651,8 @@ def test_a_log_larger_than_the_cap_is_not_used(
     monkeypatch.setattr(digestlog, "MAX_LOG_BYTES", 100)
     src = open_run(str(b))
     assert all(f.digest is None for f in src.listing.buffers)
-    assert any("not used" in n and "more than 100" in n for n in src.notes)
+    (note,) = src.notes
+    assert note.kind is NoteKind.LOG_UNUSABLE and "more than 100" in note["why"]
 
 
 @settings(max_examples=200, deadline=None)
@@ -738,11 +744,12 @@ def test_digests_only_runs_name_the_first_divergent_step_and_how_to_see_the_valu
     assert w3.message is None
     w4 = next(x for x in report.buffers if (x.step, x.name) == (4, "w"))
     assert w4.message == "compared by digests only (recorded without data)"
-    assert not any("recorded digests only" in n for n in report.notes)
+    assert not any(n.kind is NoteKind.RERECORD for n in report.notes)
     # Full data in one run, digests only in the other: compared by digests.
     mixed = compare_runs(_job(tmp_path / "full", True, False), b)
     assert mixed.first_divergent_step == 3 and mixed.work.files_hashed == 0
-    assert any("run B" in n and "recorded digests only" in n for n in mixed.notes)
+    (rerecord,) = [n for n in mixed.notes if n.kind is NoteKind.RERECORD]
+    assert [side for side, _ in rerecord["sides"]] == ["B"] and rerecord["step"] == 3
 
 
 def test_a_tolerance_against_digests_only_is_undecided_and_says_how_to_judge_it(

@@ -150,4 +150,4 @@ def test_the_python_sweep_reads_every_pair_with_one_schema(tmp_path: Path) -> No
     a, b, manifest, _ = runs(tmp_path)
     opts, notes = one_schema([(str(a), str(b)), (str(a), str(manifest))])
     assert opts.schema is not None and opts.schema.name == "mine"
-    assert len(notes) == 1 and notes[0].startswith("note: one schema for the whole sweep")
+    assert len(notes) == 1 and notes[0].kind == "sweep_schema" and not notes[0].warning

@@ -16,6 +16,7 @@ import pytest
 from helpers import fastdiff
 
 from fastdiff import Recorder, compare_runs
+from fastdiff.model.findings import NoteKind
 from fastdiff.options import CompareOptions
 from fastdiff.sources.names import DIGEST_LOG
 
@@ -77,7 +78,7 @@ def test_concatenated_digest_logs_of_recorded_files_are_hashed_with_a_note(
     assert report.verdict == "diverged" and report.first_divergent_step == 1
     assert by_key(report)[(1, "w")].n_diff == 1  # type: ignore[attr-defined]
     assert report.work.files_hashed >= 3  # B's dumps: read, not taken from the log
-    assert any("disagree" in n and str(b) in n for n in report.notes)
+    assert any(n.kind is NoteKind.LOG_CONFLICT and str(b) in n["path"] for n in report.notes)
 
 
 def test_a_dump_recorded_again_replaces_its_line_without_a_conflict(tmp_path: Path) -> None:
@@ -102,7 +103,9 @@ def test_a_file_beside_a_digests_only_record_is_compared_with_a_note(tmp_path: P
     report = compare_runs(a, b)
     assert by_key(report)[(1, "w")].status in ("diverged", "error")  # type: ignore[attr-defined]
     assert report.verdict != "identical"
-    assert any("digests only" in n and "step_1_w.npy" in n for n in report.notes)
+    assert any(
+        n.kind is NoteKind.LOG_BESIDE_FILE and n["files"] == ("step_1_w.npy",) for n in report.notes
+    )
 
 
 def test_a_copied_run_says_its_dumps_were_copied_or_touched_not_changed(
@@ -114,9 +117,10 @@ def test_a_copied_run_says_its_dumps_were_copied_or_touched_not_changed(
     shutil.copytree(b, c)
     report = compare_runs(a, c)
     assert report.verdict == "identical"
-    notes = [n for n in report.notes if str(c) in n]
-    assert notes and all("copied or touched" in n for n in notes)
-    assert not any("changed since" in n for n in notes)
+    kinds = {n.kind for n in report.notes if n["spec"] == str(c)}
+    assert kinds == {NoteKind.LOG_DUMPS_COPIED}  # not "changed"
+    text = fastdiff("compare", a, c).stdout
+    assert "copied or touched since they were recorded" in text
 
 
 # --- 1b: a shard folder with a shard missing, no index ------------------------------------

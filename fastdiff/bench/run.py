@@ -41,9 +41,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..dtypes import get_dtype
 from ..engine.pool import SERIAL_MAX_BYTES
 from ..errors import FastdiffError
-from ..render.fmt import format_bytes
 from ..schema import RL_STATE, Schema
 from ..sources import open_run
+from ..textkit.fmt import format_bytes
 from . import synth, timing
 
 if TYPE_CHECKING:

@@ -211,7 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         debug = debug or args.debug
         return command_module(args.command).run(args)
     except FastdiffError as exc:
-        from ..render.escape import display_path  # a path in the message is printed safely
+        from ..textkit.escape import display_path  # a path in the message is printed safely
 
         print(f"fastdiff: error: {display_path(str(exc))}", file=sys.stderr)
         return EXIT_TROUBLE

@@ -12,6 +12,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
+    from ..model.findings import Note
     from ..model.results import Problem, Report
 
 
@@ -35,7 +36,7 @@ def silence_stdout() -> None:
 
 def print_problems(problems: Iterable[Problem]) -> None:
     """One line on stderr per problem, its path and message escaped as in the reports."""
-    from ..render.escape import display_path
+    from ..textkit.escape import display_path
 
     for e in problems:
         print(
@@ -43,10 +44,15 @@ def print_problems(problems: Iterable[Problem]) -> None:
         )
 
 
-def print_note(note: str) -> None:
-    """A remark on how the runs are read (``note: ...`` / ``warning: ...``), on stderr."""
-    from ..render.escape import display_path
+def print_note(note: Note | str) -> None:
+    """A remark on how the runs are read (a ``Note``, or a schema file's
+    warning as written), on stderr: ``fastdiff: note: ...``."""
+    from ..textkit.escape import display_path
 
+    if not isinstance(note, str):
+        from ..render.notes import note_text
+
+        note = note_text(note)
     print(f"fastdiff: {display_path(note)}", file=sys.stderr)
 
 
@@ -89,7 +95,7 @@ def write_plot(report: Report, path: str, code: int) -> int:
     try:
         write_timeline_plot(report, path)
     except (OSError, FastdiffError) as exc:
-        from ..render.escape import display_path
+        from ..textkit.escape import display_path
 
         # Said once: the option and the file, then why (an OSError's strerror,
         # which names neither: write_timeline_plot does not word it).

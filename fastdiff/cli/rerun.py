@@ -56,9 +56,9 @@ ARGUMENTS = (
 
 
 def run(args: Namespace) -> int:
-    from ..render.escape import display_path
     from ..render.rerun import format_arm, format_arm_start, render_rerun_text
     from ..rerun import rerun
+    from ..textkit.escape import display_path
 
     options = options_of(args)
     arms = args.arms

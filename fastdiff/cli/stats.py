@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import sys
-
 from ..errors import EXIT_TROUBLE
 from .common import given_schema, non_negative_int, schema_options
-from .output import print_problems, write_stdout
+from .output import print_note, print_problems, write_stdout
 from .spec import Arg
 
 TYPE_CHECKING = False
@@ -46,7 +44,7 @@ def run(args: Namespace) -> int:
 
     stats = stats_for(args.run, given_schema(args), args.top)
     for note in stats.notes:
-        print(f"fastdiff: {note}", file=sys.stderr)
+        print_note(note)
     # A malformed file is trouble, as compare and hash say: one line each, exit 2.
     bad = [Problem(m.path or m.name, m.message, kind="malformed") for m in stats.malformed]
     print_problems([*stats.errors, *bad])

@@ -17,13 +17,14 @@ from .common import (
     non_negative_int,
     options_of,
 )
-from .output import print_problems, write_plot, write_stdout
+from .output import print_note, print_problems, write_plot, write_stdout
 from .spec import STORE_FALSE, STORE_TRUE, Arg, BadValue, Exclusive
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from argparse import Namespace
 
+    from ..model.findings import Note
     from ..model.results import Problem
     from ..watch import StepReport
 
@@ -213,10 +214,10 @@ def run(args: Namespace) -> int:
             status.clear()
         print_problems([problem])
 
-    def on_note(text: str) -> None:
+    def on_note(note: Note) -> None:
         if status is not None:
             status.clear()
-        print(f"fastdiff: {text}", file=sys.stderr)
+        print_note(note)
 
     cache = digest_cache(args, [args.run_a, args.run_b])
     try:

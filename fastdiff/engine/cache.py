@@ -32,9 +32,9 @@ import stat
 import sys
 import time
 
-from ..render.escape import display_path
 from ..sources.buffers import BufferDigest
 from ..stages.hash import hash_batch
+from ..textkit.escape import display_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

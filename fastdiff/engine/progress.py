@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 
-from ..render.fmt import format_bytes
+from ..textkit.fmt import format_bytes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
     from concurrent.futures import Executor
 
+    from ..model.findings import Note
     from ..model.selection import Selection
     from ..schema import Schema
     from ..sources.buffers import BufferDigest, BufferRef
@@ -112,7 +113,7 @@ class Plan:
     tag: object
     errors: tuple[Problem, ...]
     paired: bool
-    notes: tuple[str, ...]
+    notes: tuple[Note, ...]
     rank: int | None
 
     def __init__(
@@ -124,7 +125,7 @@ class Plan:
         tag: object = None,
         errors: Iterable[Problem] = (),
         paired: bool = True,
-        notes: Iterable[str] = (),
+        notes: Iterable[Note] = (),
         rank: int | None = None,
     ) -> None:
         self.src_a = src_a
@@ -720,10 +721,11 @@ def _with_rerecord_notes(report: Report, plan: Plan) -> Report:
                 names.update(dict.fromkeys(hit))
     if not sides:
         return report
-    from ..sources.digestlog import rerecord_note
+    from ..model.findings import Note, NoteKind
 
     assert step is not None
-    return report.replace(notes=(*report.notes, rerecord_note(step, sides, list(names))))
+    note = Note.of(NoteKind.RERECORD, step=step, sides=sides, names=list(names))
+    return report.replace(notes=(*report.notes, note))
 
 
 def _empty_sides(
@@ -789,7 +791,7 @@ def compare_pairs(
     cache: DigestCache | None = None,
     on_report: Callable[[int, Report], None] | None = None,
     progress: Progress | None = None,
-    on_note: Callable[[str], None] | None = None,
+    on_note: Callable[[Note], None] | None = None,
     select: Selection | None = None,
     listed: dict[str, tuple[RunSource, RankedRun | None]] | None = None,
 ) -> list[Report]:
@@ -821,7 +823,7 @@ def _compare_pairs(
     cache: DigestCache | None,
     on_report: Callable[[int, Report], None] | None,
     progress: Progress | None,
-    on_note: Callable[[str], None] | None,
+    on_note: Callable[[Note], None] | None,
     select: Selection | None,
     listed: dict[str, tuple[RunSource, RankedRun | None]] | None,
 ) -> list[Report]:
@@ -959,7 +961,7 @@ class _RankedPair:
         ka: RankedRun,
         kb: RankedRun,
         schema: Schema,
-        notes: tuple[str, ...],
+        notes: tuple[Note, ...],
         opts: CompareOptions,
         finish: Callable[[int, Report], None],
     ) -> None:

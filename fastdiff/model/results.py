@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
+    from .findings import Note
     from .selection import Selection
 
 __all__ = [
@@ -454,7 +455,7 @@ class Report(Value):
         tolerance: dict[str, object] | None = None,
         work: Work | None = None,
         timeline: tuple[TimelineRow, ...] = (),
-        notes: tuple[str, ...] = (),
+        notes: tuple[Note, ...] = (),
         origins: tuple[Origin, ...] | None = None,
         ranks: tuple[RankReport, ...] | None = None,
         selection: Selection | None = None,

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from itertools import islice
 
+from .notes import note_json
+
 try:  # CPython's C encoder, as the json package uses it (see _c_dumps)
     from _json import encode_basestring_ascii as _encode_str
     from _json import make_encoder as _make_encoder
@@ -23,7 +25,7 @@ except ImportError:  # pragma: no cover (another Python)
     _encode_str = _make_encoder = None  # type: ignore[assignment]
 
 from ..model.facts import NOTHING_DIFFERS, RESULT_FACTS, UNKNOWN, json_number
-from .escape import json_text, path_record, put_text
+from ..textkit.escape import json_text, path_record, put_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -160,7 +162,7 @@ def _report_items(report: Report, first: bool = False) -> Iterator[tuple[str, An
     yield "schema", json_text(report.schema), False
     if first or report.selection is not None:  # else the object is as it always was
         yield "selection", selection_dict(report, first), False
-    yield "notes", [json_text(n) for n in report.notes], False
+    yield "notes", [json_text(note_json(n)) for n in report.notes], False
     yield "verdict", report.verdict, False
     yield "first_divergent_step", report.first_divergent_step, False
     yield "first_divergent_groups", [json_text(k) for k in report.first_divergent_groups], False

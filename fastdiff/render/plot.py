@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 
 from ..errors import FastdiffError
-from .escape import display_path
+from ..textkit.escape import display_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import shlex
 
-from .escape import display_path
-from .fmt import first_few, plural
+from ..textkit.escape import display_path
+from ..textkit.fmt import first_few, plural
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .escape import display_path, path_record, put_text
-from .fmt import format_bytes, format_steps, plural
+from ..textkit.escape import display_path, path_record, put_text
+from ..textkit.fmt import format_bytes, format_steps, plural
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

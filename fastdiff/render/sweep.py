@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 
-from .escape import display_path, json_text
-from .fmt import plural
+from ..textkit.escape import display_path, json_text
+from ..textkit.fmt import plural
 from .json import JSON_SCHEMA_VERSION, origin_dict, report_dict
+from .notes import note_text
 from .words import VERDICT, verdict_word
 
 TYPE_CHECKING = False
@@ -56,7 +57,7 @@ def sweep_summary_dict(summary: SweepSummary) -> dict[str, Any]:
             for o, pairs in found.groups
         ]
     if summary.notes:  # the one schema of the sweep, where pairs alone would differ
-        d["notes"] = [json_text(n) for n in summary.notes]
+        d["notes"] = [json_text(note_text(n)) for n in summary.notes]
     return d
 
 
@@ -94,7 +95,7 @@ def render_sweep_summary_text(summary: SweepSummary, runs: Sequence[tuple[str, s
     ]  # fmt: skip
     if summary.interrupted:
         lines[0] = "interrupted; finished " + lines[0]
-    lines += [display_path(n) for n in summary.notes]  # "note: ..." / "warning: ..."
+    lines += [display_path(note_text(n)) for n in summary.notes]  # "note: ..." / "warning: ..."
     if summary.classes is not None:
         lines.append("classes of bit-identical runs:" + ("" if summary.classes else " none"))
         lines += [

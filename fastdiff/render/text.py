@@ -16,8 +16,8 @@ import math
 from ..dtypes import DTYPES
 from ..model.facts import RESULT_FACTS
 from ..model.statuses import TROUBLE
-from .escape import display_path
-from .fmt import first_few, format_steps, plural, step_ranges
+from ..textkit.escape import display_path
+from ..textkit.fmt import first_few, format_steps, plural, step_ranges
 from .words import EQUAL, GROUP_STATUS, ROLE, STATUS, VERDICT, WITHIN_TOLERANCE, verdict_word
 
 TYPE_CHECKING = False
@@ -371,11 +371,10 @@ def _folded_line(run: list[StepSummary]) -> str:
 
 
 def note_lines(report: Report) -> list[str]:
-    """The report's notes, a line each (``note: ...``, or a ``warning: ...`` as said)."""
-    return [
-        display_path(n if n.startswith(("note: ", "warning: ")) else f"note: {n}")
-        for n in report.notes
-    ]
+    """The report's notes, a line each (``note: ...``, or ``warning: ...``)."""
+    from .notes import note_text
+
+    return [display_path(note_text(n)) for n in report.notes]
 
 
 def _span_text(start: int, stop: int | None) -> str:

@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 
 from ..model.statuses import STATUS_ORDER
-from .escape import display_path, json_text
-from .fmt import plural
+from ..textkit.escape import display_path, json_text
+from ..textkit.fmt import plural
 from .json import buffer_dict, report_dict
 from .text import format_buffer, note_lines, status_counts, verdict_lines
 from .words import DIVERGED, EQUAL, ERROR, WITHIN_TOLERANCE

@@ -62,9 +62,9 @@ import os
 from xxhash import xxh3_64_hexdigest
 
 from ..dtypes import DTYPES
+from ..model.findings import Note, NoteKind
 from ..model.results import Problem
 from ..options import check_chunk_size
-from ..render.fmt import first_few
 from .buffers import BufferDigest, BufferRef, RunListing, step_filter
 from .names import DIGEST_LOG, dump_name
 from .run import RunSource
@@ -84,9 +84,6 @@ MAX_LOG_BYTES = 1 << 30
 #: A longer line is refused (at 4 MiB chunks, 35 bytes per chunk digest: a
 #: buffer of about 900 GiB).
 MAX_LINE_BYTES = 8 << 20
-#: Lines named in a note about ignored lines.
-_SHOWN = 3
-
 _KEYS = (
     "v", "step", "name", "file", "dtype", "shape", "size", "chunk_size", "chunks", "offset",
     "file_size", "dev", "ino", "mtime_ns", "ctime_ns", "sealed_ns", "time_ns", "replaces",
@@ -418,31 +415,6 @@ def _described(ref: BufferRef, e: LogEntry) -> tuple[str | None, tuple[int, ...]
     return e.dtype, e.shape
 
 
-def _dumps(n: int) -> str:
-    return "1 dump" if n == 1 else f"{n:,} dumps"
-
-
-def _changed_note(spec: str, changed: list[str]) -> str:
-    shown = first_few(changed, _SHOWN)
-    n = len(changed)
-    what = "1 dump changed since it was" if n == 1 else f"{n} dumps changed since they were"
-    return f"{spec}: {what} recorded ({shown}): hashed again, not taken from the digest log"
-
-
-def _copied_note(spec: str, copied: list[str]) -> str:
-    """Dumps that are other files than the recorded ones: the run copied
-    (``cp -r``, ``rsync``) or its dumps replaced since recording; their
-    bytes may well be the recorded ones, but the log cannot vouch for them."""
-    shown = first_few(copied, _SHOWN)
-    one = len(copied) == 1
-    return (
-        f"{spec}: {_dumps(len(copied))} {'was' if one else 'were'} copied or touched since "
-        f"{'it was' if one else 'they were'} recorded ({shown}: {'its' if one else 'their'} file "
-        "identity is not the recorded one, so the log cannot vouch for the bytes): hashed "
-        "again, not taken from the digest log"
-    )
-
-
 def attach_log(spec: str, listing: RunListing, steps: StepFilter | None = None) -> RunSource:
     """The run folder ``spec`` (listed as ``listing``) as a source, with what
     its digest log says: digests attached to the dumps still as recorded,
@@ -450,19 +422,12 @@ def attach_log(spec: str, listing: RunListing, steps: StepFilter | None = None) 
     notes on what was not used."""
     log_path = os.path.join(spec, DIGEST_LOG)
     log = read_log(log_path, step_filter(steps))
-    notes: list[str] = []
+    notes: list[Note] = []
     if log.unusable is not None:
-        notes.append(
-            f"warning: {log_path}: not used: {log.unusable}; every dump is hashed, and buffers "
-            "recorded as digests only are missing"
-        )
+        notes.append(Note.of(NoteKind.LOG_UNUSABLE, path=log_path, why=log.unusable, warning=True))
     if log.bad:
-        n = len(log.bad)
-        shown = first_few(log.bad, _SHOWN, "; ")
-        notes.append(
-            f"warning: {log_path}: {n} {'line' if n == 1 else 'lines'} ignored ({shown}); the "
-            "dumps they describe are hashed, and buffers they recorded as digests only are missing"
-        )
+        ignored = Note.of(NoteKind.LOG_LINES_IGNORED, path=log_path, lines=log.bad, warning=True)
+        notes.append(ignored)
     cs = log.chunk_size
     entries = log.entries
     conflicts = log.conflicts
@@ -541,32 +506,22 @@ def attach_log(spec: str, listing: RunListing, steps: StepFilter | None = None) 
         buffers.append(only)
         used = True
     if changed:
-        notes.append(_changed_note(spec, changed))
+        notes.append(Note.of(NoteKind.LOG_DUMPS_CHANGED, spec=spec, files=changed))
     if copied:
-        notes.append(_copied_note(spec, copied))
+        notes.append(Note.of(NoteKind.LOG_DUMPS_COPIED, spec=spec, files=copied))
     if hashed:
-        notes.append(
-            f"warning: {log_path}: {_dumps(len(hashed))} recorded by lines that disagree and "
-            f"neither replaces the other (two logs joined into one?) ({first_few(hashed, _SHOWN)}):"
-            " not taken from the log; the files are hashed"
-        )
+        notes.append(Note.of(NoteKind.LOG_CONFLICT, path=log_path, files=hashed, warning=True))
     if beside:
-        notes.append(
-            f"warning: {log_path}: {_dumps(len(beside))} recorded as digests only, yet the folder "
-            f"holds a file of {'it' if len(beside) == 1 else 'each'} that the log does not "
-            f"describe ({first_few(beside, _SHOWN)}): the files are compared, not the log's "
-            "records"
-        )
+        notes.append(Note.of(NoteKind.LOG_BESIDE_FILE, path=log_path, files=beside, warning=True))
     if disagree:
         notes.append(
-            f"warning: {log_path}: {len(disagree)} lines disagree with the header of the file "
-            f"they name ({first_few(disagree, _SHOWN)}): not used; the files are hashed"
+            Note.of(NoteKind.LOG_HEADER_DISAGREES, path=log_path, files=disagree, warning=True)
         )
     if other_cs:
-        notes.append(
-            f"warning: {log_path}: {other_cs} buffers recorded as digests only at another chunk "
-            f"size than the log's newest lines ({cs}): missing"
+        other = Note.of(
+            NoteKind.LOG_OTHER_CHUNK_SIZE, path=log_path, n=other_cs, chunk_size=cs, warning=True
         )
+        notes.append(other)
     # In the order the recorder wrote them (its log's, step by step), not the
     # file names': groups found by name come in that order (sources.schemas).
     written = {key: i for i, key in enumerate(entries)}
@@ -576,17 +531,3 @@ def attach_log(spec: str, listing: RunListing, steps: StepFilter | None = None) 
         tuple(sorted(broken, key=lambda item: item[0])), listing.lost,
     )  # fmt: skip
     return RunSource(spec, out, cs if used else None, steps=steps, notes=tuple(notes))
-
-
-def rerecord_note(step: int, sides: Sequence[tuple[str, str]], names: Sequence[str]) -> str:
-    """What to do when runs ``sides`` ((side, spec): ("A", "runs/a")) hold
-    digests only for the buffers ``names`` that diverge first, at ``step``:
-    record that step in full."""
-    shown = first_few(names, _SHOWN)
-    runs = " and ".join(f"{side} ({spec})" for side, spec in sides)
-    return (
-        f"{'runs' if len(sides) > 1 else 'run'} {runs} recorded digests only at step {step}, "
-        f"where the runs first diverge ({shown}): the digests show where, not the values; to "
-        f"see them, record step {step} in full, Recorder(..., data={{{step}}}) (or data=lambda "
-        f"step: step >= {step}), run the job again and compare again"
-    )

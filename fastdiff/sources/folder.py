@@ -23,7 +23,7 @@ import os
 import stat
 
 from ..model.results import Problem, Skipped
-from ..render.escape import is_utf8
+from ..textkit.escape import is_utf8
 from .buffers import BufferRef, RunListing, Unread, step_filter
 from .names import DIGEST_LOG, DUMP_PATTERN, MAX_STEP_DIGITS, split_name
 from .reader import read_regular

@@ -133,7 +133,7 @@ def manifest_dict(
     """The manifest of a run's listing: each buffer with its digests (by buffer)."""
     from datetime import UTC, datetime
 
-    from ..render.escape import path_record, put_text
+    from ..textkit.escape import path_record, put_text
 
     buffers = []
     for f in listing.buffers:

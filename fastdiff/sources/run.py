@@ -9,6 +9,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
+    from ..model.findings import Note
     from ..model.results import Skipped
     from ..schema import Schema
     from .buffers import BufferRef, StepFilter
@@ -37,7 +38,7 @@ class RunSource:
     dtypes: dict[str, str]
     steps: StepFilter | None
     kind: str
-    notes: tuple[str, ...]
+    notes: tuple[Note, ...]
 
     def __init__(
         self,
@@ -48,7 +49,7 @@ class RunSource:
         dtypes: dict[str, str] | None = None,
         steps: StepFilter | None = None,
         kind: str = "folder",
-        notes: tuple[str, ...] = (),
+        notes: tuple[Note, ...] = (),
     ) -> None:
         self.spec = spec
         self.listing = listing

@@ -17,7 +17,7 @@ a whole number of elements).
 
 from __future__ import annotations
 
-from ..render.fmt import plural
+from ..model.findings import Note, NoteKind
 from ..schema import OTHER, RL_STATE, Group, Member, Schema, literal_pattern
 
 TYPE_CHECKING = False
@@ -28,13 +28,13 @@ if TYPE_CHECKING:
     from .buffers import BufferRef
 
 
-def _differing(src: RunSource, schema: Schema, skip: set[str]) -> list[str]:
-    """``name (recorded X, read as Y)`` for each buffer whose recorded dtype ``schema`` changes."""
+def _differing(src: RunSource, schema: Schema, skip: set[str]) -> list[tuple[str, str, str]]:
+    """(name, recorded, read as) of each buffer whose recorded dtype ``schema`` changes."""
     out = []
     for name in sorted(src.dtypes.keys() - skip):
         recorded, used = src.dtypes[name], schema.classify(name)[1]
         if recorded != used:
-            out.append(f"{name} (recorded {recorded}, read as {used})")
+            out.append((name, recorded, used))
     return out
 
 
@@ -42,9 +42,9 @@ def choose_schema(
     sources: Sequence[RunSource],
     given: Schema | None,
     named: Sequence[RunSource] | None = None,
-) -> tuple[Schema, tuple[str, ...]]:
+) -> tuple[Schema, tuple[Note, ...]]:
     """The schema to read ``sources`` (a run pair, or one run) with, and what
-    to tell the user about the choice (``note: ...`` / ``warning: ...``).
+    to tell the user about the choice (notes; warnings where runs disagree).
     ``named``: the sources that hold their buffers, whose names and dtypes
     ``by_name`` reads (default: ``sources``): for a run of several ranks,
     its ranks' (``sources.ranks``), so that it is read as a run of one rank
@@ -57,52 +57,59 @@ def choose_schema(
         or by_name(sources if named is None else named)
         or RL_STATE
     )
-    said: list[str] = []
+    said: list[Note] = []
     reported: set[str] = set()
     if given is None:
         for m in manifests:
             if m.schema is None:
                 said.append(
-                    f"note: {m.spec} records no schema (written by an older fastdiff); read "
-                    f"with schema {chosen.name!r}; pass --schema to choose, or hash the "
-                    "run again"
+                    Note.of(
+                        NoteKind.NO_RECORDED_SCHEMA, spec=m.spec, schema=chosen.name, sweep=False
+                    )
                 )
         if len(manifests) == 2:
             a, b = manifests
             if a.schema is not None and b.schema is not None and a.schema != b.schema:
-                names = (
-                    f"two versions of {a.schema.name!r}"
-                    if a.schema.name == b.schema.name
-                    else f"{a.schema.name!r} and {b.schema.name!r}"
-                )
                 said.append(
-                    f"warning: {a.spec} and {b.spec} were hashed under different schemas "
-                    f"({names}); groups and dtypes are {a.spec}'s; pass --schema to choose"
+                    Note.of(
+                        NoteKind.MANIFEST_SCHEMAS_DIFFER,
+                        spec_a=a.spec,
+                        spec_b=b.spec,
+                        name_a=a.schema.name,
+                        name_b=b.schema.name,
+                        warning=True,
+                    )
                 )
             for name in sorted(a.dtypes.keys() & b.dtypes.keys()):
                 da, db = a.dtypes[name], b.dtypes[name]
                 if da != db:
                     reported.add(name)
                     said.append(
-                        f"warning: buffer {name!r} was hashed as {da} in {a.spec} but as {db} "
-                        f"in {b.spec}; read as {chosen.classify(name)[1]} (pass --schema to choose)"
+                        Note.of(
+                            NoteKind.MANIFEST_DTYPES_DIFFER,
+                            name=name,
+                            dtype_a=da,
+                            spec_a=a.spec,
+                            dtype_b=db,
+                            spec_b=b.spec,
+                            read_as=chosen.classify(name)[1],
+                            warning=True,
+                        )
                     )
     for m in manifests:
         differ = _differing(m, chosen, reported)
         if not differ:
             continue
-        if given is not None:
-            what = (
-                f"the schema given ({given.name!r}) is used, not the one recorded in it "
-                f"({m.schema.name!r})"
-                if m.schema is not None
-                else f"the schema given ({given.name!r}) is used"
-            )
-        else:
-            what = f"read with schema {chosen.name!r}"
         said.append(
-            f"warning: {m.spec}: {what}; the dtype differs for "
-            f"{plural(len(differ), 'buffer')}: {', '.join(differ)}"
+            Note.of(
+                NoteKind.MANIFEST_READ_AS,
+                spec=m.spec,
+                given=None if given is None else given.name,
+                recorded=None if m.schema is None else m.schema.name,
+                chosen=chosen.name,
+                buffers=differ,
+                warning=True,
+            )
         )
     return chosen, tuple(said)
 

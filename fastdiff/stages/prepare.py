@@ -6,6 +6,7 @@ What is left (``Prepared.to_hash``) needs digests: stage 4.
 
 from __future__ import annotations
 
+from ..model.findings import Note, NoteKind
 from .pair import pair_runs
 from .size import size_stage
 
@@ -43,7 +44,7 @@ class Prepared:
         decided: list[BufferResult],
         problems: list[Problem],
         to_hash: list[Pair],
-        notes: tuple[str, ...] = (),
+        notes: tuple[Note, ...] = (),
     ) -> None:
         self.cs_a = cs_a
         self.cs_b = cs_b
@@ -81,7 +82,7 @@ def _side_chunk_size(src: RunSource, pair_cs: int) -> int:
     return src.chunk_size if src.is_manifest and src.chunk_size is not None else pair_cs
 
 
-def header_notes(pairs: tuple[Pair, ...], schema: Schema) -> tuple[str, ...]:
+def header_notes(pairs: tuple[Pair, ...], schema: Schema) -> tuple[Note, ...]:
     """One note per buffer whose file's header gives another dtype than the
     member of the schema that names it (the header's is used)."""
     from ..schema import OTHER
@@ -99,11 +100,5 @@ def header_notes(pairs: tuple[Pair, ...], schema: Schema) -> tuple[str, ...]:
             seen[p.name] = (dtype, head.dtype)
     if not seen:
         return ()
-    listed = [f"{name} ({said} in the schema, {found} in the file)"
-              for name, (said, found) in sorted(seen.items())]  # fmt: skip
-    shown = ", ".join(listed[:5]) + (f" and {len(listed) - 5} more" if len(listed) > 5 else "")
-    return (
-        f"warning: the files' headers give another dtype than schema {schema.name!r} for "
-        f"{len(listed)} {'buffer' if len(listed) == 1 else 'buffers'}: {shown}; the headers' "
-        "dtypes are used",
-    )
+    buffers = [(name, said, found) for name, (said, found) in sorted(seen.items())]
+    return (Note.of(NoteKind.HEADER_DTYPE, schema=schema.name, buffers=buffers, warning=True),)

@@ -22,6 +22,7 @@ from itertools import groupby
 from operator import attrgetter
 
 from ..errors import EXIT_DIVERGED, EXIT_IDENTICAL, EXIT_TROUBLE
+from ..model.findings import Note, NoteKind
 from ..model.results import (
     BufferResult,
     GroupVerdict,
@@ -331,53 +332,6 @@ def _steps(
     return tuple(out), tuple(timeline), as_bytes, unset
 
 
-def bytes_note(names: set[str]) -> str:
-    """The note for buffers outside the schema read as bytes: what that means, and the fix."""
-    shown = sorted(names)
-    listed = ", ".join(shown[:3]) + (f" and {len(shown) - 3} more" if len(shown) > 3 else "")
-    one = len(shown) == 1
-    return (
-        f"{len(shown)} {'buffer' if one else 'buffers'} in no schema group ({listed}) "
-        f"{'was' if one else 'were'} compared as raw bytes (u8): "
-        f"{'its' if one else 'their'} indices are byte offsets and {'its' if one else 'their'} "
-        "values bytes. To compare them as numbers, give their element type: --default-dtype "
-        "f32 (or another dtype), or a schema file (fastdiff schema > my.toml, add them to a "
-        "group, then --schema my.toml)"
-    )
-
-
-def unset_note(schema: str, unset: dict[str, str]) -> str:
-    """The note for buffers whose dtype the schema leaves unset ("u8?")."""
-    shown = sorted(unset)
-    listed = ", ".join(shown[:3]) + (f" and {len(shown) - 3} more" if len(shown) > 3 else "")
-    one = len(shown) == 1
-    read = sorted(set(unset.values()))
-    how = " or ".join(read)
-    if read == ["u8"]:
-        how = (
-            "raw bytes (u8): indices are byte offsets, values bytes, and how large a "
-            "difference is says nothing"
-        )
-    whose = "its" if one else "each one's"
-    return (
-        f"{len(shown)} {'buffer' if one else 'buffers'} ({listed}) {'has' if one else 'have'} "
-        f"a dtype the schema {schema!r} does not set yet (written with a '?', as \"{read[0]}?\"), "
-        f"so {'it was' if one else 'they were'} read as {how}. Write {whose} dtype in "
-        "the schema file, without the '?'"
-    )
-
-
-def undecided_note(n: int) -> str:
-    """The note for buffers whose differing bits a tolerance could not judge."""
-    which = "1 buffer whose bits differ was" if n == 1 else f"{n} buffers whose bits differ were"
-    return (
-        f"{which} compared by digests only (a manifest holds digests, not values), so the "
-        f"tolerance could not be judged for {'it' if n == 1 else 'them'}: "
-        f"{'it is an error' if n == 1 else 'they are errors'}, neither within tolerance nor "
-        "diverged. Compare the run folders themselves to apply the tolerance"
-    )
-
-
 class _Summary:
     """What a report says of its buffers (sorted by step): the first divergent
     step and its groups, the step summaries, the timeline, the notes."""
@@ -391,7 +345,7 @@ class _Summary:
         schema: Schema,
         problems: tuple[Problem, ...],
         tolerance: dict[str, object] | None,
-        notes: Iterable[str],
+        notes: Iterable[Note],
     ) -> None:
         self.divergent = divergent = [b for b in ordered if b.diverges]
         self.first_step = first_step = min((b.step for b in divergent), default=None)
@@ -405,12 +359,13 @@ class _Summary:
         self.steps, self.timeline, as_bytes, unset = _steps(ordered, schema)
         all_notes = list(dict.fromkeys(notes))
         if as_bytes:
-            all_notes.append(bytes_note(as_bytes))
+            all_notes.append(Note.of(NoteKind.RAW_BYTES, names=sorted(as_bytes)))
         if unset:
-            all_notes.append(unset_note(schema.name, unset))
+            note = Note.of(NoteKind.DTYPE_UNSET, schema=schema.name, unset=sorted(unset.items()))
+            all_notes.append(note)
         undecided = sum(1 for p in problems if p.kind == "undecided")
         if undecided:
-            all_notes.append(undecided_note(undecided))
+            all_notes.append(Note.of(NoteKind.UNDECIDED, n=undecided))
         self.notes = tuple(all_notes)
         self.verdict: Verdict = "error" if problems else "diverged" if divergent else "identical"
         self.problems = problems
@@ -475,7 +430,7 @@ def build_report(
     errors: Iterable[Problem],
     tolerance: dict[str, object] | None = None,
     work: Work | None = None,
-    notes: Iterable[str] = (),
+    notes: Iterable[Note] = (),
 ) -> Report:
     """The report of one run pair; ``notes``: remarks of the caller's, to which
     the report adds its own."""
@@ -502,7 +457,7 @@ def combine_ranks(
     skipped: Iterable[Skipped] = (),
     errors: Iterable[Problem] = (),
     tolerance: dict[str, object] | None = None,
-    notes: Iterable[str] = (),
+    notes: Iterable[Note] = (),
 ) -> Report:
     """The report of two runs of several ranks from each rank's report (each
     built by ``build_report``, roles included): every rank's buffers, rank

@@ -61,14 +61,14 @@ from ..engine.scheduler import Plan, Scheduler, gc_paused
 from ..model.results import BufferResult, Problem, Skipped, Work, total_work
 from ..model.statuses import TROUBLE
 from ..options import CompareOptions, tolerance_dict
-from ..render.escape import display_path
-from ..render.fmt import plural
 from ..sources import RunSource, dump_subfolder, folder_format, open_run
 from ..sources.buffers import RunListing
 from ..sources.folder import awaiting_log, list_entries
 from ..sources.names import DIGEST_LOG, DUMP_PATTERN
 from ..sources.schemas import BY_NAME, choose_schema
 from ..stages.verdict import build_report
+from ..textkit.escape import display_path
+from ..textkit.fmt import plural
 from .poll import ManifestSide, RunPoller, dump_stat, file_stat
 from .results import StepReport, WatchSummary
 
@@ -78,6 +78,7 @@ if TYPE_CHECKING:
 
     from ..engine.cache import DigestCache
     from ..engine.pool import Runner, _OpenRunner
+    from ..model.findings import Note
     from ..model.results import Report
     from ..schema import Schema
     from ..sources.buffers import BufferRef
@@ -163,7 +164,7 @@ class Watch:
         cache: DigestCache | None = None,
         on_step: Callable[[StepReport], None] | None = None,
         on_problem: Callable[[Problem], None] | None = None,
-        on_note: Callable[[str], None] | None = None,
+        on_note: Callable[[Note], None] | None = None,
         on_status: Callable[[str], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -221,7 +222,7 @@ class Watch:
         self._schema: Schema | None = None
         self._names: tuple[dict[str, BufferRef], dict[str, BufferRef]] = ({}, {})
         #: The notes said so far (the schema chosen, how the runs are read), once each.
-        self._notes: dict[str, None] = {}
+        self._notes: dict[Note, None] = {}
 
     # --- running
 
@@ -312,15 +313,15 @@ class Watch:
             self._schema = chosen = schema
         return chosen
 
-    def _note_all(self, notes: Iterable[str]) -> None:
-        for text in notes:
-            if text not in self._notes:
-                self._notes[text] = None
-                self._note(text)
+    def _note_all(self, notes: Iterable[Note]) -> None:
+        for note in notes:
+            if note not in self._notes:
+                self._notes[note] = None
+                self._note(note)
 
-    def _note(self, text: str) -> None:
+    def _note(self, note: Note) -> None:
         if self.on_note is not None:
-            self.on_note(text)
+            self.on_note(note)
 
     def _problem(self, problem: Problem) -> None:
         self._errors.append(problem)
