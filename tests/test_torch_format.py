@@ -609,6 +609,11 @@ HOSTILE: dict[str, tuple[str, Any]] = {
         lambda m: b"\x80\x02" + tup(s("module"), s("os")) + b"Q.",
     ),
     "a list as a dict key": ("a dict key is a list", lambda m: b"\x80\x02}]Ns."),
+    # (integers equal modulo 2**61 - 1 hash alike: a dict of them is slow)
+    "a huge integer as a dict key": (
+        "a dict key is an integer of over 61 bits",
+        lambda m: b"\x80\x02}" + i(1 << 61) + b"Ns.",
+    ),
     "protocol 0 text": ("protocol-0", lambda m: b"(S'x'\np0\n."),
 }
 

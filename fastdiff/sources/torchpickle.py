@@ -669,9 +669,17 @@ def _damaged(what: str, pos: int) -> PickleRefused:
     return PickleRefused(f"the pickle is damaged at byte {pos:,}: {what}")
 
 
+#: An integer dict key is below this in magnitude: its hash is itself, so
+#: distinct keys never collide (many larger ones could, for a slow dict).
+_KEY_INT = (1 << 61) - 1
+
+
 def _key(key: object, depth: int = 0) -> object:
-    """``key``, if it can be a dict key with nothing run to hash it."""
+    """``key``, if it can be a dict key with nothing run to hash it, and
+    with no hash chosen to collide with others."""
     kind = type(key)
+    if kind is int and not -_KEY_INT < key < _KEY_INT:  # type: ignore[operator]
+        raise PickleRefused("a dict key is an integer of over 61 bits")
     if kind in _KEY_TYPES or kind is Record or kind is TorchDType:
         return key
     if kind is tuple and depth < _KEY_DEPTH:
