@@ -199,10 +199,11 @@ def _view(t: Tensor, name: str, dt: DType) -> tuple[int, int, Strided | None]:
     return start, numel * w, codec
 
 
-def _array_view(arr: Array, pickle: ZipMember) -> tuple[int, Codec | None]:
-    """(offset in the archive, codec) of a numpy array of the pickle: a
-    range of the archive when its bytes lie there verbatim, else its bytes
-    held (``Inline``); raises TorchError for one that is not compared."""
+def _array_view(arr: Array, member: ZipMember) -> tuple[int, Codec | None]:
+    """(offset in the archive, codec) of a numpy array of the pickle (its
+    ``member``): a range of the archive when its bytes lie there verbatim,
+    else its bytes held (``Inline``); raises TorchError for one that is not
+    compared."""
     if arr.problem is not None:
         raise TorchError(arr.problem)
     assert arr.dtype is not None
@@ -212,15 +213,15 @@ def _array_view(arr: Array, pickle: ZipMember) -> tuple[int, Codec | None]:
     for d in shape:
         count *= d
     fortran = arr.fortran and len(shape) > 1 and count > 1
-    if arr.at >= 0 and pickle.method == 0:
+    if arr.at >= 0 and member.method == 0:
         if not fortran:
-            return pickle.data_offset + arr.at, None
+            return member.data_offset + arr.at, None
         strides = []
         step = 1
         for d in shape:  # column-major: the first index varies fastest
             strides.append(step)
             step *= d
-        return pickle.data_offset + arr.at, Strided(w, shape, tuple(strides), count * w)
+        return member.data_offset + arr.at, Strided(w, shape, tuple(strides), count * w)
     raw = arr.raw
     if fortran:  # in logical (C) order, once: it is held anyway
         import numpy as np
@@ -228,7 +229,7 @@ def _array_view(arr: Array, pickle: ZipMember) -> tuple[int, Codec | None]:
         dims = len(shape)
         cells = np.frombuffer(raw, dtype=np.uint8).reshape(*reversed(shape), w)
         raw = cells.transpose(*reversed(range(dims)), dims).tobytes()
-    return pickle.data_offset + max(arr.at, 0), Inline(raw)
+    return member.data_offset + max(arr.at, 0), Inline(raw)
 
 
 def _storage_problem(m: ZipMember | None, key: str, kind: StorageType, numel: int) -> str | None:
@@ -266,8 +267,8 @@ def read_archive(path: str, step: int, fd: int, st: os.stat_result) -> Archive:
     prefix = _prefix(members)
     by_name = {m.name: m for m in members}
     big = _byte_order(fd, by_name, prefix)
-    pickle = by_name[f"{prefix}/data.pkl"]
-    data = _member_bytes(fd, pickle, MAX_PICKLE)
+    pkl = by_name[f"{prefix}/data.pkl"]
+    data = _member_bytes(fd, pkl, MAX_PICKLE)
     storages: dict[str, tuple[StorageType, int, Storage]] = {}
 
     def storage(key: str, kind: StorageType, location: str, numel: int) -> Storage:
@@ -297,7 +298,7 @@ def read_archive(path: str, step: int, fd: int, st: os.stat_result) -> Archive:
         try:
             if type(t) is Array:
                 what = "numpy array"
-                offset, codec = _array_view(t, pickle)
+                offset, codec = _array_view(t, pkl)
                 assert t.dtype is not None
                 dt, nbytes, shape = t.dtype, len(t.raw), t.shape
             else:
