@@ -515,6 +515,92 @@ def test_a_truncated_deflate_stream_is_malformed_never_a_verdict(tmp_path: Path)
     assert rows["rewards"]["status"] == "equal"
 
 
+# --- count caps ------------------------------------------------------------------------
+# A header of a few bytes per tensor can list millions of them (a 100 MB
+# safetensors header, 1.4 million; an .npz of tiny members): each costs
+# about a kilobyte to list and compare, so each format caps the count, and
+# a file over it is refused at once, in one line naming the cap, before the
+# tensors are listed.
+
+
+def _many_tensors(n: int, key: str = "data_offsets", metadata: bool = False) -> bytes:
+    """A safetensors file of ``n`` one-element f32 tensors; ``key``: how
+    the header spells ``data_offsets`` (JSON may escape any character)."""
+    entries = [
+        f'"t{i}":{{"dtype":"F32","shape":[1],"{key}":[{4 * i},{4 * i + 4}]}}' for i in range(n)
+    ]
+    if metadata:
+        entries.append('"__metadata__":{"format":"pt"}')
+    header = ("{" + ",".join(entries) + "}").encode()
+    return struct.pack("<Q", len(header)) + header + bytes(4 * n)
+
+
+def _many_arrays(path: Path, n: int) -> Path:
+    """An .npz of ``n`` one-element arrays (zip64 past 65,535 members)."""
+    import zipfile
+
+    raw = npy_bytes(np.zeros(1, np.float32))
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
+        for i in range(n):
+            z.writestr(f"a{i}.npy", raw)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("key", "metadata"),
+    [
+        ("data_offsets", False),  # counted before the JSON is parsed
+        ("data\\u005foffsets", False),  # escaped: counted as it is parsed
+        ("data\\u005foffsets", True),
+    ],
+)
+def test_a_safetensors_header_over_the_count_cap_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, key: str, metadata: bool
+) -> None:
+    from fastdiff.sources import safetensors
+
+    monkeypatch.setattr(safetensors, "MAX_TENSORS", 10)
+    ok = tmp_path / "ok.safetensors"
+    ok.write_bytes(_many_tensors(10, key, metadata))
+    assert len(read_safetensors(str(ok), 0)) == 10
+    for n in (11, 1000):
+        bad = tmp_path / f"{n}.safetensors"
+        bad.write_bytes(_many_tensors(n, key, metadata))
+        with pytest.raises(SafetensorsError, match=r"^the header lists over 10 tensors, "):
+            read_safetensors(str(bad), 0)
+
+
+def test_an_npz_over_the_count_cap_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fastdiff.sources import npz
+
+    monkeypatch.setattr(npz, "MAX_ARRAYS", 10)
+    assert len(read_npz(str(_many_arrays(tmp_path / "ok.npz", 10)), 0)) == 10
+    with pytest.raises(NpzError, match=r"^11 members, more than fastdiff reads \(10\)$"):
+        read_npz(str(_many_arrays(tmp_path / "bad.npz", 11)), 0)
+
+
+def test_files_over_the_count_caps_are_refused_in_one_line(tmp_path: Path) -> None:
+    """At the real caps (262,144 tensors, 262,144 arrays), through the
+    command line: one line naming the file and the cap, exit 2."""
+    from fastdiff.sources.npz import MAX_ARRAYS
+    from fastdiff.sources.safetensors import MAX_TENSORS
+
+    assert MAX_TENSORS == MAX_ARRAYS == 262_144
+    st_file = tmp_path / "many.safetensors"
+    st_file.write_bytes(_many_tensors(MAX_TENSORS + 1))
+    npz_file = _many_arrays(tmp_path / "many.npz", MAX_ARRAYS + 1)
+    for path, why in (
+        (st_file, "not a usable safetensors file: the header lists over 262,144 tensors"),
+        (npz_file, "not a usable .npz archive: 262,145 members, more than fastdiff reads "),
+    ):
+        r = fastdiff("compare", path, path, timeout=120)
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+        (line,) = r.stderr.splitlines()
+        assert line.startswith(f"fastdiff: error: {path}: {why}"), line
+
+
 # --- fuzzing the parsers ------------------------------------------------------------
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -74,7 +74,7 @@ def sniff(path: str) -> str:
             from .ziparchive import ZipError, read_members
 
             try:
-                names = [m.name for m in read_members(fd, size)]
+                names = [m.name for m in read_members(fd, size, local=False)]
             except ZipError:
                 return "torch"  # its reader says what is wrong
             # An archive of no members is np.savez() of nothing: torch.save

@@ -12,8 +12,11 @@ A buffer that is a plain byte range of its file is read with ``reader``'s
 - ``Strided``: a tensor view of a storage (``torch.save`` of a transposed or
   sliced tensor): its elements are gathered in logical order from a
   read-only map of the storage, through numpy (imported only here).
+- ``Inline``: bytes decoded when the file was listed (a numpy array that a
+  ``torch.save`` pickle holds as text): copied from where they are held;
+  the file is still opened and checked to be the one listed.
 
-Both fill this thread's buffer 0 and the callers' buffers; nothing is
+Each fills this thread's buffer 0 and the callers' buffers; nothing is
 written anywhere. ``open_buffer`` (a ``BufferReader``: reads at offsets
 counted from the buffer's start) and ``buffer_views`` (consecutive views)
 read any buffer.
@@ -24,7 +27,7 @@ from __future__ import annotations
 import mmap
 import zlib
 
-from .buffers import Deflate, Strided
+from .buffers import Deflate, Inline, Strided
 from .reader import (
     CANCEL,
     PAGE,
@@ -267,12 +270,33 @@ class _Gather:
             pass
 
 
-def decoder(fd: int, f: BufferRef) -> _Inflater | _Gather:
+class _Held:
+    """The bytes of an ``Inline`` buffer, held since the file was listed."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, f: BufferRef) -> None:
+        assert isinstance(f.codec, Inline)
+        self.data = memoryview(f.codec.data)
+
+    def read_into(self, into: memoryview, offset: int) -> memoryview:
+        if offset + len(into) > len(self.data):
+            raise ValueError(f"read past the end of a held buffer: {offset + len(into)} bytes")
+        into[:] = self.data[offset : offset + len(into)]
+        return into
+
+    def finish(self) -> None:
+        pass
+
+
+def decoder(fd: int, f: BufferRef) -> _Inflater | _Gather | _Held:
     """The decoder of a buffer with a codec."""
     if isinstance(f.codec, Deflate):
         return _Inflater(fd, f)
     if isinstance(f.codec, Strided):
         return _Gather(fd, f)
+    if isinstance(f.codec, Inline):
+        return _Held(f)
     raise TypeError(f"no decoder for {f.codec!r}")
 
 

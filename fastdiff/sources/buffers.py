@@ -5,7 +5,9 @@ A ``BufferRef`` says where one buffer's bytes are: the file that holds them
 and length of the buffer in that file, and what the file's own header says
 of it (dtype and shape), if it has one. A raw ``.bin`` dump is a buffer
 that is the whole file; a tensor of a safetensors file is a range of it;
-a member of a compressed ``.npz`` is a stream (``Codec``). Every stage
+a member of a compressed ``.npz`` is a stream (``Codec``); a numpy array
+pickled as text inside a ``torch.save`` archive is bytes decoded when the
+archive was listed (``Inline``). Every stage
 takes buffer references, never paths: digests and cache entries are keyed
 by buffer, and chunks are counted from the start of each buffer (the same
 tensor may sit at different offsets in two runs).
@@ -15,7 +17,7 @@ Nothing here reads a file.
 
 from __future__ import annotations
 
-from xxhash import xxh3_128_digest
+from xxhash import xxh3_64_hexdigest, xxh3_128_digest
 
 from .names import MAX_STEP_DIGITS, split_name
 
@@ -32,8 +34,9 @@ if TYPE_CHECKING:
 
 class Codec:
     """How a buffer's bytes are got from its file when they are not a plain
-    byte range: the base of ``Deflate`` (a compressed stream) and
-    ``Strided`` (a view with strides). ``key``: what identifies the
+    byte range: the base of ``Deflate`` (a compressed stream), ``Strided``
+    (a view with strides) and ``Inline`` (bytes decoded when the file was
+    listed). ``key``: what identifies the
     encoding in a digest's key (with the file, offset and length)."""
 
     __slots__ = ()
@@ -89,6 +92,27 @@ class Strided(Codec):
     @property
     def key(self) -> tuple[object, ...]:
         return ("strided", self.itemsize, self.shape, self.strides, self.extent)
+
+
+class Inline(Codec):
+    """A buffer whose bytes are in no byte range of its file, decoded when
+    the file was listed and held here: a numpy array in a ``torch.save``
+    pickle of protocol 2 (``torch.save``'s default), which writes bytes as
+    latin-1 text in UTF-8 (each byte over 0x7f takes two), or in a pickle
+    that is itself compressed. ``data``: the buffer's bytes, in logical
+    order; the buffer's offset and size say where they were found (what
+    its file's identity is checked against when they are read). ``key``:
+    their length and xxh3-64 digest, never the bytes."""
+
+    __slots__ = ("data", "digest")
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.digest = xxh3_64_hexdigest(data)
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        return ("inline", len(self.data), self.digest)
 
 
 class BufferRef:

@@ -6,8 +6,9 @@ range of the archive, hashed through memory maps; a compressed one
 (``np.savez_compressed``) is streamed through the decompressor in bounded
 memory (``buffers.Deflate``), its CRC-32 checked whenever it is read whole.
 The archive is located by its central directory (``ziparchive``), which is
-checked before anything is trusted, and an archive it refuses, or one with a
-member that is not ``.npy``, is refused whole. A member whose own ``.npy``
+checked before anything is trusted, and an archive it refuses, one of over
+``MAX_ARRAYS`` members (counted from its end record, before anything else
+is read), or one with a member that is not ``.npy``, is refused whole. A member whose own ``.npy``
 header is refused (an object array, say), whose stream is not valid
 deflate, or that is a Fortran-order array compressed (its elements would
 have to be gathered out of a stream) is an error for that member alone
@@ -29,6 +30,11 @@ if TYPE_CHECKING:
     from .buffers import StepFilter
     from .run import RunSource
     from .ziparchive import ZipMember
+
+
+#: An archive holds at most this many arrays (each costs a read of its
+#: header, and about a kilobyte to list and compare).
+MAX_ARRAYS = 1 << 18
 
 
 class NpzError(ValueError):
@@ -64,7 +70,7 @@ def archive_buffers(path: str, step: int, fd: int, st: os.stat_result) -> list[B
     error for that member alone); raises NpzError when the archive as a
     whole is refused."""
     try:
-        members = read_members(fd, st.st_size)
+        members = read_members(fd, st.st_size, MAX_ARRAYS)
     except ZipError as exc:
         raise NpzError(str(exc)) from None
     for m in members:

@@ -11,8 +11,9 @@ shard.
 The header is checked as safetensors' own reader checks it
 (``safetensors/src/tensor.rs``), and a file that fails a check is refused
 with a one-line message, never read: a header length beyond the file or
-over ``MAX_HEADER_SIZE``; a header that is not a JSON object of UTF-8 text,
-or holds a key twice; an unknown dtype; a shape that is not a list of
+over ``MAX_HEADER_SIZE``; a header that lists over ``MAX_TENSORS`` tensors
+(counted before the JSON is parsed, and as it is); a header that is not a
+JSON object of UTF-8 text, or holds a key twice; an unknown dtype; a shape that is not a list of
 non-negative integers; offsets that are not sorted, contiguous from 0,
 non-overlapping, that disagree with dtype x shape, or do not end exactly
 at the end of the file (trailing bytes, or a truncated file). Arithmetic is
@@ -37,6 +38,9 @@ if TYPE_CHECKING:
 
 #: safetensors' own cap on a header (``MAX_HEADER_SIZE`` in tensor.rs).
 MAX_HEADER_SIZE = 100_000_000
+#: A file lists at most this many tensors (each costs about a kilobyte to
+#: read, list and compare: a 100 MB header could list 1.4 million).
+MAX_TENSORS = 1 << 18
 #: The file an exporter writes for a checkpoint in one file, and its index
 #: for a checkpoint in shards.
 SINGLE = "model.safetensors"
@@ -58,6 +62,23 @@ def _no_duplicates(pairs: list[tuple[str, object]]) -> dict[str, object]:
             _text(k)
         out[k] = v
     return out
+
+
+def _too_many() -> SafetensorsError:
+    return SafetensorsError(
+        f"the header lists over {MAX_TENSORS:,} tensors, more than fastdiff reads from one "
+        "file (save the checkpoint in shards)"
+    )
+
+
+def _counted(pairs: list[tuple[str, object]], seen: list[int]) -> dict[str, object]:
+    """``_no_duplicates``, counting the objects the header has made in
+    ``seen``: past a tensor per object over ``MAX_TENSORS`` (with the
+    header itself and its ``__metadata__``), refused before more are made."""
+    seen[0] += 1
+    if seen[0] > MAX_TENSORS + 2:
+        raise _too_many()
+    return _no_duplicates(pairs)
 
 
 def _text(s: str) -> None:
@@ -102,11 +123,17 @@ def parse_header(fd: int, file_size: int) -> list[Tensor]:
     raw = os.pread(fd, n, 8)
     if len(raw) != n:
         raise SafetensorsError("the file ended while its header was read (truncated?)")
+    # Each tensor has its data_offsets key: more of them than the cap is
+    # refused at once. (Spelt with escapes, the key is not seen here, but
+    # then the objects are counted as they are parsed.)
+    if raw.count(b'"data_offsets"') > MAX_TENSORS:
+        raise _too_many()
     import json
 
+    seen = [0]
     try:
         text = raw.decode("utf-8")
-        doc = json.loads(text, object_pairs_hook=_no_duplicates)
+        doc = json.loads(text, object_pairs_hook=lambda pairs: _counted(pairs, seen))
     except UnicodeDecodeError:
         raise SafetensorsError("the header is not UTF-8 text") from None
     except RecursionError:
@@ -127,6 +154,8 @@ def parse_header(fd: int, file_size: int) -> list[Tensor]:
                 _text(v)
             continue
         tensors.append(_tensor(name, info, 8 + n))
+    if len(tensors) > MAX_TENSORS:
+        raise _too_many()
     tensors.sort(key=lambda t: (t.begin, t.end))
     pos = 8 + n
     for t in tensors:

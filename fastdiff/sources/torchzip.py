@@ -11,23 +11,37 @@ bytes, stored uncompressed; ``byteorder`` (``little`` or ``big``),
 fastdiff reads it without torch and without ever running code from the
 file: the members are located through the central directory and each local
 header (``ziparchive``), and ``data.pkl`` is read by a restricted pickle
-interpreter of fastdiff's own (``torchpickle``), which allows only what
-``torch.save`` writes for tensors and containers and refuses everything
-else, naming it. Nested dicts, lists and tuples give dotted names
-(``model.fc.weight``, ``optimizer.state.0.exp_avg``); values that are not
-tensors (an optimizer's ``lr``, a step counter) are counted, not compared.
+interpreter of fastdiff's own (``torchpickle``), which imports and calls
+nothing the file names: the tensor rebuilds, storages and containers
+``torch.save`` writes, and numpy's arrays, are read as what they are, and
+any other class or function is an inert record of its name, arguments and
+state (data, as numbers and strings are). Nested dicts, lists, tuples and
+records give dotted names (``model.fc.weight``,
+``optimizer.state.0.exp_avg``, ``rng_state.np.1``); values that are not
+tensors or arrays (an optimizer's ``lr``, a step counter, an
+``argparse.Namespace``'s fields) are counted, not compared, and the names
+the pickle reads as records are listed (``Archive.names``).
 
 Each tensor is a buffer, its dtype and shape from its rebuild call: a
 contiguous tensor is a byte range of its storage's member (from
 ``storage_offset`` x itemsize); any other view (transposed, sliced with
 steps, expanded) is gathered in logical order, strides honoured
-(``buffers.Strided``). Tensors that are the very same view of one storage
-(tied weights) share a ``span``: their bytes are hashed once. A
-``data.pkl`` over ``MAX_PICKLE`` bytes or that the interpreter refuses, and
-every archive ``ziparchive`` refuses, are refused whole. A tensor whose view
-reaches past its storage, or whose storage's member is missing, compressed
-or not the size the pickle says, is an error for that tensor alone
-(``Unread``): the archive's other tensors are still compared.
+(``buffers.Strided``). A wrapper subclass (``DTensor``) is its local tensor.
+Tensors that are the very same view of one storage (tied weights) share a
+``span``: their bytes are hashed once. A numpy array in the pickle (the
+state of ``np.random.get_state()``) is a buffer too, its dtype and shape
+from its own record: a byte range of the archive where its bytes lie
+verbatim in a stored ``data.pkl`` (protocols 3 to 5), a strided view of it
+for a Fortran-order array; else (protocol 2, ``torch.save``'s default,
+writes bytes as latin-1 text in UTF-8, so they are in no byte range of
+the file; or ``data.pkl`` is compressed) its bytes as decoded from the
+pickle, held (``buffers.Inline``: at most the pickle's size, which is read
+whole anyway). A ``data.pkl`` over ``MAX_PICKLE`` bytes or that the
+interpreter refuses, and every archive ``ziparchive`` refuses, are refused
+whole. A tensor whose view reaches past its storage, or whose storage's
+member is missing, compressed or not the size the pickle says, and a numpy
+array of a type fastdiff does not compare, are an error for that buffer
+alone (``Unread``): the archive's other tensors are still compared.
 """
 
 from __future__ import annotations
@@ -36,15 +50,15 @@ import os
 import zlib
 
 from ..dtypes import DTYPES
-from .buffers import BufferRef, Strided, Unread, step_filter
+from .buffers import BufferRef, Inline, Strided, Unread, step_filter
 from .run import RunSource, container_listing, refused
-from .torchpickle import PickleRefused, Storage, load, walk
+from .torchpickle import MAX_TENSORS, Array, PickleRefused, Storage, load, walk
 from .ziparchive import ZipError, read_members
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..dtypes import DType
-    from .buffers import StepFilter
+    from .buffers import Codec, StepFilter
     from .torchpickle import StorageType, Tensor
     from .ziparchive import ZipMember
 
@@ -55,6 +69,9 @@ MAX_PICKLE = 256 << 20
 #: bytes: a few bytes of file cannot make terabytes to hash.
 MAX_EXPANSION = 1024
 MIN_VIEW = 64 << 20
+#: An archive holds at most this many members: a storage per tensor, and
+#: torch's few records.
+MAX_MEMBERS = MAX_TENSORS + 1024
 #: The name of a tensor pickled alone (``torch.save(tensor, ...)``).
 LONE = "tensor"
 
@@ -63,15 +80,24 @@ class TorchError(ValueError):
     """An archive that is not a usable ``torch.save`` archive: the message says why."""
 
 
+#: At most this many names of records are listed in a note.
+SHOWN_NAMES = 5
+
+
 class Archive:
-    """What one archive holds: its buffers, and how many values that are
-    not tensors it holds (not compared)."""
+    """What one archive holds: its buffers, how many values that are not
+    tensors it holds (not compared), and the qualified names its pickle
+    reads as records (classes and functions fastdiff does not know, none
+    of them run), in the order they first appear."""
 
-    __slots__ = ("buffers", "left_out")
+    __slots__ = ("buffers", "left_out", "names")
 
-    def __init__(self, buffers: list[BufferRef | Unread], left_out: int) -> None:
+    def __init__(
+        self, buffers: list[BufferRef | Unread], left_out: int, names: tuple[str, ...] = ()
+    ) -> None:
         self.buffers = buffers
         self.left_out = left_out
+        self.names = names
 
 
 def _member_bytes(fd: int, m: ZipMember, cap: int) -> bytes:
@@ -173,6 +199,39 @@ def _view(t: Tensor, name: str, dt: DType) -> tuple[int, int, Strided | None]:
     return start, numel * w, codec
 
 
+def _array_view(arr: Array, member: ZipMember) -> tuple[int, Codec | None]:
+    """(offset in the archive, codec) of a numpy array of the pickle (its
+    ``member``): a range of the archive when its bytes lie there verbatim,
+    else its bytes held (``Inline``); raises TorchError for one that is not
+    compared."""
+    if arr.problem is not None:
+        raise TorchError(arr.problem)
+    assert arr.dtype is not None
+    w = arr.dtype.itemsize
+    shape = arr.shape
+    count = 1
+    for d in shape:
+        count *= d
+    fortran = arr.fortran and len(shape) > 1 and count > 1
+    if arr.at >= 0 and member.method == 0:
+        if not fortran:
+            return member.data_offset + arr.at, None
+        strides = []
+        step = 1
+        for d in shape:  # column-major: the first index varies fastest
+            strides.append(step)
+            step *= d
+        return member.data_offset + arr.at, Strided(w, shape, tuple(strides), count * w)
+    raw = arr.raw
+    if fortran:  # in logical (C) order, once: it is held anyway
+        import numpy as np
+
+        dims = len(shape)
+        cells = np.frombuffer(raw, dtype=np.uint8).reshape(*reversed(shape), w)
+        raw = cells.transpose(*reversed(range(dims)), dims).tobytes()
+    return member.data_offset + max(arr.at, 0), Inline(raw)
+
+
 def _storage_problem(m: ZipMember | None, key: str, kind: StorageType, numel: int) -> str | None:
     """What is wrong with storage ``key``'s record ``m`` (None: nothing)."""
     if m is None:
@@ -194,7 +253,7 @@ def _storage_problem(m: ZipMember | None, key: str, kind: StorageType, numel: in
 def read_archive(path: str, step: int, fd: int, st: os.stat_result) -> Archive:
     """The buffers of an open ``torch.save`` archive (at ``step``); raises TorchError."""
     try:
-        members = read_members(fd, st.st_size)
+        members = read_members(fd, st.st_size, MAX_MEMBERS)
     except ZipError as exc:
         from . import LEGACY_TORCH
 
@@ -208,7 +267,8 @@ def read_archive(path: str, step: int, fd: int, st: os.stat_result) -> Archive:
     prefix = _prefix(members)
     by_name = {m.name: m for m in members}
     big = _byte_order(fd, by_name, prefix)
-    data = _member_bytes(fd, by_name[f"{prefix}/data.pkl"], MAX_PICKLE)
+    pkl = by_name[f"{prefix}/data.pkl"]
+    data = _member_bytes(fd, pkl, MAX_PICKLE)
     storages: dict[str, tuple[StorageType, int, Storage]] = {}
 
     def storage(key: str, kind: StorageType, location: str, numel: int) -> Storage:
@@ -226,31 +286,39 @@ def read_archive(path: str, step: int, fd: int, st: os.stat_result) -> Archive:
         storages[key] = (kind, numel, s)
         return s
 
+    names: list[str] = []
     try:
-        tensors, left_out = walk(load(data, storage))
+        found, left_out = walk(load(data, storage, names))
     except PickleRefused as exc:
         raise TorchError(f"data.pkl: {exc}") from None
     placed = []
     unread: list[Unread] = []
     count: dict[tuple[object, ...], int] = {}
-    for name, t in tensors:
-        dt = t.dtype
-        if big and dt.itemsize > 1:
-            dt = DTYPES[dt.name + "be"]
+    for name, t in found:
         try:
-            if t.storage.problem is not None:
-                raise TorchError(t.storage.problem)
-            start, nbytes, codec = _view(t, name, dt)
+            if type(t) is Array:
+                what = "numpy array"
+                offset, codec = _array_view(t, pkl)
+                assert t.dtype is not None
+                dt, nbytes, shape = t.dtype, len(t.raw), t.shape
+            else:
+                what = "tensor"
+                dt = t.dtype
+                if big and dt.itemsize > 1:
+                    dt = DTYPES[dt.name + "be"]
+                if t.storage.problem is not None:
+                    raise TorchError(t.storage.problem)
+                start, nbytes, codec = _view(t, name, dt)
+                offset, shape = t.storage.data_offset + start, t.shape
         except TorchError as exc:
             why = str(exc).removeprefix(f"tensor {name!r}: ")
             unread.append(
-                Unread(step, name, f"tensor {name!r}: {why}; this tensor was not compared")
+                Unread(step, name, f"{what} {name!r}: {why}; this {what} was not compared")
             )
             continue
-        offset = t.storage.data_offset + start
-        view = (offset, nbytes, dt.name, t.shape, codec)
+        view = (offset, nbytes, dt.name, shape, codec)
         count[view] = count.get(view, 0) + 1
-        placed.append((name, t.shape, dt.name, view))
+        placed.append((name, shape, dt.name, view))
     dev, ino, mtime, ctime, size = st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size
     out: list[BufferRef | Unread] = []
     # Views that are the very same bytes are hashed once, as the first of them.
@@ -263,7 +331,15 @@ def read_archive(path: str, step: int, fd: int, st: os.stat_result) -> Archive:
         if count[view] > 1:
             first.setdefault(view, ref)
         out.append(ref)
-    return Archive(out + unread, left_out)
+    return Archive(out + unread, left_out, tuple(names))
+
+
+def names_note(names: tuple[str, ...]) -> str:
+    """What a report says of the names a pickle reads as records."""
+    shown = ", ".join(names[:SHOWN_NAMES])
+    if len(names) > SHOWN_NAMES:
+        shown += f" and {len(names) - SHOWN_NAMES:,} more"
+    return f"the pickle names {shown}, read as records of data: nothing of them was run"
 
 
 def archive_buffers(path: str, step: int, fd: int, st: os.stat_result) -> list[BufferRef | Unread]:
@@ -293,6 +369,7 @@ def open_source(spec: str, steps: StepFilter | None = None) -> RunSource:
     if want is not None and not want(0):
         refs = []
     skipped: tuple[Skipped, ...] = ()
+    said = []
     if archive.left_out:
         n = archive.left_out
         what = (
@@ -300,6 +377,10 @@ def open_source(spec: str, steps: StepFilter | None = None) -> RunSource:
             if n == 1
             else ("values that are not tensors (numbers, strings, ...) are")
         )
-        skipped = (Skipped(spec, f"{n:,} {what} not compared"),)
+        said.append(f"{n:,} {what} not compared")
+    if archive.names:
+        said.append(names_note(archive.names))
+    if said:
+        skipped = (Skipped(spec, "; ".join(said)),)
     listing = container_listing(spec, refs, skipped)
     return RunSource(spec, listing, steps=steps, kind="torch")

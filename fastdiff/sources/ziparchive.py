@@ -11,8 +11,10 @@ file, members whose records overlap (the same bytes read as two members),
 a local header that disagrees with the central directory, a name twice,
 encrypted members, compression other than stored or deflate, a declared
 size that deflate cannot reach from the bytes stored (a zip bomb: deflate
-expands at most about 1032 to 1), more than ``MAX_MEMBERS`` members or a
-central directory over ``MAX_DIRECTORY`` bytes.
+expands at most about 1032 to 1), more than ``MAX_MEMBERS`` members (or the
+caller's own cap: ``.npz`` and ``torch.save`` archives have lower ones),
+counted from the end record before the directory is read, or a central
+directory over ``MAX_DIRECTORY`` bytes.
 """
 
 from __future__ import annotations
@@ -70,7 +72,7 @@ def _pread(fd: int, n: int, offset: int) -> bytes:
     return data
 
 
-def _end_record(fd: int, size: int) -> tuple[int, int, int]:
+def _end_record(fd: int, size: int, max_members: int) -> tuple[int, int, int]:
     """(number of members, central directory size, its offset)."""
     start = max(0, size - _TAIL)
     tail = _pread(fd, size - start, start)
@@ -102,8 +104,8 @@ def _end_record(fd: int, size: int) -> tuple[int, int, int]:
             raise ZipError("the zip64 end record is missing where its locator points")
         count, _, cd_size, cd_offset = struct.unpack("<QQQQ", rec[24:56])
         end_at = rec_offset
-    if count > MAX_MEMBERS:
-        raise ZipError(f"{count:,} members, more than fastdiff reads ({MAX_MEMBERS:,})")
+    if count > max_members:
+        raise ZipError(f"{count:,} members, more than fastdiff reads ({max_members:,})")
     if cd_size > MAX_DIRECTORY:
         raise ZipError(f"a central directory of {cd_size:,} bytes, over {MAX_DIRECTORY:,}")
     if cd_offset + cd_size > end_at:
@@ -141,10 +143,15 @@ def _zip64_extra(extra: bytes, stored: int, size: int, offset: int) -> tuple[int
     return stored, size, offset
 
 
-def read_members(fd: int, size: int) -> list[ZipMember]:
+def read_members(
+    fd: int, size: int, max_members: int = MAX_MEMBERS, local: bool = True
+) -> list[ZipMember]:
     """The members of an open archive of ``size`` bytes, in archive order,
-    each checked (module docstring); raises ZipError."""
-    count, cd_size, cd_offset = _end_record(fd, size)
+    each checked (module docstring), at most ``max_members`` of them;
+    raises ZipError. ``local=False``: from the central directory alone,
+    their local headers neither read nor checked (their ``data_offset`` is
+    -1): enough to tell what the archive holds by its names."""
+    count, cd_size, cd_offset = _end_record(fd, size, min(max_members, MAX_MEMBERS))
     directory = _pread(fd, cd_size, cd_offset)
     members: list[ZipMember] = []
     names: set[str] = set()
@@ -181,11 +188,14 @@ def read_members(fd: int, size: int) -> list[ZipMember]:
             )
         if offset + 30 > cd_offset:
             raise ZipError(f"member {name!r}'s local header lies outside the members' area")
-        local = _pread(fd, 30, offset)
-        if local[:4] != _LOCAL:
+        if not local:
+            members.append(ZipMember(name, method, crc, stored, usize, offset, -1))
+            continue
+        header = _pread(fd, 30, offset)
+        if header[:4] != _LOCAL:
             raise ZipError(f"member {name!r}: no local header where the directory points")
-        (local_method,) = struct.unpack("<H", local[8:10])
-        ln_name, ln_extra = struct.unpack("<HH", local[26:30])
+        (local_method,) = struct.unpack("<H", header[8:10])
+        ln_name, ln_extra = struct.unpack("<HH", header[26:30])
         if local_method != method or _pread(fd, ln_name, offset + 30) != raw_name:
             raise ZipError(f"member {name!r}: its local header disagrees with the directory")
         data = offset + 30 + ln_name + ln_extra
@@ -194,6 +204,8 @@ def read_members(fd: int, size: int) -> list[ZipMember]:
         members.append(ZipMember(name, method, crc, stored, usize, offset, data))
     if pos != len(directory):
         raise ZipError("the central directory holds more than its records")
+    if not local:
+        return members
     spans = sorted((m.header_offset, m.data_offset + m.stored, m.name) for m in members)
     for (_, end, first), (start, _, second) in itertools.pairwise(spans):
         if start < end:
