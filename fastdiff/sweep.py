@@ -366,7 +366,8 @@ def one_schema(
     recorded = {src.spec: src.schema for src in sources.values()
                 if src.is_manifest and src.schema is not None}  # fmt: skip
     names = dict.fromkeys(sc.name for sc in recorded.values())
-    source = next((spec for spec, sc in recorded.items() if sc == chosen), None)
+    traced = {src.spec: src.dataflow for src in sources.values() if src.dataflow is not None}
+    source = next((spec for spec, sc in {**recorded, **traced}.items() if sc == chosen), None)
     whence = f"recorded in {source}" if source is not None else {
         BY_NAME: "its groups from the buffer names", "rl-state": "the default"
     }.get(chosen.name, "chosen for every run")  # fmt: skip

@@ -259,7 +259,8 @@ def open_source(spec: str, steps: StepFilter | None = None) -> RunSource:
     """A run folder as a run source (``sources.FORMATS``). A folder a recorder
     wrote holds a digest log (``digestlog``): its digests are attached to the
     dumps they still describe, its digests-only buffers are added, and the
-    source takes the log's chunk size."""
+    source takes the log's chunk size. One a tracer wrote holds its dataflow
+    and sequence log too (``traced``), which the source carries."""
     listing = discover(spec, steps)
     if listing.readable:
         try:
@@ -268,6 +269,11 @@ def open_source(spec: str, steps: StepFilter | None = None) -> RunSource:
             pass  # no log (or none readable): the usual case, one stat
         else:
             from .digestlog import attach_log
+            from .traced import trace_files
 
-            return attach_log(spec, listing, steps)
+            src = attach_log(spec, listing, steps)
+            dataflow, sequence, notes = trace_files(spec)
+            if dataflow is None and sequence is None and not notes:
+                return src
+            return src.traced(dataflow, sequence, notes)
     return RunSource(spec, listing, steps=steps)

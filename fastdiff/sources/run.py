@@ -25,10 +25,16 @@ class RunSource:
     manifest's dtype per buffer name; ``steps`` the step filter the listing
     was made with; ``notes``: remarks on how the run was read (a recorder's
     digest log: lines ignored, dumps changed since they were recorded),
-    which every report on it carries.
+    which every report on it carries. A run a tracer wrote
+    (``fastdiff.trace``) holds its ``dataflow`` (a schema of every record's
+    inputs) and ``sequence``, the path of its sequence log
+    (``sources.traced``); None for any other run.
     """
 
-    __slots__ = ("chunk_size", "dtypes", "kind", "listing", "notes", "schema", "spec", "steps")
+    __slots__ = (
+        "chunk_size", "dataflow", "dtypes", "kind", "listing", "notes", "schema", "sequence",
+        "spec", "steps",
+    )  # fmt: skip
 
     spec: str
     listing: RunListing
@@ -38,6 +44,8 @@ class RunSource:
     steps: StepFilter | None
     kind: str
     notes: tuple[str, ...]
+    dataflow: Schema | None
+    sequence: str | None
 
     def __init__(
         self,
@@ -49,6 +57,8 @@ class RunSource:
         steps: StepFilter | None = None,
         kind: str = "folder",
         notes: tuple[str, ...] = (),
+        dataflow: Schema | None = None,
+        sequence: str | None = None,
     ) -> None:
         self.spec = spec
         self.listing = listing
@@ -58,6 +68,8 @@ class RunSource:
         self.steps = steps
         self.kind = kind
         self.notes = notes
+        self.dataflow = dataflow
+        self.sequence = sequence
 
     def __repr__(self) -> str:
         return f"RunSource({self.spec!r}, {self.kind}, {self.listing!r})"
@@ -72,7 +84,16 @@ class RunSource:
         (a manifest's digests are shared, not copied)."""
         return RunSource(
             self.spec, self.listing.select(steps), self.chunk_size, self.schema, self.dtypes,
-            steps, self.kind, self.notes,
+            steps, self.kind, self.notes, self.dataflow, self.sequence,
+        )  # fmt: skip
+
+    def traced(
+        self, dataflow: Schema | None, sequence: str | None, notes: tuple[str, ...] = ()
+    ) -> RunSource:
+        """This source with what a tracer wrote beside its records, and ``notes`` added."""
+        return RunSource(
+            self.spec, self.listing, self.chunk_size, self.schema, self.dtypes, self.steps,
+            self.kind, (*self.notes, *notes), dataflow, sequence,
         )  # fmt: skip
 
 
