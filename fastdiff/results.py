@@ -40,6 +40,7 @@ __all__ = [
     "Role",
     "Skipped",
     "StepSummary",
+    "Structure",
     "TimelineRow",
     "Work",
 ]
@@ -394,6 +395,43 @@ class Work(Value):
         self.elapsed_s = elapsed_s
 
 
+class Structure(Value):
+    """How two traces' sequences of records compare (``stages.structure``):
+    where they first part, or ``step`` None when they agree at every step
+    both hold. ``step``: the first step whose sequences differ; ``after``:
+    the last record both ran before they part there (None: they part at the
+    first record); ``a``, ``b``: what each runs there (an op, ``aten.add``,
+    or a module's record; None: that trace's step ends there), and
+    ``a_record``, ``b_record`` the records' names; ``rank``: the rank of a
+    run of several (None: a run of one). Records after the parting are
+    still compared where their names match."""
+
+    __slots__ = ("a", "a_record", "after", "b", "b_record", "rank", "step")
+
+    def __init__(
+        self,
+        step: int | None = None,
+        after: str | None = None,
+        a: str | None = None,
+        b: str | None = None,
+        a_record: str | None = None,
+        b_record: str | None = None,
+        rank: int | None = None,
+    ) -> None:
+        self.step = step
+        self.after = after
+        self.a = a
+        self.b = b
+        self.a_record = a_record
+        self.b_record = b_record
+        self.rank = rank
+
+    @property
+    def parted(self) -> bool:
+        """The traces' sequences differ at some step both hold."""
+        return self.step is not None
+
+
 class Report(Value):
     """One run pair compared: the verdict, per-group and per-step summaries,
     every buffer (sorted by step, pipeline order, name), what was skipped and
@@ -406,7 +444,10 @@ class Report(Value):
     declares none. ``ranks``: for runs written by several ranks, each rank's
     own report (``RankReport``, in rank order), None for a run of one; the
     report's buffers are then every rank's (each with its ``rank``), its
-    verdict the worst and its first divergent step the earliest of them."""
+    verdict the worst and its first divergent step the earliest of them.
+    ``structure``: for two traces (``fastdiff.trace``), how their sequences
+    of records compare (``Structure``: where they first part, if they do);
+    None for runs that are not both traces."""
 
     __slots__ = (
         "buffers",
@@ -422,6 +463,7 @@ class Report(Value):
         "schema",
         "skipped",
         "steps",
+        "structure",
         "timeline",
         "tolerance",
         "verdict",
@@ -447,6 +489,7 @@ class Report(Value):
         notes: tuple[str, ...] = (),
         origins: tuple[Origin, ...] | None = None,
         ranks: tuple[RankReport, ...] | None = None,
+        structure: Structure | None = None,
     ) -> None:
         self.run_a = run_a
         self.run_b = run_b
@@ -465,6 +508,7 @@ class Report(Value):
         self.notes = notes
         self.origins = origins
         self.ranks = ranks
+        self.structure = structure
 
     @property
     def diverges(self) -> bool:
