@@ -153,7 +153,10 @@ def _flat(obj: Any, out: list[Tensor]) -> list[Tensor]:
         out.append(obj)
     elif isinstance(obj, (tuple, list)):
         for x in obj:
-            _flat(x, out)
+            if isinstance(x, Tensor):
+                out.append(x)
+            elif isinstance(x, (tuple, list, dict)):
+                _flat(x, out)
     elif isinstance(obj, dict):
         for x in obj.values():
             _flat(x, out)
@@ -241,9 +244,16 @@ class Trace:
         self._step: int | None = None
         self._prev: int | None = None
         self._reset_step()
-        self._by_id: dict[int, tuple[Any, int, Sources, str | None]] = {}
+        #: id(tensor) -> (weak reference, version, sources, owner, module path):
+        #: ``owner``, the parameter an optimizer's tensor belongs to; the module
+        #: path, that of the forward op that made it (op level).
+        self._by_id: dict[int, tuple[Any, int, Sources, str | None, str | None]] = {}
+        #: storage address -> (version, sources, weak reference to the storage) of
+        #: the last in-place write the trace saw to it.
         self._writers: dict[int, tuple[int, Sources, Any]] = {}
         self._prev_names: set[str] = set()
+        self._prev_optim: dict[str, list[str]] = {}
+        self._state_cache: dict[str, tuple[str, ...]] = {}
 
     def __repr__(self) -> str:
         return f"Trace({self.path!r}, level={self.level!r}{', closed' if self.closed else ''})"
@@ -373,7 +383,15 @@ class Trace:
             raise OSError(28, "No space left on device", os.path.join(self.path, SEQUENCE_LOG))
         if self._dataflow.changed:
             self._dataflow.write(self.path)
-        self._prev_names = {r[0] for r in records}
+        names = {r[0] for r in records}
+        if names != self._prev_names:
+            self._state_cache = {}  # module level: state inputs read these names
+        self._prev_names = names
+        optim: dict[str, list[str]] = {}
+        for n, _, _ in records:
+            if n.startswith("optim."):
+                optim.setdefault(n[6:].rpartition(".")[0], []).append(n)
+        self._prev_optim = optim  # parameter -> its optimizer state's records
         self._reset_step()
 
     def _state(self) -> None:
@@ -409,7 +427,8 @@ class Trace:
         """The inputs of state record ``rec`` as a step begins: at op level,
         what made the tensor (the optimizer's ops of the step before, or the
         record itself then); at module level, the optimizer's step as a whole
-        (``pname``'s parameter, gradient and state at the step before)."""
+        (``pname``'s parameter, gradient and state at the step before), the
+        same while the step before recorded the same records."""
         if self._prev is None:
             return ()
         if not module:
@@ -417,18 +436,21 @@ class Trace:
             if srcs is not None and srcs is not UNSEEN:
                 return self._written(srcs)
             return (f"{rec}@prev",) if rec in prev else ()
+        found = self._state_cache.get(rec)
+        if found is not None:
+            return found
         out = [f"{rec}@prev"] if rec in prev else []
         if pname is not None:
             for name in (f"param.{pname}", f"grad.{pname}"):
                 if name in prev and f"{name}@prev" not in out:
                     out.append(f"{name}@prev")
-            lead = f"optim.{pname}."
-            out += [f"{n}@prev" for n in sorted(prev) if n.startswith(lead) and n != rec]
-        return tuple(out)
+            out += [f"{n}@prev" for n in self._prev_optim.get(pname, ()) if n != rec]
+        found = self._state_cache[rec] = tuple(out)
+        return found
 
     def _record_state(self, rec: str, t: Tensor, owner: str, inputs: tuple[str, ...]) -> None:
         if self._record(rec, t, inputs):
-            self._by_id[id(t)] = (weakref.ref(t), _version(t), ((rec, self._step),), owner)  # type: ignore[assignment]
+            self._by_id[id(t)] = (weakref.ref(t), _version(t), ((rec, self._step),), owner, None)  # type: ignore[assignment]
 
     # --- records
 
@@ -464,8 +486,8 @@ class Trace:
         if e[1] != v:
             key = _storage_key(t)
             w = None if key is None else self._writers.get(key)
-            if w is None or w[0] != v or w[2]() is None:
-                return UNSEEN
+            if w is None or w[0] != v or w[2]() is not t.untyped_storage():
+                return UNSEEN  # written since by code the trace does not see
             srcs = w[1] + tuple(s for s in srcs if s not in w[1])
         step, prev = self._step, self._prev
         for _, st in srcs:
@@ -495,7 +517,10 @@ class Trace:
         ``root`` is False: made by code between modules)."""
         out: dict[str, None] = {}
         step = self._step
+        nodes = self._node_paths if self.level == "op" else None
         for i, t in enumerate(tensors):
+            if nodes is not None:
+                self._map_node(t, nodes)
             srcs = self._lookup(t)
             if srcs is None and walk and t.grad_fn is not None:
                 srcs = self._walk(t)
@@ -515,15 +540,28 @@ class Trace:
                 out[name if st == step else f"{name}@prev"] = None
         return tuple(out)
 
+    def _map_node(self, t: Tensor, nodes: dict[int, str]) -> None:
+        """Remember the module path of ``t``'s autograd node (op level), for
+        the backward's ops that node runs: it is set only once the op that made
+        ``t`` has returned, so it is looked up as ``t`` is read (or leaves a
+        module)."""
+        fn = t.grad_fn
+        if fn is None or id(fn) in nodes:
+            return
+        e = self._by_id.get(id(t))
+        if e is not None and e[4] is not None and e[0]() is t:
+            nodes[id(fn)] = e[4]
+            self._node_refs.append(fn)
+
     def _input(self, t: Tensor, name: str, source: bool) -> Sources | None:
         if not self._record(name, t, () if source else None):
             return None
         srcs = ((name, self._step),)
-        self._by_id[id(t)] = (weakref.ref(t), _version(t), srcs, None)  # type: ignore[assignment]
+        self._by_id[id(t)] = (weakref.ref(t), _version(t), srcs, None, None)  # type: ignore[assignment]
         return srcs  # type: ignore[return-value]
 
     def _register(self, t: Tensor, srcs: Sources, owner: str | None) -> None:
-        self._by_id[id(t)] = (weakref.ref(t), _version(t), srcs, owner)
+        self._by_id[id(t)] = (weakref.ref(t), _version(t), srcs, owner, None)
 
     # --- op level
 
@@ -563,27 +601,31 @@ class Trace:
                 outs += [m for m in mutated if not any(m is o for o in outs)]
             step = self._step
             owner = path if phase == "opt" else None
-            grads = phase == "fwd" and torch.is_grad_enabled()
+            # Autograd gives an output its node once this op returns: the node is
+            # looked up where a later op reads the output (``_inputs``).
+            node_path = path if phase == "fwd" else None
             written = {id(m) for m in mutated} if info.mut_pos or info.mut_kw else ()
+            # A view shares its base's version counter once this op returns.
+            base_version = _version(tensors[0]) if kind == "view" and tensors else None
             for i, t in enumerate(outs):
                 oname = output_name(name, i)
                 # An in-place write bumps the version once this op returns (autograd's
                 # ADInplaceOrView kernel, above this mode): the version it will show.
-                version = _version(t) + 1 if id(t) in written else _version(t)
+                if id(t) in written:
+                    version = _version(t) + 1
+                else:
+                    version = _version(t) if base_version is None else base_version
                 ref = weakref.ref(t)
                 if not self._record(oname, t, inputs):
                     srcs = self._as_sources(inputs)  # comes from its inputs
-                    self._by_id[id(t)] = (ref, version, srcs, owner)
+                    self._by_id[id(t)] = (ref, version, srcs, owner, node_path)
                     continue
                 srcs = ((oname, step),)  # type: ignore[assignment]
-                self._by_id[id(t)] = (ref, version, srcs, owner)
+                self._by_id[id(t)] = (ref, version, srcs, owner, node_path)
                 if id(t) in written:
                     skey = _storage_key(t)
-                    if skey is not None:
-                        self._writers[skey] = (version, srcs, ref)
-                if grads and t.grad_fn is not None:
-                    self._node_paths[id(t.grad_fn)] = path
-                    self._node_refs.append(t.grad_fn)
+                    if skey is not None:  # kept by its storage, alive while any view of it is
+                        self._writers[skey] = (version, srcs, weakref.ref(t.untyped_storage()))
         return out
 
     def _pass(self, out: Any, args: tuple[Any, ...], info: _OpInfo) -> None:
@@ -592,11 +634,16 @@ class Trace:
         outs = _flat(out, [])
         if not outs:
             return
+        if self.level == "op":
+            for a in args:
+                if isinstance(a, Tensor):
+                    self._map_node(a, self._node_paths)
         kind = info.kind
         bump = 1 if info.mut_pos else 0  # an in-place op's version is bumped once it returns
         if kind == "uninit":
             srcs: Sources | None = ()
             owner = None
+            node_path = None
             version = -2  # set per tensor below
         else:
             base = next((a for a in args if isinstance(a, Tensor)), None)
@@ -605,17 +652,15 @@ class Trace:
                 return  # a view of what the trace did not see made: recorded where it is read
             e = self._by_id.get(id(base))
             owner = e[3] if e is not None else None
+            node_path = e[4] if e is not None else None
             # A view shares its base's version counter once autograd has set it up,
             # after this op returns: the base's version is the one it will show.
             version = _version(base)  # type: ignore[arg-type]
-        fwd = torch.is_grad_enabled() and torch._C._current_graph_task_id() == -1
-        path = self._stack[-1] if self._stack else ""
+        if torch._C._current_graph_task_id() == -1 and not self._in_opt:
+            node_path = self._stack[-1] if self._stack else ""  # a view's node is its own
         for t in outs:
             v = version if version != -2 else _version(t) + bump
-            self._by_id[id(t)] = (weakref.ref(t), v, srcs, owner)  # type: ignore[assignment]
-            if fwd and not self._in_opt and t.grad_fn is not None:
-                self._node_paths[id(t.grad_fn)] = path
-                self._node_refs.append(t.grad_fn)
+            self._by_id[id(t)] = (weakref.ref(t), v, srcs, owner, node_path)  # type: ignore[assignment]
 
     def _where(self, tensors: list[Tensor]) -> tuple[str, str]:
         """The phase and module path of an op about to run."""
@@ -644,6 +689,10 @@ class Trace:
     def _op_post(self, module: Any, args: Any, output: Any) -> None:
         if self._stack:
             self._stack.pop()
+        if self._step is not None and not self._busy:
+            with self._lock:
+                for t in _flat(output, []):
+                    self._map_node(t, self._node_paths)
 
     def _opt_pre(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if not any(o is optimizer for o in self._optimizers):
@@ -784,10 +833,12 @@ class Trace:
                     out[f] = None  # read by no module: by the loss, outside them
             out.pop(b, None)
             done[b] = tuple(out)
+        calls_of: dict[str, list[str]] = {}  # a module's record -> its calls' records
+        for n in fwd:
+            calls_of.setdefault(_module_call(n).partition("#")[0], []).append(n)
         for g in self._grads:
             module = g[5:].rpartition(".")[0]
-            base = f"fwd.{module}" if module else "fwd"
-            calls = [n for n in fwd if n == base or n.startswith(f"{base}#")]
+            calls = calls_of.get(f"fwd.{module}" if module else "fwd", [])
             out = {}
             for c in calls:
                 cb = "bwd" + c[3:]
