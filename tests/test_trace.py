@@ -96,6 +96,7 @@ def train(
     run: Path,
     level: str,
     *,
+    rank: int | None = None,
     steps: int = 4,
     at: int | None = None,
     where: str = "",
@@ -116,7 +117,7 @@ def train(
     if at is not None and where == "input":
         xs = xs.clone()
         xs[at:] += 1e-3  # the batches, made before the block, differ from step `at` on
-    with fastdiff.trace(run, model=model, level=level, data=data, views=views) as t:
+    with fastdiff.trace(run, model=model, level=level, data=data, views=views, rank=rank) as t:
         for step in range(steps):
             t.step(step)
             late = at is not None and step >= at
@@ -452,6 +453,22 @@ def test_every_role_is_the_references_from_the_recorded_graph(
         key=lambda k: (k[0], [g for g, _, _ in fastdiff.tracenames.GROUPS].index(
             k[1].partition(".")[0]), k[1]),
     )  # fmt: skip
+
+
+def test_traces_of_several_ranks_read_each_ranks_dataflow(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    for rank in (0, 1):
+        train(a, "op", rank=rank)
+        train(b, "op", rank=rank, at=1 if rank else None, where="fwd")
+    assert (a / "rank_1" / DATAFLOW).exists() and not (a / DATAFLOW).exists()
+    report = compare_runs(a, b)
+    assert report.ranks is not None and [r.rank for r in report.ranks] == [0, 1]
+    assert report.ranks[0].report.verdict == "identical"
+    first = (report.origins or ())[0]
+    assert (first.rank, first.step, first.name) == (1, 1, "fwd.act.fdtest.jitter#0")
+    assert report.schema == "traced dataflow (op level)"
+    assert report.structure is not None and not report.structure.parted
+    assert report_dict(report)["structure"]["rank"] == 0
 
 
 # --- the files beside the records

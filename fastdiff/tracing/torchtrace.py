@@ -823,6 +823,8 @@ class Trace:
             else:
                 caller = parent_of.get(_module_call(f))
                 readers = [c for c in consumers.get(f, ()) if c != caller]
+                if not readers and caller is not None:
+                    readers = [caller]  # read by the caller's own code: its backward's
                 for c in readers:
                     cb = "bwd" + c[3:]
                     if cb in bwd:
