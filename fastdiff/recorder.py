@@ -246,6 +246,15 @@ def _wants(data: DataSteps) -> Callable[[int], bool]:
     )
 
 
+def _xxh3_128(data: Any) -> bytes:
+    """xxh3-128 of ``data``; xxhash is imported at the first call, never at import."""
+    global _xxh3_128
+    from xxhash import xxh3_128_digest
+
+    _xxh3_128 = xxh3_128_digest  # type: ignore[assignment]
+    return xxh3_128_digest(data)
+
+
 @lru_cache(maxsize=1 << 16)
 def _fits_name(name: str) -> bool:
     """Whether ``name`` can be a buffer name (as ``dump`` checks it: the rule
@@ -397,8 +406,6 @@ class Recorder:
         arrays, whose ``dump`` each would cost a hand-off to a hashing thread
         and a write to the log, record them with ``record_digests``. Raises
         TypeError or ValueError for what cannot be recorded, as ``dump``."""
-        from xxhash import xxh3_128_digest
-
         if type(array).__module__.startswith("torch") and hasattr(array, "detach"):
             flat, dtype, shape = _torch_host(array)  # any C-order array: its bytes are hashed
         else:
@@ -410,7 +417,7 @@ class Recorder:
 
             chunks = chunk_digests((memoryview(flat).cast("B"),), cs)
         else:
-            chunks = (xxh3_128_digest(flat),) if size else ()
+            chunks = (_xxh3_128(flat),) if size else ()
         return Digested(dtype, shape, size, cs, chunks)
 
     def record_digests(self, step: int, items: Iterable[tuple[str, Digested]]) -> None:

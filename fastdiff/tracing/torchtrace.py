@@ -95,6 +95,7 @@ __all__ = ["UNSEEN", "WALK_NODES", "Trace"]
 WALK_NODES = 64
 
 Tensor = torch.Tensor
+_graph_task_id = torch._C._current_graph_task_id  # -1 outside the backward
 #: What made a tensor written since by code the trace does not see (compared with ``is``).
 UNSEEN: Sources = (("<unseen>", -1),)
 _ALIAS_OPS = frozenset({"aten::detach", "aten::alias", "aten::lift_fresh"})
@@ -572,24 +573,28 @@ class Trace:
         if info is None:
             info = self._infos[func] = _OpInfo(func)
         kind = info.kind
-        if kind != "op" and not (kind == "view" and self._views):
-            out = func(*args, **kwargs)
-            with self._lock:
-                self._pass(out, args, info)
-            return out
+        # One lock for the op and its bookkeeping: the op itself never calls
+        # back into the tracer (this mode is off while it runs).
         with self._lock:
+            if kind != "op" and not (kind == "view" and self._views):
+                out = func(*args, **kwargs)
+                self._pass(out, args, info)
+                return out
             tensors = _flat(args, [])
-            for k, v in kwargs.items():
-                if k not in info.mut_kw:
-                    _flat(v, tensors)
-            phase, path = self._where(tensors)
+            if kwargs:
+                for k, v in kwargs.items():
+                    if k not in info.mut_kw:
+                        _flat(v, tensors)
+            if _graph_task_id() == -1 and not self._in_opt:
+                phase, path = "fwd", self._stack[-1] if self._stack else ""
+            else:
+                phase, path = self._where(tensors)
             key = (phase, path, info.name)
             k = self._counts.get(key, 0)
             self._counts[key] = k + 1
             name = op_record(phase, path, info.name, k)
             inputs = self._inputs(tensors, name)
-        out = func(*args, **kwargs)
-        with self._lock:
+            out = func(*args, **kwargs)
             outs = _flat(out, [])
             mutated: list[Tensor] = []
             if info.mut_pos or info.mut_kw:
@@ -604,11 +609,12 @@ class Trace:
             # Autograd gives an output its node once this op returns: the node is
             # looked up where a later op reads the output (``_inputs``).
             node_path = path if phase == "fwd" else None
-            written = {id(m) for m in mutated} if info.mut_pos or info.mut_kw else ()
+            written = {id(m) for m in mutated} if mutated else ()
             # A view shares its base's version counter once this op returns.
             base_version = _version(tensors[0]) if kind == "view" and tensors else None
+            by_id = self._by_id
             for i, t in enumerate(outs):
-                oname = output_name(name, i)
+                oname = output_name(name, i) if i else name
                 # An in-place write bumps the version once this op returns (autograd's
                 # ADInplaceOrView kernel, above this mode): the version it will show.
                 if id(t) in written:
@@ -618,10 +624,10 @@ class Trace:
                 ref = weakref.ref(t)
                 if not self._record(oname, t, inputs):
                     srcs = self._as_sources(inputs)  # comes from its inputs
-                    self._by_id[id(t)] = (ref, version, srcs, owner, node_path)
+                    by_id[id(t)] = (ref, version, srcs, owner, node_path)
                     continue
                 srcs = ((oname, step),)  # type: ignore[assignment]
-                self._by_id[id(t)] = (ref, version, srcs, owner, node_path)
+                by_id[id(t)] = (ref, version, srcs, owner, node_path)
                 if id(t) in written:
                     skey = _storage_key(t)
                     if skey is not None:  # kept by its storage, alive while any view of it is
