@@ -27,6 +27,12 @@ chooses the steps written in full; at the others only the digests are
 recorded, and ``compare`` still names the first divergent step and
 buffers.
 
+For many small buffers recorded as digests only (a tracer's records,
+``fastdiff.trace``), ``digests`` hashes an array on the calling thread
+and ``record_digests`` writes a batch of them as one step's lines, in one
+write: a digests-only ``dump`` hands each array to a hashing thread and
+writes its line at once, which costs far more than hashing a small array.
+
 numpy is imported at the first dump, never at import; torch, jax and cupy
 never (their arrays are recognised by their type's module).
 """
