@@ -6,8 +6,10 @@ The library API (the CLI is a thin layer over it)::
     report = compare_runs("runs/a", "runs/b")
     print(render_text(report))
 
-A training loop writes runs with ``Recorder`` (``fastdiff.recorder``); a test
-asserts two runs equal with ``fastdiff.testing.assert_runs_equal``.
+A training loop writes runs with ``Recorder`` (``fastdiff.recorder``), or
+traces a PyTorch program's modules or ops with their dataflow with
+``trace`` (``fastdiff.tracing``); a test asserts two runs equal with
+``fastdiff.testing.assert_runs_equal``.
 
 Names are imported lazily so that ``import fastdiff`` stays cheap.
 """
@@ -33,6 +35,7 @@ _EXPORTS = {
     "Schema": "schema",
     "exit_code": "stages.verdict",
     "Recorder": "recorder",
+    "trace": "tracing",
 }
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
@@ -48,6 +51,7 @@ if TYPE_CHECKING:
     from .schema import Schema
     from .schemafile import load_schema, resolve_schema
     from .stages.verdict import exit_code
+    from .tracing import trace
 
 
 def __getattr__(name: str) -> object:
@@ -75,4 +79,5 @@ __all__ = [
     "report_dict",
     "resolve_schema",
     "scan_bytes",
+    "trace",
 ]

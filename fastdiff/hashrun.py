@@ -57,7 +57,8 @@ def write_manifest(
     from .sources import RunSource
     from .sources.schemas import choose_schema
 
-    schema, _ = choose_schema((RunSource(root, listing),), options.schema)
+    dataflow = _dataflow(root) if options.schema is None else None
+    schema, _ = choose_schema((RunSource(root, listing, dataflow=dataflow),), options.schema)
     malformed = _malformed(listing, schema)
     doc = manifest_dict(listing, digests, options.chunk_size, schema)
     if malformed:
@@ -70,6 +71,20 @@ def write_manifest(
     if output is not None:
         _write_output(os.fspath(output), text)
     return text, [p for _, p in malformed]
+
+
+def _dataflow(root: str) -> Schema | None:
+    """The dataflow a tracer recorded in run folder ``root`` (that of its
+    first rank with one, for a run of several ranks), which its manifest then
+    records as its schema; None for a run no tracer wrote."""
+    from .sources.ranks import rank_folders
+    from .sources.traced import read_dataflow
+
+    for folder in (root, *(os.path.join(root, r) for r in rank_folders(root))):
+        found = read_dataflow(folder)[0]
+        if found is not None:
+            return found
+    return None
 
 
 def _malformed(listing: RunListing, schema: Schema) -> list[tuple[BufferRef, Problem]]:

@@ -27,6 +27,12 @@ chooses the steps written in full; at the others only the digests are
 recorded, and ``compare`` still names the first divergent step and
 buffers.
 
+For many small buffers recorded as digests only (a tracer's records,
+``fastdiff.trace``), ``digests`` hashes an array on the calling thread
+and ``record_digests`` writes a batch of them as one step's lines, in one
+write: a digests-only ``dump`` hands each array to a hashing thread and
+writes its line at once, which costs far more than hashing a small array.
+
 numpy is imported at the first dump, never at import; torch, jax and cupy
 never (their arrays are recognised by their type's module).
 """
@@ -40,18 +46,19 @@ import threading
 import time
 from functools import lru_cache
 
+from .model.value import Value
 from .options import DEFAULT_CHUNK_SIZE, check_chunk_size
 from .sources.names import DIGEST_LOG, TEMP_PREFIX, dump_name, is_dump_name, split_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Container, Mapping
+    from collections.abc import Callable, Container, Iterable, Mapping
     from concurrent.futures import Future, ThreadPoolExecutor
     from typing import Any
 
     DataSteps = bool | Container[int] | Callable[[int], bool]
 
-__all__ = ["RANK_VARIABLES", "RUN_ENV", "Recorder", "launcher_rank"]
+__all__ = ["RANK_VARIABLES", "RUN_ENV", "Digested", "Recorder", "launcher_rank"]
 
 #: The environment variable a recorder's run folder defaults to (``fastdiff
 #: rerun`` sets it for each arm).
@@ -180,25 +187,58 @@ def _numpy_dtype_name(dt: Any) -> str:
         raise ValueError(f"dtype {dt}: {exc}") from None
 
 
-def _torch_bytes(tensor: Any) -> tuple[Any, str, tuple[int, ...]]:
+#: torch dtype -> (fastdiff's name, the torch dtype of the same width numpy
+#: can read it as, or None where numpy reads it itself), as met.
+_TORCH_TYPES: dict[Any, tuple[str, Any]] = {}
+
+
+def _torch_type(dtype: Any) -> tuple[str, Any]:
     from .dtypes import TORCH
 
-    t = tensor.detach()
-    torch_name = str(t.dtype).rpartition(".")[2]
+    torch_name = str(dtype).rpartition(".")[2]
     name = TORCH.get(torch_name)
     if name is None:
         raise ValueError(f"dtype torch.{torch_name} is not one fastdiff compares")
-    if str(t.layout) != "torch.strided":
-        raise TypeError(f"a {t.layout} tensor: record t.to_dense()")
-    if t.device.type != "cpu":
-        t = t.cpu()  # the one copy to the host
-    shape = tuple(t.shape)
-    t = t.contiguous().reshape(-1)
-    if t.dtype.is_complex:  # not in TORCH, kept for a clear message should it be
-        raise ValueError(f"dtype torch.{torch_name} is not one fastdiff compares")
     import torch
 
-    return t.view(torch.uint8).numpy(), name, shape
+    # numpy has no bfloat16 nor 8-bit floats: their bytes, read as integers of their width.
+    as_int = {"bf16": torch.int16}.get(name, torch.uint8 if name.startswith("f8") else None)
+    _TORCH_TYPES[dtype] = (name, as_int)
+    return name, as_int
+
+
+def _torch_host(tensor: Any) -> tuple[Any, str, tuple[int, ...]]:
+    """A torch tensor on the host as a C-order numpy array of its bytes'
+    width (not flattened), fastdiff's dtype name, and its shape."""
+    t = tensor.detach() if tensor.requires_grad else tensor
+    found = _TORCH_TYPES.get(t.dtype)
+    name, as_int = found if found is not None else _torch_type(t.dtype)
+    if t.layout != _strided():
+        raise TypeError(f"a {t.layout} tensor: record t.to_dense()")
+    if not t.is_cpu:
+        t = t.cpu()  # the one copy to the host
+    shape = tuple(t.shape)
+    if not t.is_contiguous():
+        t = t.contiguous()
+    if t.is_neg():
+        t = t.resolve_neg()
+    if as_int is not None:
+        t = t.view(as_int)
+    return t.numpy(), name, shape
+
+
+def _torch_bytes(tensor: Any) -> tuple[Any, str, tuple[int, ...]]:
+    import numpy as np
+
+    arr, name, shape = _torch_host(tensor)
+    return arr.reshape(-1).view(np.uint8), name, shape
+
+
+@lru_cache(maxsize=1)
+def _strided() -> Any:
+    import torch
+
+    return torch.strided
 
 
 def _wants(data: DataSteps) -> Callable[[int], bool]:
@@ -211,6 +251,48 @@ def _wants(data: DataSteps) -> Callable[[int], bool]:
     raise TypeError(
         f"data must be True, False, a set of steps or a predicate on the step, got {data!r}"
     )
+
+
+def _xxh3_128(data: Any) -> bytes:
+    """xxh3-128 of ``data``; xxhash is imported at the first call, never at import."""
+    global _xxh3_128
+    from xxhash import xxh3_128_digest
+
+    _xxh3_128 = xxh3_128_digest  # type: ignore[assignment]
+    return xxh3_128_digest(data)
+
+
+@lru_cache(maxsize=1 << 16)
+def _fits_name(name: str) -> bool:
+    """Whether ``name`` can be a buffer name (as ``dump`` checks it: the rule
+    reads the name alone, whatever the step): cached, since a tracer records
+    the same names at every step."""
+    filename = dump_name(0, name, ".npy")
+    return (
+        bool(name)
+        and "/" not in name
+        and "\0" not in name
+        and (split_name(filename) == ("0", name, "npy"))
+    )
+
+
+class Digested(Value):
+    """An array's chunk digests as a digests-only dump records them (an
+    immutable value): fastdiff's dtype name, the shape, the size in bytes
+    and the chunk digests at the recorder's chunk size
+    (``Recorder.digests``, then ``Recorder.record_digests``)."""
+
+    __slots__ = ("chunk_size", "chunks", "dtype", "shape", "size")
+
+    def __init__(
+        self, dtype: str, shape: tuple[int, ...], size: int, chunk_size: int,
+        chunks: tuple[bytes, ...],
+    ) -> None:  # fmt: skip
+        self.dtype = dtype
+        self.shape = shape
+        self.size = size
+        self.chunk_size = chunk_size
+        self.chunks = chunks
 
 
 class _Pending:
@@ -336,6 +418,76 @@ class Recorder:
             raise type(exc)(f"Recorder.dump(step {step}, {name!r}): {exc}") from None
         with self._lock:
             self._dump(step, name, filename, flat, dtype, shape)
+
+    def digests(self, array: object) -> Digested:
+        """The chunk digests ``array`` would be recorded with as digests only,
+        hashed here, on the calling thread (no pool, no file): for many small
+        arrays, whose ``dump`` each would cost a hand-off to a hashing thread
+        and a write to the log, record them with ``record_digests``. Raises
+        TypeError or ValueError for what cannot be recorded, as ``dump``."""
+        if type(array).__module__.startswith("torch") and hasattr(array, "detach"):
+            flat, dtype, shape = _torch_host(array)  # any C-order array: its bytes are hashed
+        else:
+            flat, dtype, shape = host_bytes(array)
+        size = flat.nbytes
+        cs = self.chunk_size
+        if size > cs:
+            from .stages.hash import chunk_digests
+
+            chunks = chunk_digests((memoryview(flat).cast("B"),), cs)
+        else:
+            chunks = (_xxh3_128(flat),) if size else ()
+        return Digested(dtype, shape, size, cs, chunks)
+
+    def record_digests(self, step: int, items: Iterable[tuple[str, Digested]]) -> None:
+        """Record buffers as digests only at ``step``, from their ``digests``:
+        a log line each, written in one write (a digests-only ``dump`` writes
+        one per buffer). A buffer recorded before is replaced, as by ``dump``.
+        Raises ValueError for a name that cannot be a buffer name or digests
+        of another chunk size (nothing of the batch is then recorded),
+        OSError when the log cannot be written."""
+        import operator
+
+        from .sources.digestlog import digests_line
+
+        if self.closed:
+            raise ValueError(f"{self!r}: record_digests after close")
+        step = operator.index(step)
+        if step < 0:
+            raise ValueError(f"Recorder.record_digests: step must be >= 0, got {step}")
+        cs = self.chunk_size
+        batch = list(items)
+        for name, d in batch:
+            if not (isinstance(name, str) and _fits_name(name)):
+                raise ValueError(f"Recorder.record_digests: {name!r} cannot be a buffer name")
+            if type(d) is not Digested or d.chunk_size != cs:
+                raise ValueError(
+                    f"Recorder.record_digests(step {step}, {name!r}): not digests of this "
+                    f"recorder's chunk size ({cs}): hash it with Recorder.digests"
+                )
+        if not batch:
+            return
+        with self._lock:
+            first = os.path.join(self.path, dump_name(step, batch[0][0], ".npy"))
+            self._open_log(first)
+            keys = {(step, name) for name, _ in batch}
+            if self._pending:
+                self._pending = [p for p in self._pending if p.key not in keys]
+            checks = self._checks
+            now = time.time_ns()
+            if not self._batch:
+                self._batch_since = time.monotonic()
+            lines = self._batch
+            for name, d in batch:
+                key = (step, name)
+                before = checks.get(key)
+                if before is not None:  # recorded before: a file of it is stale
+                    self._unlink_stale(os.path.join(self.path, dump_name(step, name, ".npy")))
+                line = digests_line(step, name, d.dtype, d.shape, d.size, cs, d.chunks, now, before)
+                lines.append(line)  # as _append does, inline: a tracer's hundreds a step
+                checks[key] = line[-19:-3].decode()  # its check (digestlog.line_check)
+            self._flush(f"the digests of {len(batch)} dumps of step {step}")
+            self._seal(os.fstat(self._log_fd).st_mtime_ns)  # type: ignore[arg-type]
 
     def _dump(
         self, step: int, name: str, filename: str, flat: Any, dtype: str, shape: tuple[int, ...]

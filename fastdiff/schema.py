@@ -40,7 +40,11 @@ member itself is allowed). A name in no group is allowed too (an input that
 is not dumped); ``inputs = []`` declares a source. Within one step the
 inputs must form no cycle. From them the roles stage (``stages.roles``)
 tells where a divergence was born. ``Schema.has_inputs`` says whether a
-schema declares any: a schema without them costs nothing more.
+schema declares any: a schema without them costs nothing more. A schema
+whose inputs are known complete (``inputs_complete = true``: the dataflow a
+tracer recorded, ``fastdiff.trace``, which records every tensor a record
+reads) lists, for a buffer, what it read at any step; an input that neither
+run holds at a step was not read there, and does not count.
 """
 
 from __future__ import annotations
@@ -212,20 +216,29 @@ OTHER_GROUP = Group(OTHER, "not in the schema", "", ())
 
 
 class Schema(Value):
-    """Groups in pipeline order, and the dtype of buffers in none of them.
+    """Groups in pipeline order, and the dtype of buffers in none of them;
+    ``inputs_complete``: the members' inputs list everything each buffer
+    reads at any step (see the module's doc).
 
     Raises SchemaError when a member is in two groups.
     """
 
     __slots__ = (
         "_exact", "_globs", "_inputs", "_int_tolerant", "_layouts", "_unset", "default_dtype",
-        "groups", "name",
+        "groups", "inputs_complete", "name",
     )  # fmt: skip
 
-    def __init__(self, name: str, groups: tuple[Group, ...], default_dtype: str = "u8") -> None:
+    def __init__(
+        self,
+        name: str,
+        groups: tuple[Group, ...],
+        default_dtype: str = "u8",
+        inputs_complete: bool = False,
+    ) -> None:
         self.name = name
         self.groups = groups
         self.default_dtype = default_dtype
+        self.inputs_complete = inputs_complete
         exact: dict[str, tuple[str, str]] = {}
         globs: list[tuple[str, str, str]] = []
         layouts: dict[str, Layout] = {}  # by pattern: only members that have one
@@ -374,7 +387,7 @@ class Schema(Value):
         return None
 
     def with_default_dtype(self, dtype: str) -> Schema:
-        return Schema(self.name, self.groups, dtype)
+        return Schema(self.name, self.groups, dtype, self.inputs_complete)
 
     @property
     def order(self) -> dict[str, int]:

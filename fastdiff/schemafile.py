@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from .tomllines import TomlLines
 
 
-_TOP_KEYS = {"name", "default_dtype", "group", "schema_version"}
+_TOP_KEYS = {"name", "default_dtype", "group", "schema_version", "inputs_complete"}
 _GROUP_KEYS = {"key", "title", "hint", "members"}
 _MEMBER_KEYS = {"dtype", "shape", "fields", "inputs", "int_tolerance"}
 _TABLES = (
@@ -190,7 +190,12 @@ def parse_schema(
             owner[mname] = (key, gi)
             parsed.append(member)
         groups.append(Group(key, title, hint, tuple(parsed)))
-    schema = Schema(name=name, groups=tuple(groups), default_dtype=default_dtype)
+    complete = doc.get("inputs_complete", False)
+    if not isinstance(complete, bool):
+        raise fail(None, ("inputs_complete",), "must be true or false")
+    schema = Schema(
+        name=name, groups=tuple(groups), default_dtype=default_dtype, inputs_complete=complete
+    )
     if schema.has_inputs:
         _check_inputs(schema, owner, lines, origin, warnings)
     return schema
@@ -497,6 +502,8 @@ def schema_to_toml(schema: Schema) -> str:
             f'# set. Write its dtype without the "{UNSET}" ("f32", "i32", ...) once you know it.',
         ]
     out += [f"name = {q(schema.name)}", f"default_dtype = {q(schema.default_dtype)}"]
+    if schema.inputs_complete:
+        out.append("inputs_complete = true")
     for g in schema.groups:
         out += [
             "",

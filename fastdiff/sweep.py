@@ -376,7 +376,8 @@ def one_schema(
     chosen, _ = choose_schema(list(sources.values()), None, holding(listed, sources))
     recorded = {src.spec: src.schema for src in sources.values()
                 if src.is_manifest and src.schema is not None}  # fmt: skip
-    source = next((spec for spec, sc in recorded.items() if sc == chosen), None)
+    traced = {src.spec: src.dataflow for src in sources.values() if src.dataflow is not None}
+    source = next((spec for spec, sc in {**recorded, **traced}.items() if sc == chosen), None)
     apart = [
         (i, natural.name)
         for i, (a, b) in enumerate(pairs)

@@ -191,6 +191,10 @@ def format_mismatch(report: Report) -> str:
             from .render.text import born_lines
 
             lines += [_sentence(line.strip()) for line in born_lines(report)]
+        if report.structure is not None and report.structure.parted:
+            from .render.text import structure_lines
+
+            lines += [_sentence(line.strip()) for line in structure_lines(report)]
         lines.append("")
         # The origin first, where one is known at that step: the kernel to fix.
         first = next((b for b in at if b.role is not None and b.role.kind == "origin"), at[0])

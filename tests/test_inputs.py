@@ -144,7 +144,7 @@ def test_the_parent_folder_by_mistake_is_an_error_that_names_the_run(tmp_path: P
     r = cli("compare", "examples", "examples/run-b")
     assert r.returncode == 2
     assert r.stderr.splitlines() == [
-        f"{ERROR}examples: run A holds no step_<N>_<name>.bin dumps (only 6 other entries, "
+        f"{ERROR}examples: run A holds no step_<N>_<name>.bin dumps (only 7 other entries, "
         "skipped); did you mean examples/run-a?"
     ]
     assert "diverged" not in r.stdout and "next," not in r.stdout
@@ -154,7 +154,7 @@ def test_the_parent_folder_by_mistake_is_an_error_that_names_the_run(tmp_path: P
     # The rest of the report stays: what was skipped in the folder.
     assert {s["path"] for s in doc["skipped"]} == {
         "examples/anatomy", "examples/origins", "examples/run-a", "examples/run-b",
-        "examples/schema.toml", "examples/train",
+        "examples/schema.toml", "examples/trace", "examples/train",
     }  # fmt: skip
 
 
@@ -203,7 +203,7 @@ def test_an_empty_run_in_a_sweep_is_an_error_for_its_pair(tmp_path: Path) -> Non
     assert [p["verdict"] for p in pairs] == ["diverged", "error"]
     assert pairs[1]["errors"] == [{
         "path": "examples",
-        "message": "run B holds no step_<N>_<name>.bin dumps (only 6 other entries, skipped); "
+        "message": "run B holds no step_<N>_<name>.bin dumps (only 7 other entries, skipped); "
         "did you mean examples/run-a?",
     }]  # fmt: skip
     assert pairs[1]["buffers"] == []

@@ -1,6 +1,6 @@
 """What every report promises about its own shape, whatever the input.
 
-- Names are escaped one way everywhere (``render.escape.display_path``): a file
+- Names are escaped one way everywhere (``textkit.escape.display_path``): a file
   name holding bytes that are not UTF-8, a newline, an escape sequence or a
   Unicode line separator can never pass for a line of a text report, and
   stdout stays valid UTF-8. The JSON holds valid UTF-8 only, with the exact

@@ -673,6 +673,8 @@ class Scheduler:
             plan.src_a.is_manifest and plan.src_b.is_manifest
         ):
             report = _with_rerecord_notes(report, plan)
+        if plan.src_a.sequence is not None and plan.src_b.sequence is not None:
+            report = _with_structure(report, plan)
         if self.progress is not None:
             self.progress.pair_done()
         if plan.on_done is not None:
@@ -726,6 +728,24 @@ def _with_rerecord_notes(report: Report, plan: Plan) -> Report:
     assert step is not None
     note = Note.of(NoteKind.RERECORD, step=step, sides=sides, names=list(names))
     return report.replace(notes=(*report.notes, note))
+
+
+def _with_structure(report: Report, plan: Plan) -> Report:
+    """``report`` with where the two traces' sequences of records part
+    (``stages.structure``), and a note on what of their sequence logs could
+    not be used."""
+    from ..sources.buffers import step_filter
+    from ..sources.traced import read_sequences, sequence_notes
+    from ..stages.structure import first_parting
+
+    seqs = []
+    for src in (plan.src_a, plan.src_b):
+        seqs.append(read_sequences(src.sequence, step_filter(src.steps)))  # type: ignore[arg-type]
+    notes = sequence_notes((plan.src_a.sequence, plan.src_b.sequence), seqs)  # type: ignore[arg-type]
+    if seqs[0].unusable is not None or seqs[1].unusable is not None:
+        return report.replace(notes=(*report.notes, *notes)) if notes else report
+    structure = first_parting(seqs[0], seqs[1], plan.rank)
+    return report.replace(structure=structure, notes=(*report.notes, *notes))
 
 
 def _empty_sides(
@@ -851,7 +871,9 @@ def _compare_pairs(
     notes: dict[str, None] = {}
     for i, (ra, rb) in enumerate(pairs):
         (sa, ka), (sb, kb) = listed[os.fspath(ra)], listed[os.fspath(rb)]
-        schema, said = choose_schema((sa, sb), opts.schema, holding(listed, (ra, rb)))
+        schema, said = choose_schema(
+            (_rank_traced(sa, ka), _rank_traced(sb, kb)), opts.schema, holding(listed, (ra, rb))
+        )
         said = (*said, *dict.fromkeys((*sa.notes, *sb.notes)))
         notes.update(dict.fromkeys(said))
         if ka is None and kb is None:  # runs of one rank: the usual case
@@ -916,6 +938,16 @@ def _ranks_of(src: RunSource) -> RankedRun | None:
     from ..sources.ranks import split_ranks
 
     return split_ranks(src, open_run)
+
+
+def _rank_traced(src: RunSource, ranked: RankedRun | None) -> RunSource:
+    """``src``, carrying the dataflow of its first rank a tracer wrote, for a
+    folder of ranks that holds none itself: the schema of the run when none
+    is given (each rank is read with its own: ``_RankedPair``)."""
+    if ranked is None or src.dataflow is not None or src.is_manifest:
+        return src
+    first = next((r for _, r in ranked.ranks if r.dataflow is not None), None)
+    return src if first is None else src.traced(first.dataflow, None)
 
 
 def _one_rank_and_several(sa: RunSource, sb: RunSource, a_has_ranks: bool) -> Problem:
@@ -990,7 +1022,10 @@ class _RankedPair:
                 if not (ra.listing.readable and rb.listing.readable)
                 else _empty_sides(ra, rb, hints, select)
             )
-            plan = Plan(ra, rb, self.schema, self.done, rank, empty, paired=not empty,
+            schema = self.schema
+            if self.opts.schema is None and ra.dataflow is not None:
+                schema = ra.dataflow  # a trace's rank: its own dataflow (ranks may run other ops)
+            plan = Plan(ra, rb, schema, self.done, rank, empty, paired=not empty,
                         notes=self.notes, rank=rank)  # fmt: skip
             sched.submit(plan)
 
@@ -1008,4 +1043,8 @@ class _RankedPair:
             self.sa.spec, self.sb.spec, self.schema, self.reports, skipped, self.errors,
             tolerance_dict(self.opts.tolerance), self.notes,
         )  # fmt: skip
+        parted = [r.structure for _, r in self.reports if r.structure is not None]
+        if parted:  # two traces of several ranks: where the first rank to part parts
+            first = min(parted, key=lambda x: (not x.parted, x.step or 0, x.rank or 0))
+            report = report.replace(structure=first)
         self.finish(self.index, report)

@@ -369,6 +369,11 @@ class NoteKind(Member):
     LOG_BESIDE_FILE: ClassVar[NoteKind]
     LOG_HEADER_DISAGREES: ClassVar[NoteKind]
     LOG_OTHER_CHUNK_SIZE: ClassVar[NoteKind]
+    TRACE_DATAFLOW: ClassVar[NoteKind]
+    DATAFLOW_DIFFERS: ClassVar[NoteKind]
+    DATAFLOW_UNUSABLE: ClassVar[NoteKind]
+    SEQUENCE_UNUSABLE: ClassVar[NoteKind]
+    SEQUENCE_LINES_IGNORED: ClassVar[NoteKind]
 
 
 # how buffers were read (stages.verdict, stages.prepare)
@@ -404,6 +409,14 @@ NoteKind.LOG_CONFLICT = NoteKind("log_conflict")  # path, files
 NoteKind.LOG_BESIDE_FILE = NoteKind("log_beside_file")  # path, files
 NoteKind.LOG_HEADER_DISAGREES = NoteKind("log_header_disagrees")  # path, files
 NoteKind.LOG_OTHER_CHUNK_SIZE = NoteKind("log_other_chunk_size")  # path, n, chunk_size
+
+# a tracer's files (sources.traced, sources.schemas)
+NoteKind.TRACE_DATAFLOW = NoteKind("trace_dataflow")  # spec, file: read with the dataflow recorded
+# owner, other, differ, only_owner, only_other
+NoteKind.DATAFLOW_DIFFERS = NoteKind("dataflow_differs")
+NoteKind.DATAFLOW_UNUSABLE = NoteKind("dataflow_unusable")  # path, why
+NoteKind.SEQUENCE_UNUSABLE = NoteKind("sequence_unusable")  # path, why
+NoteKind.SEQUENCE_LINES_IGNORED = NoteKind("sequence_lines_ignored")  # path, lines
 
 
 class Note(Value):

@@ -38,6 +38,7 @@ __all__ = [
     "Role",
     "Skipped",
     "StepSummary",
+    "Structure",
     "TimelineRow",
     "Work",
     "total_work",
@@ -401,6 +402,43 @@ def total_work(
     )
 
 
+class Structure(Value):
+    """How two traces' sequences of records compare (``stages.structure``):
+    where they first part, or ``step`` None when they agree at every step
+    both hold. ``step``: the first step whose sequences differ; ``after``:
+    the last record both ran before they part there (None: they part at the
+    first record); ``a``, ``b``: what each runs there (an op, ``aten.add``,
+    or a module's record; None: that trace's step ends there), and
+    ``a_record``, ``b_record`` the records' names; ``rank``: the rank of a
+    run of several (None: a run of one). Records after the parting are
+    still compared where their names match."""
+
+    __slots__ = ("a", "a_record", "after", "b", "b_record", "rank", "step")
+
+    def __init__(
+        self,
+        step: int | None = None,
+        after: str | None = None,
+        a: str | None = None,
+        b: str | None = None,
+        a_record: str | None = None,
+        b_record: str | None = None,
+        rank: int | None = None,
+    ) -> None:
+        self.step = step
+        self.after = after
+        self.a = a
+        self.b = b
+        self.a_record = a_record
+        self.b_record = b_record
+        self.rank = rank
+
+    @property
+    def parted(self) -> bool:
+        """The traces' sequences differ at some step both hold."""
+        return self.step is not None
+
+
 class Report(Value):
     """One run pair compared: the verdict, per-group and per-step summaries,
     every buffer (sorted by step, pipeline order, name), what was skipped and
@@ -416,7 +454,10 @@ class Report(Value):
     verdict the worst and its first divergent step the earliest of them.
     ``selection``: the steps and buffers the comparison was asked to look at
     (``model.selection.Selection``: what it does not select was neither read nor
-    judged), None for every step and buffer."""
+    judged), None for every step and buffer.
+    ``structure``: for two traces (``fastdiff.trace``), how their sequences
+    of records compare (``Structure``: where they first part, if they do);
+    None for runs that are not both traces."""
 
     __slots__ = (
         "buffers",
@@ -433,6 +474,7 @@ class Report(Value):
         "selection",
         "skipped",
         "steps",
+        "structure",
         "timeline",
         "tolerance",
         "verdict",
@@ -459,6 +501,7 @@ class Report(Value):
         origins: tuple[Origin, ...] | None = None,
         ranks: tuple[RankReport, ...] | None = None,
         selection: Selection | None = None,
+        structure: Structure | None = None,
     ) -> None:
         self.run_a = run_a
         self.run_b = run_b
@@ -478,6 +521,7 @@ class Report(Value):
         self.origins = origins
         self.ranks = ranks
         self.selection = selection
+        self.structure = structure
 
     @property
     def diverges(self) -> bool:

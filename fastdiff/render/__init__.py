@@ -7,9 +7,11 @@
 - ``render.stats``: ``fastdiff stats`` as text or JSON;
 - ``render.plot``: the timeline of a compare report as a PNG (needs
   matplotlib, imported there only);
-- ``render.escape``: the one escaping of names, paths and messages
-  (``display_path``) and the JSON form of OS strings;
-- ``render.fmt``: counts with their noun, byte sizes, step ranges.
+- ``render.words``: the words of statuses, verdicts and roles;
+- ``render.notes``: the words of notes (``note_text``).
+
+The neutral helpers every layer uses, escaping (``display_path``) and
+counts, sizes and step ranges, are ``fastdiff.textkit``'s.
 
 Import the module you need; the names below are also here, loaded lazily
 (this package imports nothing itself, so text output never loads ``json``).

@@ -2,7 +2,7 @@
 
 ``render_json`` writes the contract users' scripts rely on (strict RFC 8259
 JSON: non-finite numbers become the strings "nan", "inf", "-inf"; integers
-stay exact; every string valid UTF-8, see ``render.escape``). A buffer's
+stay exact; every string valid UTF-8, see ``textkit.escape``). A buffer's
 object holds its identity and then every fact of ``model.facts.FACTS``,
 in the table's order, converted as the table says; the anatomy facts only
 where something in the buffer differs.
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from typing import Any
 
-    from ..model.results import BufferResult, Origin, RankReport, Report
+    from ..model.results import BufferResult, Origin, RankReport, Report, Structure
 
 JSON_SCHEMA_VERSION = 1
 
@@ -45,6 +45,7 @@ __all__ = [
     "rank_dict",
     "render_json",
     "report_dict",
+    "structure_dict",
 ]
 
 _FACTS = tuple((f.name, f.json, f.anatomy) for f in RESULT_FACTS)
@@ -110,6 +111,17 @@ def origin_dict(o: Origin) -> dict[str, Any]:
     return d
 
 
+def structure_dict(s: Structure) -> dict[str, Any]:
+    """How two traces' sequences compare: ``parted``, then where (nulls when
+    they do not part), with the ``rank`` first in a run of several."""
+    d: dict[str, Any] = {} if s.rank is None else {"rank": s.rank}
+    d["parted"] = s.parted
+    d["step"] = s.step
+    for key in ("after", "a", "b", "a_record", "b_record"):
+        put_text(d, key, getattr(s, key))
+    return d
+
+
 def rank_dict(r: RankReport) -> dict[str, Any]:
     """One rank's verdict, first divergent step and groups, and origins (null
     where the schema declares no inputs, as the top level has none)."""
@@ -168,6 +180,8 @@ def _report_items(report: Report, first: bool = False) -> Iterator[tuple[str, An
     yield "first_divergent_groups", [json_text(k) for k in report.first_divergent_groups], False
     if report.origins is not None:  # the schema declares inputs
         yield "origins", [origin_dict(o) for o in report.origins], False
+    if report.structure is not None:  # two traces
+        yield "structure", structure_dict(report.structure), False
     if report.ranks is not None:  # a run of several ranks
         yield "ranks", map(rank_dict, report.ranks), True
     groups = (

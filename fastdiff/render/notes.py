@@ -259,6 +259,55 @@ def _log_other_chunk_size(n: Note) -> str:
     )
 
 
+# --- a tracer's files -------------------------------------------------------------------
+
+
+def _trace_dataflow(n: Note) -> str:
+    return (
+        f"{n['spec']} is a trace: read with the dataflow it recorded ({n['file']}: each "
+        "record's inputs, for where a divergence was born); pass --schema to choose"
+    )
+
+
+def _dataflow_differs(n: Note) -> str:
+    owner, other = n["owner"], n["other"]
+    parts = []
+    if n["differ"]:
+        differ = list(n["differ"])
+        parts.append(f"{plural(len(differ), 'record')} read other inputs ({first_few(differ)})")
+    if n["only_other"]:
+        only = list(n["only_other"])
+        parts.append(f"{len(only)} only in {other} ({first_few(only)})")
+    if n["only_owner"]:
+        only = list(n["only_owner"])
+        parts.append(f"{len(only)} only in {owner} ({first_few(only)})")
+    return (
+        f"the dataflow of {other} differs from {owner}'s: {'; '.join(parts)}: the roles read "
+        f"{owner}'s, with what {other}'s adds (a record's other inputs, its records of its "
+        "own); the structural difference says where the traces part"
+    )
+
+
+def _dataflow_unusable(n: Note) -> str:
+    return (
+        f"{n['path']}: the dataflow of this trace cannot be used ({n['why']}); no buffer of it "
+        "has a role unless a schema is given"
+    )
+
+
+def _sequence_unusable(n: Note) -> str:
+    return f"{n['path']}: not used: {n['why']}; where the traces part is not known"
+
+
+def _sequence_lines_ignored(n: Note) -> str:
+    lines = list(n["lines"])
+    k = len(lines)
+    return (
+        f"{n['path']}: {k} {'line' if k == 1 else 'lines'} ignored "
+        f"({first_few(lines, 3, '; ')}): the steps they held are not aligned"
+    )
+
+
 #: The words of each kind of note.
 NOTE_TEXT: dict[NoteKind, Callable[[Note], str]] = {
     NoteKind.RAW_BYTES: _raw_bytes,
@@ -279,6 +328,11 @@ NOTE_TEXT: dict[NoteKind, Callable[[Note], str]] = {
     NoteKind.LOG_BESIDE_FILE: _log_beside_file,
     NoteKind.LOG_HEADER_DISAGREES: _log_header_disagrees,
     NoteKind.LOG_OTHER_CHUNK_SIZE: _log_other_chunk_size,
+    NoteKind.TRACE_DATAFLOW: _trace_dataflow,
+    NoteKind.DATAFLOW_DIFFERS: _dataflow_differs,
+    NoteKind.DATAFLOW_UNUSABLE: _dataflow_unusable,
+    NoteKind.SEQUENCE_UNUSABLE: _sequence_unusable,
+    NoteKind.SEQUENCE_LINES_IGNORED: _sequence_lines_ignored,
 }
 
 

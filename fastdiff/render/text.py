@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from ..model.results import BufferResult, Origin, Problem, Report, StepSummary, TimelineRow
     from ..model.selection import Selection
 
-__all__ = ["TEXT_PARTS", "format_buffer", "format_value", "render_text"]
+__all__ = ["TEXT_PARTS", "format_buffer", "format_value", "render_text", "structure_lines"]
 
 #: How many runs (or rows) of differing elements a buffer's line lists.
 SHOWN_RANGES = 4
@@ -500,6 +500,8 @@ def _body_lines(report: Report, verbose: bool, first: bool = False) -> list[str]
     lines += _error_lines(report.errors)
     lines.append("")
     lines += _verdict_lines(report, verbose)
+    if report.first_divergent_step is None:  # a divergent verdict says it after where born
+        lines += structure_lines(report)
     lines += _timeline_lines(report)
     return lines
 
@@ -686,6 +688,7 @@ def _verdict_lines(report: Report, verbose: bool = False) -> list[str]:
     suspects = ", ".join(f"{keys[k]} ({titles[k]})" for k in report.first_divergent_groups)
     out = [f"{head}: first divergent step {report.first_divergent_step}; groups: {suspects}"]
     out += born_lines(report, verbose)
+    out += structure_lines(report)
     width = max(len(t) for t in titles.values()) + 4
     key_w = max(5, *map(len, keys.values()))  # long keys (by-name groups) stay aligned
     for g in report.groups:
@@ -815,6 +818,31 @@ def born_lines(report: Report, verbose: bool = False) -> list[str]:
         n = plural(len(later), "later origin")
         out.append(f"  {n}: {_shown(each, verbose, '; ')}")
     return out
+
+
+def structure_lines(report: Report) -> list[str]:
+    """Where two traces' sequences of records part (none for runs that are
+    not both traces)."""
+    s = report.structure
+    if s is None:
+        return []
+    if not s.parted:
+        return [
+            "  structure: the traces ran the same records in the same order at every step both hold"
+        ]
+    where = f"after {display_path(s.after)}" if s.after is not None else "at the step's start"
+
+    def runs(side: str, what: str | None, record: str | None) -> str:
+        if what is None or record is None:
+            return f"{side}'s step ends there"
+        shown = display_path(what)
+        return f"{side} runs {shown}" + (f" ({display_path(record)})" if record != what else "")
+
+    return [
+        f"  structure: the traces part at step {s.step}, {where}: "
+        f"{runs('A', s.a, s.a_record)}, {runs('B', s.b, s.b_record)}; the records after it "
+        "are compared where their names match"
+    ]
 
 
 def verdict_lines(report: Report, verbose: bool = False) -> list[str]:

@@ -58,6 +58,7 @@ line's are not used (their files are hashed).
 from __future__ import annotations
 
 import os
+from functools import lru_cache
 
 from xxhash import xxh3_64_hexdigest
 
@@ -203,6 +204,54 @@ def log_line(
             sealed_ns=sealed_ns,
         )  # fmt: skip
     body = json.dumps(fields, separators=(",", ":")).encode()  # ASCII: names are escaped
+    return body[:-1] + _CHECK + xxh3_64_hexdigest(body).encode() + b'"}\n'
+
+
+try:  # the C encoder of JSON strings, which json.dumps uses
+    from _json import encode_basestring_ascii as _json_str
+except ImportError:  # pragma: no cover (another Python)
+    from json.encoder import py_encode_basestring_ascii as _json_str
+
+
+@lru_cache(maxsize=1 << 14)
+def _digests_middle(name: str, dtype: str, shape: tuple[int, ...], size: int, cs: int) -> str:
+    """What a digests-only line of a dump says between its step and its
+    chunks: the same at every step a tracer records the dump at."""
+    dims = ",".join([str(int(d)) for d in shape])
+    return (
+        f',"name":{_json_str(name)},"file":null,"dtype":{_json_str(dtype)},"shape":[{dims}],'
+        f'"size":{size:d},"chunk_size":{cs:d},"chunks":['
+    )
+
+
+_DIGESTS_TAIL = (
+    '],"offset":null,"file_size":null,"dev":null,"ino":null,"mtime_ns":null,"ctime_ns":null,'
+    '"sealed_ns":null,"time_ns":'
+)
+
+
+def digests_line(
+    step: int,
+    name: str,
+    dtype: str,
+    shape: Sequence[int],
+    size: int,
+    chunk_size: int,
+    chunks: Sequence[bytes],
+    time_ns: int = 0,
+    replaces: str | None = None,
+) -> bytes:
+    """The line ``log_line`` writes for a dump recorded as digests only, byte
+    for byte, formatted without building a dict to encode (the part that
+    names the dump is kept per dump): a tracer writes one per record,
+    hundreds per step."""
+    hexes = ",".join([f'"{c.hex()}"' for c in chunks])
+    tail = "null" if replaces is None else _json_str(replaces)
+    middle = _digests_middle(name, dtype, tuple(shape), size, chunk_size)
+    body = (
+        f'{{"v":{LOG_VERSION},"step":{step:d}{middle}{hexes}{_DIGESTS_TAIL}{time_ns:d},'
+        f'"replaces":{tail}}}'
+    ).encode()
     return body[:-1] + _CHECK + xxh3_64_hexdigest(body).encode() + b'"}\n'
 
 

@@ -267,7 +267,9 @@ def folder_source(spec: str, listing: RunListing, steps: StepFilter | None = Non
     it polls. A folder a recorder wrote holds a digest log (``digestlog``):
     its digests are attached to the dumps they still describe (and its
     dtypes and shapes to ``.npy`` dumps of raw bytes), its digests-only
-    buffers of ``steps`` are added, and the source takes the log's chunk size."""
+    buffers of ``steps`` are added, and the source takes the log's chunk size.
+    One a tracer wrote holds its dataflow and sequence log too (``traced``),
+    which the source carries."""
     if listing.readable:
         try:
             os.stat(os.path.join(spec, DIGEST_LOG))
@@ -275,8 +277,13 @@ def folder_source(spec: str, listing: RunListing, steps: StepFilter | None = Non
             pass  # no log (or none readable): the usual case, one stat
         else:
             from .digestlog import attach_log
+            from .traced import trace_files
 
-            return attach_log(spec, listing, steps)
+            src = attach_log(spec, listing, steps)
+            dataflow, sequence, notes = trace_files(spec)
+            if dataflow is None and sequence is None and not notes:
+                return src
+            return src.traced(dataflow, sequence, notes)
     return RunSource(spec, listing, steps=steps)
 
 

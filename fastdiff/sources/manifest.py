@@ -118,7 +118,11 @@ def schema_dict(schema: Schema) -> dict[str, Any]:
         for m in g.members:
             members.setdefault(m.pattern, m.as_data())  # the first one classifies
         groups.append({"key": g.key, "title": g.title, "hint": g.hint, "members": members})
-    return {"name": schema.name, "default_dtype": schema.default_dtype, "group": groups}
+    d: dict[str, Any] = {"name": schema.name, "default_dtype": schema.default_dtype}
+    if schema.inputs_complete:  # absent otherwise: a manifest as it always was
+        d["inputs_complete"] = True
+    d["group"] = groups
+    return d
 
 
 def _file_name(f: BufferRef, root: str) -> str:

@@ -13,7 +13,8 @@ A run folder holds, per step N (ASCII digits, any number up to
 
 ``name`` is at least one character, any character (a dot, a newline).
 Names starting with ``.`` are hidden: a recorder's temporaries and its
-digest log (``DIGEST_LOG``); every command passes over them in silence.
+digest log (``DIGEST_LOG``), a tracer's dataflow (``DATAFLOW``) and
+sequence log (``SEQUENCE_LOG``); every command passes over them in silence.
 This module is the one place that parses or builds such names; it reads no
 file.
 """
@@ -34,6 +35,11 @@ MAX_STEP_DIGITS = 600
 DIGEST_LOG = ".fastdiff-digests.jsonl"
 #: The prefix of a recorder's temporary files (renamed into place once whole).
 TEMP_PREFIX = ".fastdiff-tmp-"
+#: The dataflow a tracer (``fastdiff.trace``) writes into a run folder: a
+#: schema file of every record's inputs (``tracing.dataflow``).
+DATAFLOW = ".fastdiff-dataflow.toml"
+#: The order of a trace's records, a line per step (``sources.traced``).
+SEQUENCE_LOG = ".fastdiff-sequence.jsonl"
 
 #: How messages name a dump.
 DUMP_PATTERN = "step_<N>_<name>.bin"

@@ -26,10 +26,16 @@ class RunSource:
     manifest's dtype per buffer name; ``steps`` the step filter the listing
     was made with; ``notes``: remarks on how the run was read (a recorder's
     digest log: lines ignored, dumps changed since they were recorded),
-    which every report on it carries.
+    which every report on it carries. A run a tracer wrote
+    (``fastdiff.trace``) holds its ``dataflow`` (a schema of every record's
+    inputs) and ``sequence``, the path of its sequence log
+    (``sources.traced``); None for any other run.
     """
 
-    __slots__ = ("chunk_size", "dtypes", "kind", "listing", "notes", "schema", "spec", "steps")
+    __slots__ = (
+        "chunk_size", "dataflow", "dtypes", "kind", "listing", "notes", "schema", "sequence",
+        "spec", "steps",
+    )  # fmt: skip
 
     spec: str
     listing: RunListing
@@ -39,6 +45,8 @@ class RunSource:
     steps: StepFilter | None
     kind: str
     notes: tuple[Note, ...]
+    dataflow: Schema | None
+    sequence: str | None
 
     def __init__(
         self,
@@ -50,6 +58,8 @@ class RunSource:
         steps: StepFilter | None = None,
         kind: str = "folder",
         notes: tuple[Note, ...] = (),
+        dataflow: Schema | None = None,
+        sequence: str | None = None,
     ) -> None:
         self.spec = spec
         self.listing = listing
@@ -59,6 +69,8 @@ class RunSource:
         self.steps = steps
         self.kind = kind
         self.notes = notes
+        self.dataflow = dataflow
+        self.sequence = sequence
 
     def __repr__(self) -> str:
         return f"RunSource({self.spec!r}, {self.kind}, {self.listing!r})"
@@ -71,29 +83,37 @@ class RunSource:
     def select(self, steps: StepFilter) -> RunSource:
         """This source restricted to ``steps``, without reading anything again
         (a manifest's digests are shared, not copied)."""
-        return RunSource(
-            self.spec, self.listing.select(steps), self.chunk_size, self.schema, self.dtypes,
-            steps, self.kind, self.notes,
-        )  # fmt: skip
+        return self.replace(listing=self.listing.select(steps), steps=steps)
+
+    def traced(
+        self, dataflow: Schema | None, sequence: str | None, notes: tuple[Note, ...] = ()
+    ) -> RunSource:
+        """This source with what a tracer wrote beside its records, and ``notes`` added."""
+        return self.replace(notes=(*self.notes, *notes), dataflow=dataflow, sequence=sequence)
+
+    def replace(self, **changes: object) -> RunSource:
+        """A copy with the given fields changed (by their names)."""
+        fields = {k: getattr(self, k) for k in _SOURCE_FIELDS}
+        return RunSource(**{**fields, **changes})  # type: ignore[arg-type]
 
     def select_names(self, wants: Callable[[str], bool]) -> RunSource:
         """This source restricted to the buffers whose name ``wants`` takes,
         without reading anything again (its step filter kept; listed afresh,
         ``sources.reopen``, it holds every name again)."""
-        return RunSource(
-            self.spec, self.listing.select_names(wants), self.chunk_size, self.schema,
-            self.dtypes, self.steps, self.kind, self.notes,
-        )  # fmt: skip
+        return self.replace(listing=self.listing.select_names(wants))
 
     def split(self, steps: Iterable[int]) -> dict[int, RunSource]:
         """``{n: self.select((n,)) for n in steps}``, in one pass over the listing."""
-        out = {}
-        for n, listing in self.listing.split(steps).items():
-            out[n] = RunSource(
-                self.spec, listing, self.chunk_size, self.schema, self.dtypes, (n,), self.kind,
-                self.notes,
-            )  # fmt: skip
-        return out
+        return {
+            n: self.replace(listing=listing, steps=(n,))
+            for n, listing in self.listing.split(steps).items()
+        }
+
+
+_SOURCE_FIELDS = (
+    "spec", "listing", "chunk_size", "schema", "dtypes", "steps", "kind", "notes", "dataflow",
+    "sequence",
+)  # fmt: skip
 
 
 def refused(spec: str, message: str, kind: str) -> RunSource:

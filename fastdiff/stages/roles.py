@@ -48,10 +48,13 @@ def role_of(
     inputs: Sequence[Input],
     status_at: dict[tuple[int, str], str],
     prev_step: int | None,
+    complete: bool = False,
 ) -> Role:
     """The role of a buffer that diverged at ``step`` and declares ``inputs``;
     ``status_at``: the status of every buffer held, by (step, name);
-    ``prev_step``: the latest earlier step held (None: none)."""
+    ``prev_step``: the latest earlier step held (None: none); ``complete``:
+    the inputs are known complete (``Schema.inputs_complete``): one that
+    neither run holds at the step it names was not read, and does not count."""
     differing: list[str] = []
     unknown: list[str] = []
     counted: list[str] = []
@@ -59,15 +62,19 @@ def role_of(
     for written, name, prev in inputs:
         if prev and prev_step is None and step == 0:
             continue  # at step 0 there is no earlier state: no input
-        counted.append(written)
         if prev:
             if prev_step is None:  # the first step held: what came before is not dumped
+                counted.append(written)
                 unknown.append(written)
                 continue
-            used_prev = prev_step
             status = status_at.get((prev_step, name))
         else:
             status = status_at.get((step, name))
+        if status is None and complete:
+            continue  # read at other steps, not at this one
+        counted.append(written)
+        if prev:
+            used_prev = prev_step
         if status in MATCHING:
             continue
         if status in DIFFERING:
@@ -108,7 +115,7 @@ def assign_roles(
     origins = []
     for i, inputs in todo:
         b = buffers[i]
-        role = role_of(b.step, inputs, status_at, prev_of.get(b.step))
+        role = role_of(b.step, inputs, status_at, prev_of.get(b.step), schema.inputs_complete)
         out[i] = b.with_role(role)
         if role.kind == "origin":
             origins.append(Origin(b.step, b.name, b.group, b.rank))
