@@ -72,11 +72,13 @@ def test_a_batch_recorded_again_replaces_and_a_changed_one_diverges(tmp_path: Pa
     lines = [json.loads(x) for x in (tmp_path / "b" / DIGEST_LOG).read_text().splitlines()]
     assert lines[0]["replaces"] is None and lines[1]["replaces"] == lines[0]["check"]
     assert compare_runs(tmp_path / "a", tmp_path / "b").verdict == "identical"
-    with Recorder(tmp_path / "b") as rec:  # again, in full, by another recorder: replaces it
+    # again, in full, by another recorder: replaces it
+    with Recorder(tmp_path / "b", exist_ok=True) as rec:
         rec.dump(0, "w", w * 2)
     report = compare_runs(tmp_path / "a", tmp_path / "b")
     assert [b.status for b in report.buffers] == ["diverged"]
-    with Recorder(tmp_path / "b", data=False) as rec:  # and back to digests: the file goes
+    # and back to digests: the file goes
+    with Recorder(tmp_path / "b", data=False, exist_ok=True) as rec:
         rec.record_digests(0, [("w", rec.digests(w))])
     assert not (tmp_path / "b" / "step_0_w.npy").exists()
     assert compare_runs(tmp_path / "a", tmp_path / "b").verdict == "identical"

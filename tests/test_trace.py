@@ -24,6 +24,7 @@ torch = pytest.importorskip("torch")
 
 import fastdiff  # noqa: E402
 from fastdiff import CompareOptions, compare_runs  # noqa: E402
+from fastdiff.model.findings import NoteKind  # noqa: E402
 from fastdiff.render.json import report_dict  # noqa: E402
 from fastdiff.schemafile import load_schema  # noqa: E402
 from fastdiff.sources import open_run  # noqa: E402
@@ -350,7 +351,7 @@ def test_control_flow_that_differs_is_a_structural_difference(tmp_path: Path, le
         "b": "aten.mul", "a_record": "fwd.fc2.aten.addmm#0", "b_record": "fwd.aten.mul#0",
     }  # fmt: skip
     assert list(doc).index("structure") == list(doc).index("origins") + 1
-    assert any(n.startswith("note: the dataflow of ") for n in report.notes)
+    assert any(n.kind is NoteKind.DATAFLOW_DIFFERS for n in report.notes)
 
 
 # --- digests only, then the first divergent step in full
@@ -362,7 +363,7 @@ def test_digests_only_then_the_first_divergent_step_in_full(tmp_path: Path) -> N
     report = compare_runs(a, b)
     born = next(x for x in report.buffers if x.role is not None and x.role.kind == "origin")
     assert born.n_diff is None  # digests say where, not the values
-    assert any("record step 2 in full" in n for n in report.notes)
+    assert any(n.kind is NoteKind.RERECORD and n["step"] == 2 for n in report.notes)
     full_a, full_b = tmp_path / "full-a", tmp_path / "full-b"
     train(full_a, "op", data={2})
     train(full_b, "op", at=2, where="fwd", data={2})
@@ -497,8 +498,11 @@ def test_a_damaged_dataflow_or_sequence_log_is_a_warning_not_a_role(tmp_path: Pa
         fh.write(b'{"v":1,"level":"op","step":9,"records":[]}\n')  # no check: refused
     report = compare_runs(a, b)
     assert report.first_divergent_step == 2
-    assert any(n.startswith("warning: ") and DATAFLOW in n for n in report.notes)
-    assert any(n.startswith("warning: ") and SEQUENCE_LOG in n for n in report.notes)
+    warned = {n.kind: n["path"] for n in report.notes if n.warning}
+    assert warned[NoteKind.DATAFLOW_UNUSABLE].endswith(DATAFLOW)
+    assert warned[NoteKind.SEQUENCE_LINES_IGNORED].endswith(SEQUENCE_LOG) or warned.get(
+        NoteKind.SEQUENCE_UNUSABLE, ""
+    ).endswith(SEQUENCE_LOG)
     # run B's dataflow is used instead, and the damaged line left out
     assert report.schema == "traced dataflow (op level)"
     assert report.structure is not None and not report.structure.parted

@@ -113,7 +113,8 @@ def test_a_dataflow_that_cannot_be_written_raises_naming_it(tmp_path: Path) -> N
 def test_a_damaged_dataflow_is_a_warning(tmp_path: Path) -> None:
     (tmp_path / DATAFLOW).write_text("name = 3\n")
     schema, note = read_dataflow(str(tmp_path))
-    assert schema is None and note is not None and note.startswith("warning: ")
+    assert schema is None and note is not None and note.warning
+    assert note.kind == "dataflow_unusable" and note["path"] == str(tmp_path / DATAFLOW)
     assert read_dataflow(str(tmp_path / "none")) == (None, None)
 
 
