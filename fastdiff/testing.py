@@ -118,7 +118,9 @@ def _buffer_lines(b: BufferResult, report: Report) -> list[str]:
         n = b.n_elements_a or 0
         lines.append(f"  {n:,} {'element' if n == 1 else 'elements'} in A, {b.n_elements_b:,} in B")
     if b.n_diff is None:
-        lines.append(f"  {b.message or 'its bytes differ'}")
+        from .render.hints import buffer_message
+
+        lines.append(f"  {buffer_message(b) or 'its bytes differ'}")
         chunk = b.first_divergent_chunk
         if chunk is not None:
             lines.append(f"  first differing chunk: bytes {chunk[0]:,}..{chunk[1]:,}")

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-    from .findings import Note
+    from .findings import Cause, HeaderChange, Note
     from .selection import Selection
 
 __all__ = [
@@ -64,6 +64,9 @@ class BufferResult(Value):
     only, malformed, an error, a prefix a manifest's digests cannot decide)
     they are None.
 
+    ``change``: for a buffer whose files' headers disagree (dtype or shape:
+    it diverged, and nothing more was compared), how (``HeaderChange``).
+
     ``size_a``, ``size_b``: for a ``malformed`` buffer (whose element counts
     are None), its files' sizes in bytes (None for a run without it); None
     for every other status. A malformed buffer whose sizes differ is known
@@ -71,6 +74,7 @@ class BufferResult(Value):
     """
 
     __slots__ = (
+        "change",
         "dtype",
         "facts",
         "group",
@@ -106,6 +110,7 @@ class BufferResult(Value):
         *,
         role: Role | None = None,
         rank: int | None = None,
+        change: HeaderChange | None = None,
         **named: Any,
     ) -> None:
         self.step = step
@@ -122,6 +127,7 @@ class BufferResult(Value):
         self.size_b = size_b
         self.role = role
         self.rank = rank
+        self.change = change
         if named:
             if facts is not None:
                 raise TypeError("BufferResult: give facts as a tuple or by name, not both")
@@ -234,10 +240,12 @@ class GroupVerdict(Value):
     ``magnitude``: "rounding" or "large" over its diverged buffers (or, when
     it is within tolerance, over those; None: none has one, e.g. only a
     buffer missing from a run), as the timeline's row of the group at that
-    step says; ``hint`` says what to inspect, the schema's hint followed by
-    what the magnitude points at."""
+    step says; ``hint``: the schema's hint of the group (what to inspect);
+    ``cause``: for a group that diverged, what the size of its differences
+    points at (``findings.Cause``; ``render.hints`` words the two together).
+    """
 
-    __slots__ = ("diverged", "hint", "key", "magnitude", "status", "title")
+    __slots__ = ("cause", "diverged", "hint", "key", "magnitude", "status", "title")
 
     def __init__(
         self,
@@ -247,6 +255,7 @@ class GroupVerdict(Value):
         diverged: tuple[str, ...],
         hint: str,
         magnitude: str | None = None,
+        cause: Cause | None = None,
     ) -> None:
         self.key = key
         self.title = title
@@ -254,6 +263,7 @@ class GroupVerdict(Value):
         self.diverged = diverged
         self.hint = hint
         self.magnitude = magnitude
+        self.cause = cause
 
 
 class TimelineRow(Value):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from itertools import islice
 
+from .hints import buffer_message, group_hint
 from .notes import note_json
 
 try:  # CPython's C encoder, as the json package uses it (see _c_dumps)
@@ -99,7 +100,10 @@ def buffer_dict(b: BufferResult) -> dict[str, Any]:
     d.update(_facts_dict(b.facts) if shared is None else shared)
     put_text(d, "path_a", b.path_a)
     put_text(d, "path_b", b.path_b)
-    d["message"] = None if b.message is None else json_text(b.message)
+    message = buffer_message(b)
+    d["message"] = None if message is None else json_text(message)
+    if b.change is not None:
+        d["change"] = b.change.as_dict()
     return d
 
 
@@ -190,8 +194,9 @@ def _report_items(report: Report, first: bool = False) -> Iterator[tuple[str, An
             "title": json_text(g.title),
             "status": g.status,
             "diverged": [json_text(n) for n in g.diverged],
-            "hint": json_text(g.hint),
+            "hint": json_text(group_hint(g)),
             "magnitude": g.magnitude,
+            "cause": None if g.cause is None else g.cause.as_dict(),
         }
         for g in report.groups
     )

@@ -18,6 +18,7 @@ from ..model.facts import RESULT_FACTS
 from ..model.statuses import TROUBLE
 from ..textkit.escape import display_path
 from ..textkit.fmt import first_few, format_steps, plural, step_ranges
+from .hints import buffer_message, group_hint
 from .words import EQUAL, GROUP_STATUS, ROLE, STATUS, VERDICT, WITHIN_TOLERANCE, verdict_word
 
 TYPE_CHECKING = False
@@ -323,8 +324,9 @@ def _format_buffer(b: BufferResult) -> str:
             parts.append(display_path(b.message))  # a prefix digests alone cannot decide
     else:
         parts.append(word.label)  # diverged, or within tolerance
-        if b.n_diff is None and b.message:
-            parts.append(display_path(b.message))  # decided without reading: headers differ
+        message = buffer_message(b)
+        if b.n_diff is None and message:
+            parts.append(display_path(message))  # decided without reading: headers differ
     for part in _PARTS:
         text = part(b)
         if text is not None:
@@ -697,11 +699,11 @@ def _verdict_lines(report: Report, verbose: bool = False) -> list[str]:
         out.append(f"  {keys[g.key]:>{key_w}}  {titles[g.key]:<{width}}{state}{tail}")
     hinted = set(report.next_groups)  # where it was born, not where it was received
     for g in report.groups:
-        if g.key in hinted and g.status == "diverged" and g.hint:
+        if g.key in hinted and g.status == "diverged" and group_hint(g):
             out.append("")
             import textwrap
 
-            hint = f"next, {keys[g.key]}: {display_path(g.hint)}"
+            hint = f"next, {keys[g.key]}: {display_path(group_hint(g))}"
             out += textwrap.wrap(
                 hint, width=88, subsequent_indent="  ", break_on_hyphens=False
             )  # "rounding-size" stays whole

@@ -11,6 +11,7 @@ listed.
 
 from __future__ import annotations
 
+from ..model.findings import HeaderChange
 from ..model.results import BufferResult
 from ..schema import Layout
 
@@ -27,8 +28,8 @@ class Pair:
     ``problem``: why this buffer cannot be compared (an entry of that name is
     in a run but could not be read); an error, not a buffer missing from one
     run. ``broken_a``/``broken_b``: the paths of such unreadable entries.
-    ``differs``: how the two files' headers disagree (dtype or shape): the
-    buffers differ, whatever their bytes.
+    ``differs``: how the two files' headers disagree (a ``HeaderChange``:
+    dtype or shape): the buffers differ, whatever their bytes.
     """
 
     __slots__ = (
@@ -62,7 +63,7 @@ class Pair:
         broken_a: str | None = None,
         broken_b: str | None = None,
         layout: Layout | None = None,
-        differs: str | None = None,
+        differs: HeaderChange | None = None,
         rank: int | None = None,
     ) -> None:
         self.step = step
@@ -111,40 +112,6 @@ class Pair:
         )
 
 
-def _shape_text(shape: tuple[int, ...] | None) -> str:
-    return "" if shape is None else f" {tuple(shape)}"
-
-
-_HEADERS = "the files' headers differ: "
-_NOTHING_MORE = "; nothing more was compared"
-
-
-def header_message(
-    dtype_a: str, shape_a: tuple[int, ...] | None, dtype_b: str, shape_b: tuple[int, ...] | None
-) -> str:
-    """The message of a pair whose files' headers disagree (``f32 (3, 4) in A,
-    f64 (3, 4) in B``); ``header_change`` reads it back."""
-    return (
-        f"{_HEADERS}{dtype_a}{_shape_text(shape_a)} in A, {dtype_b}{_shape_text(shape_b)} in B"
-        f"{_NOTHING_MORE}"
-    )
-
-
-def header_change(message: str | None) -> tuple[str, str, str, str] | None:
-    """(dtype in A, shape in A, dtype in B, shape in B) of a message that
-    ``header_message`` wrote (a shape as written, ``(3, 4)``, or ""); None
-    for any other message. A result carries the message only, and the
-    verdict says from it what changed."""
-    if message is None or not message.startswith(_HEADERS) or not message.endswith(_NOTHING_MORE):
-        return None
-    a, sep, b = message[len(_HEADERS) : -len(_NOTHING_MORE)].partition(" in A, ")
-    if not sep or not b.endswith(" in B"):
-        return None
-    dtype_a, _, shape_a = a.partition(" ")
-    dtype_b, _, shape_b = b[: -len(" in B")].partition(" ")
-    return dtype_a, shape_a, dtype_b, shape_b
-
-
 def pair_runs(
     run_a: RunListing, run_b: RunListing, schema: Schema, rank: int | None = None
 ) -> tuple[Pair, ...]:
@@ -181,15 +148,17 @@ def pair_runs(
             if fa is not None and fb is not None:
                 if ha is not None and hb is not None:
                     if ha != hb or fa.shape != fb.shape:
-                        differs = header_message(ha, fa.shape, hb, fb.shape)
+                        differs = HeaderChange(ha, fa.shape, hb, fb.shape)
                 elif (hb if ha is None else ha) != c[1]:
                     # A file without a header (a raw dump, read as the schema's
                     # dtype) beside one whose header gives another dtype: the
                     # runs wrote different things, never one read as the other.
-                    raw, typed = (fa, fb) if ha is None else (fb, fa)
-                    shapes = (raw.shape, typed.shape) if ha is None else (typed.shape, raw.shape)
-                    dtypes = (c[1], hb) if ha is None else (ha, c[1])
-                    differs = header_message(dtypes[0], shapes[0], dtypes[1], shapes[1])  # type: ignore[arg-type]
+                    raw_a = ha is None
+                    differs = HeaderChange(
+                        c[1] if raw_a else ha, fa.shape, hb if raw_a else c[1], fb.shape,  # type: ignore[arg-type]
+                        header_a=ha is not None or fa.shape is not None,
+                        header_b=hb is not None or fb.shape is not None,
+                    )  # fmt: skip
         elif (fa is not None and fa.shape is not None) or (fb is not None and fb.shape is not None):
             # Headers that give a shape but no dtype (numpy's raw bytes of a
             # type it cannot name, bf16 as <V2): the schema's dtype, the
@@ -200,7 +169,7 @@ def pair_runs(
             assert shape is not None
             layout = Layout(tuple(shape), layout.fields if layout is not None else ())
             if sa is not None and sb is not None and sa != sb:
-                differs = header_message(dtype, sa, dtype, sb)
+                differs = HeaderChange(dtype, sa, dtype, sb)
         return Pair(
             step, name, c[0], dtype, fa, fb, problem, broken_a, broken_b, layout, differs, rank
         )

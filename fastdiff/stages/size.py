@@ -58,7 +58,7 @@ def size_stage(
             decided.append(p.result("error", message=p.problem))
             continue
         if p.differs is not None:  # the headers disagree: they differ, whatever the bytes
-            decided.append(p.result("diverged", message=p.differs))
+            decided.append(p.result("diverged", change=p.differs))
             continue
         itemsize = itemsizes.get(p.dtype)
         if itemsize is None:

@@ -22,7 +22,15 @@ from itertools import groupby
 from operator import attrgetter
 
 from ..errors import EXIT_DIVERGED, EXIT_IDENTICAL, EXIT_TROUBLE
-from ..model.findings import Note, NoteKind
+from ..model.findings import (
+    Cause,
+    CauseKind,
+    ChangeKind,
+    LargeCauses,
+    Note,
+    NoteKind,
+    StructuralChange,
+)
 from ..model.results import (
     BufferResult,
     GroupVerdict,
@@ -35,10 +43,9 @@ from ..model.results import (
     Work,
     total_work,
 )
-from ..model.statuses import STATUS_ORDER, TIMELINE, TROUBLE
+from ..model.statuses import STATUS_ORDER, TIMELINE, TROUBLE, GroupStatus, Status
 from ..model.tolerance import DEFAULT_ROUNDING_ULP
 from ..schema import OTHER, OTHER_GROUP
-from .pair import header_change
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -53,48 +60,16 @@ def sort_buffers(buffers: Iterable[BufferResult], schema: Schema) -> tuple[Buffe
     return tuple(sorted(buffers, key=lambda b: (b.step, order.get(b.group, len(order)), b.name)))
 
 
-#: What a group's magnitude at the first divergent step points at, added to its hint.
-MAGNITUDE_HINTS = {
-    "rounding": (
-        "Its differences are rounding-size (at most {ulp} ULP, no NaN or infinity): look at "
-        "the order of floating-point operations, such as atomics, parallel or split "
-        "reductions, or a fused multiply-add in one build and not the other, rather than at "
-        "the logic."
-    ),
-    "large": (
-        "Its differences are large ({why}): look for a logic change, such as a branch taken "
-        "differently, a wrong index, or memory read before it is written (uninitialised or "
-        "stale), rather than rounding."
-    ),
-    # rounding-size only against the scale of their buffers (facts._cancellation)
-    "cancellation": (
-        "Its differences are rounding-size against the scale of their buffers (at most {ulp} "
-        "ULP of the largest |B| of each buffer, or of each row for 2-D and up), though up to "
-        "{max_ulp} ULP apart in their own ULPs, where values are small against that scale, as "
-        "where the terms of a sum cancel: look at the order of floating-point operations, such "
-        "as atomics, parallel or split reductions, or a fused multiply-add in one build and "
-        "not the other, rather than at the logic."
-    ),
-}
-
-
-#: The hint of the group ``other`` when its buffers were compared as raw bytes.
-BYTES_HINT = (
-    "These buffers were compared as raw bytes (see the note on raw bytes), so how large "
-    "their differences are says nothing: give their element type to learn whether they "
-    "are rounding-size or large."
-)
-
-
 def combined_magnitude(magnitudes: Iterable[str | None]) -> str | None:
     """ "large" if any is, else "rounding" if any is, else None."""
     found = set(magnitudes)
     return "large" if "large" in found else "rounding" if "rounding" in found else None
 
 
-def large_causes(buffers: Iterable[BufferResult], rounding_ulp: object) -> str:
-    """What makes these buffers' differences large, as a hint says it:
-    beyond the rounding line, NaN or infinity mismatches, integers."""
+def large_causes(buffers: Iterable[BufferResult], rounding_ulp: int) -> LargeCauses:
+    """What makes these buffers' differences large: beyond the rounding line
+    (in ULPs of their scale too, or not), NaN or infinity mismatches,
+    integers."""
     n_nan = n_inf = 0
     beyond = integers = False
     of_scale = True  # every buffer beyond the line is beyond it in ULPs of its scale too
@@ -102,111 +77,80 @@ def large_causes(buffers: Iterable[BufferResult], rounding_ulp: object) -> str:
         n_nan += b.n_nan_mismatch or 0
         n_inf += b.n_inf_mismatch or 0
         if b.max_ulp is not None:
-            if isinstance(rounding_ulp, int) and b.max_ulp > rounding_ulp and not b.cancellation:
+            if b.max_ulp > rounding_ulp and not b.cancellation:
                 beyond = True
                 scaled = b.max_ulp_of_scale
                 of_scale = of_scale and scaled is not None and scaled > rounding_ulp
         elif b.magnitude == "large" and not (b.n_nan_mismatch or b.n_inf_mismatch):
             integers = True  # no ULP distance: integers (or no finite differing pair)
-    causes = []
-    if beyond:
-        causes.append(f"beyond {rounding_ulp} ULP" + (", of their scale too" if of_scale else ""))
-    if n_nan:
-        causes.append(f"{n_nan:,} NaN {'mismatch' if n_nan == 1 else 'mismatches'}")
-    if n_inf:
-        causes.append(f"{n_inf:,} inf {'mismatch' if n_inf == 1 else 'mismatches'}")
-    if integers:
-        causes.append("integers that differ")
-    if not causes:
-        return f"beyond {rounding_ulp} ULP, a NaN or infinity, or integers that differ"
-    return ", ".join(causes)
+    return LargeCauses(beyond, beyond and of_scale, n_nan, n_inf, integers)
 
 
-def structural_change(b: BufferResult) -> str | None:
-    """What a diverging buffer changed in its structure, as a hint says it
-    (``w changed element type (f32 in A, f64 in B)``): its dtype or shape in
+def structural_change(b: BufferResult) -> StructuralChange | None:
+    """What a diverging buffer changed in its structure: its dtype or shape in
     the files' headers, its length, its size in bytes (malformed), or its
     presence (in one run only); None when only its values differ. A
     structural change is no rounding: the runs took different paths."""
     status = b.status
-    if status == "only_in_a":
-        return f"{b.name} is in run A only"
-    if status == "only_in_b":
-        return f"{b.name} is in run B only"
-    if status == "length_mismatch":
-        return (
-            f"{b.name} changed length ({b.n_elements_a:,} elements in A, {b.n_elements_b:,} in B)"
-        )
-    if status == "malformed" and b.size_a != b.size_b:
-        sizes = [("none" if n is None else f"{n:,} bytes") for n in (b.size_a, b.size_b)]
-        return f"{b.name} changed size ({sizes[0]} in A, {sizes[1]} in B)"
-    if status == "diverged":
-        change = header_change(b.message)
-        if change is not None:
-            dtype_a, shape_a, dtype_b, shape_b = change
-            parts = []
-            if dtype_a != dtype_b:
-                parts.append(f"element type ({dtype_a} in A, {dtype_b} in B)")
-            if shape_a != shape_b:
-                parts.append(f"shape ({shape_a or 'none'} in A, {shape_b or 'none'} in B)")
-            return f"{b.name} changed {' and '.join(parts) or 'header'}"
+    if status == Status.ONLY_IN_A:
+        return StructuralChange(b.name, ChangeKind.ONLY_IN_A)
+    if status == Status.ONLY_IN_B:
+        return StructuralChange(b.name, ChangeKind.ONLY_IN_B)
+    if status == Status.LENGTH_MISMATCH:
+        return StructuralChange(b.name, ChangeKind.LENGTH, b.n_elements_a, b.n_elements_b)
+    if status == Status.MALFORMED and b.size_a != b.size_b:
+        return StructuralChange(b.name, ChangeKind.SIZE, b.size_a, b.size_b)
+    if status == Status.DIVERGED and b.change is not None:
+        return StructuralChange(b.name, ChangeKind.HEADER, header=b.change)
     return None
 
 
-#: What a group's structural changes at the first divergent step point at.
-STRUCTURAL_HINT = (
-    "Its differences are structural, not rounding: {changes}: look at the code that "
-    "produces {them} (a logic, configuration or version change), not at the order of "
-    "floating-point operations."
-)
-
-
-def _listed(items: list[str], most: int = 3) -> str:
-    shown = ", ".join(items[:most])
-    return shown + (f" and {len(items) - most} more" if len(items) > most else "")
-
-
-def _join_hint(hint: str, extra: str) -> str:
-    if not hint:
-        return extra
-    hint = hint.rstrip()
-    # A schema's hint may end without a full stop: the added sentence starts anew.
-    return f"{hint} {extra}" if hint.endswith((".", "!", "?")) else f"{hint}. {extra}"
-
-
-def _hint(
-    hint: str, magnitude: str | None, rounding_ulp: object, why: str = "", max_ulp: int = 0
-) -> str:
-    if magnitude is None:
-        return hint
-    text = MAGNITUDE_HINTS[magnitude].format(ulp=rounding_ulp, why=why, max_ulp=f"{max_ulp:,}")
-    return _join_hint(hint, text)
-
-
-def _structural_hint(
-    hint: str, changes: dict[str, str], others: list[BufferResult], rounding_ulp: object
-) -> str:
-    """The hint of a group some of whose diverging buffers changed structure
-    (``changes``: name -> what changed): that first, then what the size of
-    the others' differences is, where it says anything."""
-    extra = STRUCTURAL_HINT.format(
-        changes=_listed(list(changes.values())), them="it" if len(changes) == 1 else "them"
-    )
-    magnitude = combined_magnitude(b.magnitude for b in others)
-    if magnitude is not None:
-        names = _listed(list(dict.fromkeys(b.name for b in others)))
-        size = (
-            f"large ({large_causes(others, rounding_ulp)})"
-            if magnitude == "large"
-            else f"rounding-size (at most {rounding_ulp} ULP"
-            + (", of their scale)" if any(b.cancellation for b in others) else ")")
-        )
-        extra += f" Its other differences ({names}) are {size}."
-    return _join_hint(hint, extra)
+def _cause(
+    members: list[BufferResult],
+    differing: list[BufferResult],
+    magnitude: str | None,
+    schema: Schema,
+    other: bool,
+    rounding_ulp: int,
+) -> Cause | None:
+    """What a diverged group's differences point at (``render.hints`` words it)."""
+    changes: dict[str, StructuralChange] = {}  # once each: several ranks hold the same buffer
+    for b in members:
+        if b.diverges and b.name not in changes:
+            change = structural_change(b)
+            if change is not None:
+                changes[b.name] = change
+    raw = {b.name for b in members
+           if b.dtype == "u8" and (other or schema.dtype_unset(b.name))}  # fmt: skip
+    as_bytes = [b.name in raw for b in members if b.diverges]
+    if changes:
+        # A changed dtype, shape, length or presence is no rounding, whatever
+        # the other buffers' differences are; the size of a difference in
+        # raw bytes says nothing.
+        others = [b for b in differing if b.name not in changes and b.name not in raw]
+        others_magnitude = combined_magnitude(b.magnitude for b in others)
+        return Cause(
+            CauseKind.STRUCTURAL, rounding_ulp, changes=tuple(changes.values()),
+            others=tuple(dict.fromkeys(b.name for b in others)),
+            others_magnitude=others_magnitude,
+            others_large=large_causes(others, rounding_ulp) if others_magnitude == "large"
+            else None,
+            others_cancellation=any(b.cancellation for b in others),
+        )  # fmt: skip
+    if as_bytes and all(as_bytes):
+        return Cause(CauseKind.BYTES, rounding_ulp)  # the size of raw bytes says nothing
+    if magnitude == "large":
+        return Cause(CauseKind.LARGE, rounding_ulp, large=large_causes(differing, rounding_ulp))
+    if magnitude == "rounding":
+        cancel = [b.max_ulp or 0 for b in differing if b.cancellation]
+        if cancel:
+            return Cause(CauseKind.CANCELLATION, rounding_ulp, max_ulp=max(cancel))
+        return Cause(CauseKind.ROUNDING, rounding_ulp)
+    return None
 
 
 def _group_verdicts(
-    at_step: list[BufferResult], schema: Schema, rounding_ulp: object
+    at_step: list[BufferResult], schema: Schema, rounding_ulp: int
 ) -> tuple[GroupVerdict, ...]:
     groups = list(schema.groups)
     if any(b.group == OTHER_GROUP.key for b in at_step):
@@ -220,42 +164,21 @@ def _group_verdicts(
         differing = [b for b in members if b.diverges or b.status in TIMELINE]
         magnitude = combined_magnitude(b.magnitude for b in differing)
         if diverged:
-            status = "diverged"
+            status = GroupStatus.DIVERGED
         elif any(b.status in TROUBLE for b in members):
-            status = "error"
-        elif any(b.status == "within_tolerance" for b in members):
-            status = "within_tolerance"  # bits differ, all within the tolerance
+            status = GroupStatus.ERROR
+        elif any(b.status == Status.WITHIN_TOLERANCE for b in members):
+            status = GroupStatus.WITHIN_TOLERANCE  # bits differ, all within the tolerance
         elif members:
-            status = "equal"
+            status = GroupStatus.EQUAL
         else:
-            status = "absent"
-        hint = g.hint
-        changes: dict[str, str] = {}  # once each: several ranks hold the same buffer
-        for b in members:
-            if b.diverges and b.name not in changes:
-                change = structural_change(b)
-                if change is not None:
-                    changes[b.name] = change
-        other = g.key == OTHER
-        raw = {b.name for b in members
-               if b.dtype == "u8" and (other or schema.dtype_unset(b.name))}  # fmt: skip
-        as_bytes = [b.name in raw for b in members if b.diverges]
-        if changes:
-            # A changed dtype, shape, length or presence is no rounding, whatever
-            # the other buffers' differences are; the size of a difference in
-            # raw bytes says nothing.
-            others = [b for b in differing if b.name not in changes and b.name not in raw]
-            hint = _structural_hint(g.hint, changes, others, rounding_ulp)
-        elif as_bytes and all(as_bytes):
-            hint = BYTES_HINT  # the size of a difference in raw bytes says nothing
-        elif diverged:
-            why = large_causes(differing, rounding_ulp) if magnitude == "large" else ""
-            cancel = [b.max_ulp or 0 for b in differing if b.cancellation]
-            if magnitude == "rounding" and cancel:
-                hint = _hint(g.hint, "cancellation", rounding_ulp, max_ulp=max(cancel))
-            else:
-                hint = _hint(g.hint, magnitude, rounding_ulp, why)
-        out.append(GroupVerdict(g.key, g.title, status, diverged, hint, magnitude))  # type: ignore[arg-type]
+            status = GroupStatus.ABSENT
+        cause = (
+            _cause(members, differing, magnitude, schema, g.key == OTHER, rounding_ulp)
+            if diverged
+            else None
+        )
+        out.append(GroupVerdict(g.key, g.title, status, diverged, g.hint, magnitude, cause))
     return tuple(out)
 
 
@@ -351,7 +274,8 @@ class _Summary:
         self.first_step = first_step = min((b.step for b in divergent), default=None)
         self.groups: tuple[GroupVerdict, ...] = ()
         self.first_groups: tuple[str, ...] = ()
-        rounding_ulp = (tolerance or {}).get("rounding_ulp", DEFAULT_ROUNDING_ULP)
+        ulp = (tolerance or {}).get("rounding_ulp", DEFAULT_ROUNDING_ULP)
+        rounding_ulp = ulp if isinstance(ulp, int) else DEFAULT_ROUNDING_ULP
         if first_step is not None:
             at = [b for b in ordered if b.step == first_step]
             self.groups = _group_verdicts(at, schema, rounding_ulp)
