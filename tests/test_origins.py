@@ -436,7 +436,8 @@ def test_json_of_a_schema_without_inputs_is_byte_for_byte_as_before(
 ) -> None:
     """``tests/expected/*.json``: written by fastdiff before inputs existed
     (``work`` left out: it holds timings), with the fields added since
-    (``tolerance.int_tolerance``, ``max_ulp_of_scale``, ``cancellation``)."""
+    (``tolerance.int_tolerance``, ``max_ulp_of_scale``, ``cancellation``,
+    each group's ``cause``, each timeline row's ``cell``)."""
     p = fastdiff("compare", *args, "--format", "json", text=False)
     assert p.returncode == 1
     got = b"".join(

@@ -207,6 +207,11 @@ class BufferKey(Value):
         self.name = name
         self.rank = rank
 
+    @classmethod
+    def of(cls, b: Any) -> BufferKey:
+        """The key of a buffer result (anything with its step, group, name, rank)."""
+        return cls(b.step, b.group, b.name, b.rank)
+
 
 class Born(Value):
     """Where a divergence was born, summed up: ``step``, the first step with

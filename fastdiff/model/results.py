@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-    from .findings import Cause, HeaderChange, Note
+    from .findings import Born, Cause, Cell, HeaderChange, Note, RankPattern
     from .selection import Selection
 
 __all__ = [
@@ -272,9 +272,13 @@ class TimelineRow(Value):
     elements (``n_diff``, beyond tolerance, summed; None where none was
     compared), the largest ``max_abs_delta`` and ``max_ulp`` among them, and
     the ``magnitude``: "large" if any buffer's is, else "rounding" if any
-    buffer's is, else None."""
+    buffer's is, else None; ``cell``: what the timeline table shows for it
+    (``findings.Cell``: its largest ULP distance, its largest |A-B|, or a
+    word: a NaN or infinity differs, a buffer in one run only, ...)."""
 
-    __slots__ = ("group", "magnitude", "max_abs_delta", "max_ulp", "n_buffers", "n_diff", "step")
+    __slots__ = (
+        "cell", "group", "magnitude", "max_abs_delta", "max_ulp", "n_buffers", "n_diff", "step",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -285,6 +289,7 @@ class TimelineRow(Value):
         max_abs_delta: int | float | None,
         max_ulp: int | None,
         magnitude: str | None,
+        cell: Cell | None = None,
     ) -> None:
         self.step = step
         self.group = group
@@ -293,6 +298,7 @@ class TimelineRow(Value):
         self.max_abs_delta = max_abs_delta
         self.max_ulp = max_ulp
         self.magnitude = magnitude
+        self.cell = cell
 
 
 class StepSummary(Value):
@@ -465,11 +471,17 @@ class Report(Value):
     ``selection``: the steps and buffers the comparison was asked to look at
     (``model.selection.Selection``: what it does not select was neither read nor
     judged), None for every step and buffer.
+    ``born``: where the divergence was born, summed up (``findings.Born``;
+    None without declared inputs or a divergence); ``rank_pattern``: for
+    runs of several ranks, what their first origins point at
+    (``findings.RankPattern``; None where no rank diverged or no input is
+    declared).
     ``structure``: for two traces (``fastdiff.trace``), how their sequences
     of records compare (``Structure``: where they first part, if they do);
     None for runs that are not both traces."""
 
     __slots__ = (
+        "born",
         "buffers",
         "errors",
         "first_divergent_groups",
@@ -477,6 +489,7 @@ class Report(Value):
         "groups",
         "notes",
         "origins",
+        "rank_pattern",
         "ranks",
         "run_a",
         "run_b",
@@ -512,6 +525,8 @@ class Report(Value):
         ranks: tuple[RankReport, ...] | None = None,
         selection: Selection | None = None,
         structure: Structure | None = None,
+        born: Born | None = None,
+        rank_pattern: RankPattern | None = None,
     ) -> None:
         self.run_a = run_a
         self.run_b = run_b
@@ -532,6 +547,8 @@ class Report(Value):
         self.ranks = ranks
         self.selection = selection
         self.structure = structure
+        self.born = born
+        self.rank_pattern = rank_pattern
 
     @property
     def diverges(self) -> bool:

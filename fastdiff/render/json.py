@@ -186,6 +186,10 @@ def _report_items(report: Report, first: bool = False) -> Iterator[tuple[str, An
         yield "origins", [origin_dict(o) for o in report.origins], False
     if report.structure is not None:  # two traces
         yield "structure", structure_dict(report.structure), False
+    if report.born is not None:  # declared inputs, and a divergence
+        yield "born", report.born.as_dict(), False
+    if report.rank_pattern is not None:  # ranks, one of which diverged, with declared inputs
+        yield "rank_pattern", report.rank_pattern.as_dict(), False
     if report.ranks is not None:  # a run of several ranks
         yield "ranks", map(rank_dict, report.ranks), True
     groups = (
@@ -219,6 +223,7 @@ def _report_items(report: Report, first: bool = False) -> Iterator[tuple[str, An
             "max_abs_delta": json_number(r.max_abs_delta),
             "max_ulp": r.max_ulp,
             "magnitude": r.magnitude,
+            "cell": r.cell,
         }
         for r in report.timeline
     )

@@ -15,6 +15,7 @@ import math
 
 from ..dtypes import DTYPES
 from ..model.facts import RESULT_FACTS
+from ..model.findings import BufferKey, Cell, PatternKind
 from ..model.statuses import TROUBLE
 from ..textkit.escape import display_path
 from ..textkit.fmt import first_few, format_steps, plural, step_ranges
@@ -576,60 +577,44 @@ def rank_table(report: Report) -> list[str]:
     return out
 
 
+def _key_at(k: BufferKey) -> str:
+    return f"{display_path(k.group)} {display_path(k.name)} at step {k.step}"
+
+
 def rank_pattern(report: Report) -> list[str]:
-    """What the ranks' first origins point at, where the schema declares
-    inputs and a rank diverged. A kernel, nondeterministic wherever it runs:
-    every rank (two or more) diverged, with the same first origin. Some
-    ranks only (what sets them apart: their data, their place in the
-    topology, the order of cross-rank reductions): a rank compared without
-    divergence, or first origins that differ. Not known yet otherwise: a
-    rank that could not be compared, a diverging rank whose first origin
-    was not found, or a single rank (nothing to set it against)."""
-    assert report.ranks is not None
-    diverging = [rr for rr in report.ranks if rr.report.first_divergent_step is not None]
-    if report.origins is None or not diverging:
+    """The line of what the ranks' first origins point at
+    (``report.rank_pattern``): a kernel, nondeterministic wherever it runs;
+    some ranks only; none with one rank; not known yet."""
+    p = report.rank_pattern
+    if p is None:
         return []
-    firsts: dict[tuple[int, str, str], list[int]] = {}
-    shown: dict[tuple[int, str, str], Origin] = {}
-    unfound: list[int] = []  # diverging ranks whose first origin is not known
-    for rr in diverging:
-        o = rr.first_origin
-        if o is None:
-            unfound.append(rr.rank)
-            continue
-        key = (o.step, o.group, o.name)
-        firsts.setdefault(key, []).append(rr.rank)
-        shown.setdefault(key, o)
-    undiverged = [rr for rr in report.ranks if rr.report.first_divergent_step is None]
-    quiet = [rr.rank for rr in undiverged if rr.report.verdict != "error"]
-    uncompared = [rr.rank for rr in undiverged if rr.report.verdict == "error"]
-    parts = [f"{_origin_at(shown[k])} on {_rank_list(ranks)}" for k, ranks in firsts.items()]
-    if unfound:
-        parts.append(f"no origin found on {_rank_list(unfound)}")
-    if quiet:
-        parts.append(f"no divergence on {_rank_list(quiet)}")
-    if uncompared:
-        parts.append(f"not compared (errors) on {_rank_list(uncompared)}")
+    parts = [f"{_key_at(k)} on {_rank_list(list(ranks))}" for k, ranks in p.firsts]
+    if p.unfound:
+        parts.append(f"no origin found on {_rank_list(list(p.unfound))}")
+    if p.quiet:
+        parts.append(f"no divergence on {_rank_list(list(p.quiet))}")
+    if p.uncompared:
+        parts.append(f"not compared (errors) on {_rank_list(list(p.uncompared))}")
     listed = "; ".join(parts)
-    if quiet or len(firsts) > 1:
+    if p.kind == PatternKind.SOME_RANKS:
         return [
             f"pattern: the first origin is on some ranks only: {listed}: look at what sets "
             "those ranks apart: their data, their place in the topology, the order of "
             "cross-rank reductions"
         ]
-    if len(report.ranks) == 1:
+    if p.kind == PatternKind.ONE_RANK:
         return [
             f"pattern: none with one rank: {listed}: one rank cannot tell a kernel "
             "nondeterministic wherever it runs from what sets ranks apart"
         ]
-    if not unfound and not uncompared:
-        (key,) = firsts
+    if p.kind == PatternKind.KERNEL:
+        ((key, _),) = p.firsts
         return [
-            f"pattern: the same first origin on every rank, {_origin_at(shown[key])}: it points "
+            f"pattern: the same first origin on every rank, {_key_at(key)}: it points "
             "at a kernel, nondeterministic wherever it runs"
         ]
-    fix = "compare those ranks" if uncompared else "declare or dump the inputs left open"
-    if uncompared and unfound:
+    fix = "compare those ranks" if p.uncompared else "declare or dump the inputs left open"
+    if p.uncompared and p.unfound:
         fix = "compare those ranks, and declare or dump the inputs left open"
     return [
         f"pattern: not known yet: {listed}: {fix} to tell a kernel nondeterministic wherever "
@@ -775,33 +760,31 @@ def _by_buffer(buffers: Iterable[BufferResult]) -> dict[tuple[str, str], list[Bu
 
 
 def born_lines(report: Report, verbose: bool = False) -> list[str]:
-    """Where the divergence was born (the first step with an origin, its
-    origins and what received it there), the buffers left undetermined up
-    to that step, and the origins that come later: none without declared
-    inputs or a divergence. Each buffer is named once on each line, its
-    inputs summed up (the first few; ``verbose``: all of them, and each
-    origin of the first step with its own inputs)."""
-    if report.origins is None or report.first_divergent_step is None:
+    """Where the divergence was born (``report.born``: the first step with an
+    origin, its origins and what received it there), the buffers left
+    undetermined up to that step, and the origins that come later: none
+    without declared inputs or a divergence. Each buffer is named once on
+    each line, its inputs summed up (the first few; ``verbose``: all of
+    them, and each origin of the first step with its own inputs)."""
+    found = report.born
+    if found is None:
         return []
-    roles = [b for b in report.buffers if b.role is not None]
-    if not roles:
+    if not found.declared:
         return ["  born in: unknown: no buffer that diverged declares its inputs in the schema"]
-    origins = [b for b in roles if b.role.kind == "origin"]  # type: ignore[union-attr]
-    if origins:
-        at = origins[0].step
-        here = [b for b in origins if b.step == at]
+    keys = {*found.origins, *found.undetermined, *found.later}
+    by_key = {k: b for b in report.buffers if (k := BufferKey.of(b)) in keys}
+    if found.step is not None:
+        here = [by_key[k] for k in found.origins]
         born = "; ".join(map(_born_text, here)) if verbose else _born_here(here, verbose)
-        received = list(dict.fromkeys(display_path(b.name) for b in roles
-                        if b.step == at and b.role.kind == "receiver"))  # type: ignore[union-attr]  # fmt: skip
+        received = [display_path(n) for n in found.received]
         tail = f"; received: {_shown(received, verbose)}" if received else ""
         out = [f"  born in: {born}{tail}"]
     else:
-        at = report.first_divergent_step
         out = [
             "  born in: not found: no buffer that diverged had every input it declares dumped "
             "and matching"
         ]
-    undetermined = [b for b in roles if b.step <= at and b.role.kind == "undetermined"]  # type: ignore[union-attr]
+    undetermined = [by_key[k] for k in found.undetermined]
     if undetermined:
         open_ = []
         for (group, name), bs in _by_buffer(undetermined).items():
@@ -811,7 +794,7 @@ def born_lines(report: Report, verbose: bool = False) -> list[str]:
                 f"(not compared: {_first_names(inputs, verbose)})"
             )
         out.append(f"  {ROLE['undetermined'].phrase}: {_shown(open_, verbose, '; ')}")
-    later = [b for b in origins if b.step > at]
+    later = [by_key[k] for k in found.later]
     if later:
         each = [
             f"{display_path(group)} {display_path(name)} at {_at_steps([b.step for b in bs])}"
@@ -852,38 +835,27 @@ def verdict_lines(report: Report, verbose: bool = False) -> list[str]:
     return _verdict_lines(report, verbose)
 
 
-#: A timeline cell without element facts, by the statuses of its buffers.
-_FACTLESS = {
-    "only_in_a": "missing",
-    "only_in_b": "missing",
-    "length_mismatch": "length",
-    "malformed": "malformed",
+#: The words of the timeline cells that show no figure.
+_CELL_WORDS = {
+    Cell.NAN_INF: "nan/inf",
+    Cell.MISSING: "missing",
+    Cell.LENGTH: "length",
+    Cell.DIFFERS: "differs",
+    Cell.MALFORMED: "malformed",
 }
 
 
-def _cell(row: TimelineRow | None, statuses: set[str], rounding_ulp: int) -> str:
-    """One group at one step in the timeline table; ``statuses``: those of
-    its buffers that are not equal (a buffer in one run only makes the cell
-    "missing", whatever the others show)."""
+def _cell(row: TimelineRow | None) -> str:
+    """One group at one step in the timeline table, as its row's ``cell`` says:
+    its largest ULP distance (rounding-size), its largest |A-B|, or a word."""
     if row is None:
         return "."
-    if "only_in_a" in statuses or "only_in_b" in statuses:
-        return "missing"  # a buffer absent from a run outweighs any value shown beside it
-    if row.magnitude == "rounding":
+    if row.cell == Cell.ROUNDING:
         return f"{row.max_ulp:,} ulp"
-    if row.magnitude == "large" and row.max_ulp is not None and row.max_ulp <= rounding_ulp:
-        return "nan/inf"  # large through a NaN or infinity, not through its |A-B|
-    if row.max_abs_delta is not None:
+    if row.cell == Cell.DELTA:
         d = row.max_abs_delta
         return str(d) if isinstance(d, int) and d < 10**6 else f"{d:.3g}"
-    if row.magnitude == "large":
-        return "nan/inf"
-    if row.n_diff is not None:
-        return "length"
-    # No element was compared: missing from a run, or known to differ by
-    # digests only (a manifest holds no data).
-    kinds = {_FACTLESS.get(s, "differs") for s in statuses}
-    return kinds.pop() if len(kinds) == 1 else "differs"
+    return _CELL_WORDS[row.cell]  # type: ignore[index]
 
 
 def _legend(cells: list[list[str]]) -> str:
@@ -912,20 +884,7 @@ def _timeline_lines(report: Report) -> list[str]:
     keys = [k for k in order if any(k in rows for rows in by_step.values())]
     keys += [k for k in dict.fromkeys(r.group for r in report.timeline) if k not in keys]
     steps = list(by_step)[:TIMELINE_ROWS]
-    shown = set(steps)
-    statuses: dict[tuple[int, str], set[str]] = {}  # one pass
-    for b in report.buffers:
-        if b.step in shown and b.status != "equal":
-            statuses.setdefault((b.step, b.group), set()).add(b.status)
-    rounding_ulp = report.tolerance.get("rounding_ulp")
-    if not isinstance(rounding_ulp, int):
-        from ..model.tolerance import DEFAULT_ROUNDING_ULP
-
-        rounding_ulp = DEFAULT_ROUNDING_ULP
-    cells = [
-        [_cell(by_step[s].get(k), statuses.get((s, k), set()), rounding_ulp) for k in keys]
-        for s in steps
-    ]
+    cells = [[_cell(by_step[s].get(k)) for k in keys] for s in steps]
     legend = _legend(cells)
     born = {(o.step, o.group) for o in report.origins or ()}
     if born & {(s, k) for s in steps for k in keys}:

@@ -46,6 +46,7 @@ from ..model.results import (
 from ..model.statuses import STATUS_ORDER, TIMELINE, TROUBLE, GroupStatus, Status
 from ..model.tolerance import DEFAULT_ROUNDING_ULP
 from ..schema import OTHER, OTHER_GROUP
+from .findings import born, cell, rank_pattern
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -206,14 +207,19 @@ class _Spread:
             self.max_ulp = u
         self.magnitudes.add(b.magnitude)
 
-    def row(self, step: int, group: str) -> TimelineRow:
+    def row(self, step: int, group: str, statuses: set[str], rounding_ulp: int) -> TimelineRow:
+        """The row, its cell decided from ``statuses``: those of the group's
+        buffers at the step that are not equal."""
         magnitude = combined_magnitude(self.magnitudes)
+        shown = cell(
+            statuses, magnitude, self.max_ulp, self.max_abs_delta, self.n_diff, rounding_ulp
+        )
         return TimelineRow(step, group, self.n_buffers, self.n_diff, self.max_abs_delta,
-                           self.max_ulp, magnitude)  # fmt: skip
+                           self.max_ulp, magnitude, shown)  # fmt: skip
 
 
 def _steps(
-    buffers: tuple[BufferResult, ...], schema: Schema
+    buffers: tuple[BufferResult, ...], schema: Schema, rounding_ulp: int
 ) -> tuple[tuple[StepSummary, ...], tuple[TimelineRow, ...], set[str], dict[str, str]]:
     """One summary per step, the timeline, the names of buffers compared as
     raw bytes outside the schema, and those whose dtype the schema leaves
@@ -229,9 +235,12 @@ def _steps(
         counts = dict.fromkeys(STATUS_ORDER, 0)
         diverged: set[str] = set()
         spread: dict[str, _Spread] = {}  # groups in pipeline order, as the buffers are
+        unequal: dict[str, set[str]] = {}  # by group: the statuses that are not equal
         for b in at:
             status = b.status
             counts[status] += 1
+            if status != Status.EQUAL:
+                unequal.setdefault(b.group, set()).add(status)
             diverges = b.diverges
             if diverges:
                 diverged.add(b.group)
@@ -251,7 +260,10 @@ def _steps(
                 tuple(sorted(diverged, key=order.__getitem__)),
             )
         )
-        timeline += [row.row(step, group) for group, row in spread.items()]
+        timeline += [
+            row.row(step, group, unequal.get(group, set()), rounding_ulp)
+            for group, row in spread.items()
+        ]
     return tuple(out), tuple(timeline), as_bytes, unset
 
 
@@ -280,7 +292,7 @@ class _Summary:
             at = [b for b in ordered if b.step == first_step]
             self.groups = _group_verdicts(at, schema, rounding_ulp)
             self.first_groups = tuple(g.key for g in self.groups if g.status == "diverged")
-        self.steps, self.timeline, as_bytes, unset = _steps(ordered, schema)
+        self.steps, self.timeline, as_bytes, unset = _steps(ordered, schema, rounding_ulp)
         all_notes = list(dict.fromkeys(notes))
         if as_bytes:
             all_notes.append(Note.of(NoteKind.RAW_BYTES, names=sorted(as_bytes)))
@@ -306,7 +318,9 @@ class _Summary:
         origins: tuple[Origin, ...] | None,
         ranks: tuple[RankReport, ...] | None = None,
     ) -> Report:
-        """The report this summary is the verdict of."""
+        """The report this summary is the verdict of, with what it finds
+        (``findings``: where it was born, the ranks' pattern)."""
+        declared = origins is not None
         return Report(
             run_a=run_a,
             run_b=run_b,
@@ -325,6 +339,8 @@ class _Summary:
             notes=self.notes,
             origins=origins,
             ranks=ranks,
+            born=born(buffers, self.first_step, declared),
+            rank_pattern=None if ranks is None else rank_pattern(ranks, declared),
         )
 
 
