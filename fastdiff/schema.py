@@ -397,173 +397,34 @@ class Schema(Value):
         return pos
 
 
-def _members(dtype: str, *names: str) -> tuple[Member, ...]:
-    return tuple(Member(n, dtype, inputs=_RL_INPUTS.get(n)) for n in names)
-
-
-#: The dataflow of the RL loop as ``compare-rl-state.py``'s docstring and
-#: hints imply it, for the roles (``stages.roles``): a START, to correct for
-#: your trainer (``fastdiff schema > my.toml``, edit the ``inputs``, then
-#: ``--schema my.toml``). Each step: the PRNGs advance from their previous
-#: state ("advance unconditionally"); actions are sampled from the action
-#: PRNG and the policy logits (not dumped: actions are undetermined at best,
-#: dump the logits to settle them); the LOB simulator moves its unit state
-#: from the previous step's and the actions (its market data is taken as
-#: fixed); rewards come from the actions and the simulator's prices and PnL
-#: ("rewards diverge with EQUAL action_prng + LOB state: the reward kernel");
-#: the ISV controllers update from their previous state and the last
-#: rewards; advantages and returns reduce the rewards and dones ("advantages
-#: diverge with EQUAL rewards: the advantage reduction"); the CMDP and
-#: Page-Hinkley trackers follow the PnL and rewards.
-_RL_INPUTS: dict[str, tuple[str, ...]] = {
-    # A: CfC carry. The attention context reads the previous hidden state
-    # (and the observations, taken as fixed as the market data is); the
-    # hidden state advances from its previous value and the context.
-    "attn_context_d": ("h_t_d@prev",),
-    "h_t_d": ("h_t_d@prev", "attn_context_d"),
-    # B: PER state. The sampling PRNG advances from its previous state; the
-    # indices are drawn with it from the tree as the last step left it; the
-    # tree is updated at the indices drawn last step (from TD errors, which
-    # are not dumped: add them as an input if you dump them).
-    "sample_prng": ("sample_prng@prev",),
-    "sample_indices": ("sample_prng", "priority_tree@prev"),
-    "priority_tree": ("priority_tree@prev", "sample_indices@prev"),
-    # C: action sampling RNG
-    "action_prng_state": ("action_prng_state@prev",),
-    "iqn_prng_state": ("iqn_prng_state@prev",),
-    # D: LOB simulator and unit state
-    "pyramid_units_count": ("pyramid_units_count@prev", "actions"),
-    "unit_entry_step": ("unit_entry_step@prev", "actions"),
-    "unit_entry_price": ("unit_entry_price@prev", "actions"),
-    "unit_lots": ("unit_lots@prev", "actions"),
-    "unit_active": ("unit_active@prev", "actions"),
-    "unit_initial_r": ("unit_initial_r@prev", "actions"),
-    "unit_trail_distance": ("unit_trail_distance@prev", "actions"),
-    "unit_prev_pos_lots": ("unit_lots@prev",),
-    "close_unit_index": ("unit_active@prev", "actions"),
-    "prev_realized_pnl": ("prev_realized_pnl@prev", "unit_entry_price@prev", "actions"),
-    "prev_position_lots": ("prev_position_lots@prev", "actions"),
-    "steps_since_done": ("steps_since_done@prev", "dones@prev"),
-    "trade_duration_emit": ("steps_since_done", "actions"),
-    # E: ISV controllers
-    "isv_full": ("isv_full@prev", "rewards@prev"),
-    # F: reward shaping and RL outputs
-    "actions": ("action_prng_state", "policy_logits"),
-    "next_actions": ("action_prng_state", "policy_logits"),
-    "log_pi_old": ("actions", "policy_logits"),
-    "raw_rewards": ("actions", "unit_entry_price", "prev_realized_pnl"),
-    "rewards": ("actions", "unit_entry_price", "prev_realized_pnl"),
-    "reward_abs": ("rewards",),
-    "outcome_ema": ("outcome_ema@prev", "rewards"),
-    "dones": ("actions", "steps_since_done@prev"),
-    "advantages": ("rewards", "dones", "advantages@prev"),
-    "returns": ("rewards", "dones", "returns@prev"),
-    "session_pnl": ("session_pnl@prev", "prev_realized_pnl"),
-    "consec_loss": ("consec_loss@prev", "rewards"),
-    "cooldown_remaining": ("cooldown_remaining@prev", "consec_loss"),
-    "ph_count": ("ph_count@prev", "dones"),
-    "ph_mu": ("ph_mu@prev", "ph_count", "rewards"),
-    "ph_m": ("ph_m@prev", "ph_mu", "rewards"),
-    "ph_mmin": ("ph_mmin@prev", "ph_m"),
-    "ph_stat": ("ph_m", "ph_mmin"),
-}
-
-
-#: Groups A and B: ``compare-rl-state.py``'s docstring names them (the CfC
-#: carry ``attn_context_d`` / ``h_t_d``; the PER state ``priority_tree`` /
-#: ``sample_prng`` / ``sample_indices``), dumped by the mamba2 and PER debug
-#: dumpers, but gives no element type: f32 carries and priorities, a u32
-#: PRNG state (as the action PRNGs') and i32 indices are a START, to correct
-#: for your trainer (``fastdiff schema > my.toml``, edit, ``--schema my.toml``).
-RL_STATE = Schema(
-    name="rl-state",
-    groups=(
-        Group(
-            "A",
-            "CfC carry",
-            "The CfC cell's carried state (its attention context or hidden state) differs. "
-            "It is carried from step to step, so every later step inherits a difference: if "
-            "it is the first to differ, look at the kernels that update it (the attention's "
-            "softmax and weighted sum, the CfC update) for parallel reductions, atomics, or "
-            "memory read before it is written.",
-            _members("f32", "attn_context_d", "h_t_d"),
-        ),
-        Group(
-            "B",
-            "PER state",
-            "The prioritized replay state differs: the priority sum tree, the PRNG that "
-            "samples it, or the indices it drew. If the priorities differ first, look at the "
-            "priority update and the tree rebuild for parallel reductions (a single block "
-            "with a fixed reduction order fixes them); if the sampling PRNG does, at its "
-            "advance; if the indices differ while the tree and the PRNG match, at the "
-            "sampling kernel's search of the tree.",
-            _members("f32", "priority_tree")
-            + _members("u32", "sample_prng")
-            + _members("i32", "sample_indices"),
-        ),
-        Group(
-            "C",
-            "action sampling RNG",
-            "The per-env PRNG states that pick actions. If they are the first to differ, "
-            "look at the action kernel's xorshift update: it must consume the same upstream "
-            "logits in both runs and advance unconditionally; a step taken only on some "
-            "branches (depending on the chosen action) perturbs the stream.",
-            _members("u32", "action_prng_state", "iqn_prng_state"),
-        ),
-        Group(
-            "D",
-            "LOB simulator and unit state",
-            "The order-book simulator produced different state. Inspect the simulator "
-            "kernels for atomics, parallel reductions and writes whose order depends on "
-            "thread scheduling.",
-            _members("i32", "pyramid_units_count", "unit_entry_step")
-            + _members("f32", "unit_entry_price")
-            + _members("i32", "unit_lots")
-            + _members("u8", "unit_active")
-            + _members("f32", "unit_initial_r", "unit_trail_distance")
-            + _members("i32", "unit_prev_pos_lots", "close_unit_index")
-            + _members("f32", "prev_realized_pnl")
-            + _members("i32", "prev_position_lots", "steps_since_done")
-            + _members("f32", "trade_duration_emit"),
-        ),
-        Group(
-            "E",
-            "ISV controllers",
-            "One of the controllers writing the ISV array is nondeterministic. Find the "
-            "slot range that differs (popart sigma Welford state, Kelly win/loss EMAs, "
-            "win-rate EMA, Page-Hinkley edge-decay) and check its update kernels for "
-            "parallel reductions; a single block with a fixed reduction order fixes them.",
-            _members("f32", "isv_full"),
-        ),
-        Group(
-            "F",
-            "reward shaping and RL outputs",
-            "Rewards, advantages or log-probs differ. If rewards differ while the RNG and "
-            "simulator state match, the reward pipeline kernel itself is nondeterministic; "
-            "if actions differ, the bug is upstream in action sampling; if advantages "
-            "differ with equal rewards, suspect the advantage/return reduction.",
-            _members("f32", "rewards", "raw_rewards", "outcome_ema", "reward_abs", "dones")
-            + _members("i32", "actions", "next_actions")
-            + _members("f32", "log_pi_old", "advantages", "returns")
-            + _members(
-                "f32",
-                "session_pnl",
-                "consec_loss",
-                "cooldown_remaining",
-                "ph_mu",
-                "ph_count",
-                "ph_m",
-                "ph_mmin",
-                "ph_stat",
-            ),
-        ),
-    ),
-)
-
 RAW = Schema(name="raw", groups=())
 
-PRESETS: dict[str, Schema] = {s.name: s for s in (RL_STATE, RAW)}
+#: The preset names, ``--schema NAME``: the default first.
+PRESET_NAMES = ("rl-state", "raw")
 DEFAULT_PRESET = "rl-state"
+
+
+def preset(name: str) -> Schema:
+    """The preset ``name`` (one of ``PRESET_NAMES``). ``rl-state`` is a
+    schema file packaged in ``fastdiff/presets/``, read by the schema parser
+    the first time it is asked for; ``raw`` has no groups."""
+    if name == RAW.name:
+        return RAW
+    if name not in PRESET_NAMES:
+        raise KeyError(name)
+    from .presets import load
+
+    return load(name)
+
+
+def __getattr__(name: str) -> Any:
+    """``RL_STATE`` (the default preset) and ``PRESETS`` (name -> schema),
+    read on first use (``preset``)."""
+    if name == "RL_STATE":
+        return preset("rl-state")
+    if name == "PRESETS":
+        return {n: preset(n) for n in PRESET_NAMES}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def literal_pattern(name: str) -> str:

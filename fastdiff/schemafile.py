@@ -15,7 +15,7 @@ from .errors import SchemaError
 from .schema import (
     DEFAULT_PRESET,
     OTHER,
-    PRESETS,
+    PRESET_NAMES,
     PREV,
     UNSET,
     Field,
@@ -25,6 +25,7 @@ from .schema import (
     Schema,
     _shape_text,
     literal_pattern,
+    preset,
     split_input,
 )
 
@@ -390,14 +391,14 @@ def resolve_schema(
     ``what``: the argument ``spec`` came from, as errors name it; ``warnings``:
     as for ``parse_schema``."""
     spec = spec or DEFAULT_PRESET
-    if spec in PRESETS:
-        schema = PRESETS[spec]
+    if spec in PRESET_NAMES:
+        schema = preset(spec)
     elif spec.endswith(".toml") or os.path.exists(spec):
         schema = load_schema(spec, warnings)
     else:
         raise SchemaError(
             f"{what} {spec!r}: no such preset or file "
-            f"(presets: {', '.join(PRESETS)}; or a path to a .toml file)"
+            f"(presets: {', '.join(PRESET_NAMES)}; or a path to a .toml file)"
         )
     if default_dtype is not None:
         try:

@@ -556,3 +556,32 @@ def test_an_unset_dtype_is_named_as_written_with_a_default_dtype(tmp_path: Path)
     text = fastdiff("compare", "--schema", mine, a, b).stdout
     assert "(written with a '?', as \"f32?\"), so it was read as f32" in text
     assert "u8" not in text
+
+
+def test_preset_files_parsed_form_is_current() -> None:
+    """``fastdiff/presets/parsed.py`` is what ``python -m fastdiff.presets``
+    writes from the packaged ``.toml`` files now: edit a preset's file
+    without running it and this fails."""
+    from fastdiff import presets
+
+    with open(Path(presets.__file__).with_name("parsed.py"), encoding="utf-8") as fh:
+        assert fh.read() == presets.parsed_source()
+
+
+def test_preset_file_read_as_a_schema_file_is_the_preset() -> None:
+    """The packaged file, read by tomllib like a user's ``--schema`` file, is
+    the preset compare uses; ``fastdiff schema rl-state`` prints that file."""
+    import subprocess
+    import sys
+
+    from fastdiff import presets
+
+    path = presets.path_of("rl-state")
+    assert load_schema(path) == RL_STATE == resolve_schema(None)
+    p = subprocess.run(
+        [sys.executable, "-m", "fastdiff", "schema", "rl-state"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert p.stdout == Path(path).read_text(encoding="utf-8")

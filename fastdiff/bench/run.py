@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..dtypes import get_dtype
 from ..engine.pool import SERIAL_MAX_BYTES
 from ..errors import FastdiffError
-from ..schema import RL_STATE, Schema
+from ..schema import DEFAULT_PRESET, Schema, preset
 from ..sources import open_run
 from ..textkit.fmt import format_bytes
 from . import synth, timing
@@ -394,7 +394,7 @@ def plan_bench(
         like=shape,
         checkpoint=checkpoint,
         scale_requested=scale if like is not None else None,
-        schema=schema if schema is not None else RL_STATE,
+        schema=schema if schema is not None else preset(DEFAULT_PRESET),
         memory_available=mem,
         disk_free=disk,
         notes=tuple(notes),

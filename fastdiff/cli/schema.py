@@ -46,8 +46,14 @@ ARGUMENTS = (
 
 
 def run(args: Namespace) -> int:
+    from ..presets import FILES, path_of
     from ..schemafile import resolve_schema, schema_to_toml
 
+    if args.name in FILES and args.run is None and args.default_dtype is None:
+        # A preset as it is packaged, with the comments that explain it.
+        with open(path_of(args.name), encoding="utf-8") as fh:
+            write_stdout(fh.read())
+        return 0
     warnings: list[str] = []
     schema = resolve_schema(args.name, args.default_dtype, "fastdiff schema", warnings)
     for warning in warnings:

@@ -25,7 +25,16 @@ a whole number of elements).
 from __future__ import annotations
 
 from ..model.findings import Note, NoteKind
-from ..schema import OTHER, RL_STATE, Group, Member, Schema, literal_pattern, split_input
+from ..schema import (
+    DEFAULT_PRESET,
+    OTHER,
+    Group,
+    Member,
+    Schema,
+    literal_pattern,
+    preset,
+    split_input,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -67,7 +76,7 @@ def choose_schema(
         given
         or next(iter(recorded), None)
         or by_name(sources if named is None else named)
-        or RL_STATE
+        or preset(DEFAULT_PRESET)
     )
     said: list[Note] = []
     reported: set[str] = set()
@@ -260,7 +269,8 @@ def by_name(sources: Sequence[RunSource]) -> Schema | None:
         # each step's buffers in the run's own order (a stable sort).
         for f in sorted(buffers, key=_step_of):
             names[f.name] = None
-    if not names or any(RL_STATE.classify(n)[0] != OTHER for n in names):
+    default = preset(DEFAULT_PRESET)
+    if not names or any(default.classify(n)[0] != OTHER for n in names):
         return None
     groups: dict[str, list[Member]] = {}
     for name in names:
