@@ -42,7 +42,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fastdiff.bench import synth, timing
-from fastdiff.schema import RL_STATE
+from fastdiff.presets import RL_STATE
 from fastdiff.schemafile import schema_to_toml
 
 REPO = Path(__file__).resolve().parent.parent

@@ -31,7 +31,7 @@ _EXPORTS = {
     "render_json": "render",
     "report_dict": "render",
     "load_schema": "schemafile",
-    "resolve_schema": "schemafile",
+    "resolve_schema": "presets",
     "Schema": "schema",
     "exit_code": "stages.verdict",
     "Recorder": "recorder",
@@ -46,10 +46,11 @@ if TYPE_CHECKING:
     from .model.selection import Selection
     from .model.tolerance import Tolerance
     from .options import CompareOptions
+    from .presets import resolve_schema
     from .recorder import Recorder
     from .render import render_json, render_text, report_dict
     from .schema import Schema
-    from .schemafile import load_schema, resolve_schema
+    from .schemafile import load_schema
     from .stages.verdict import exit_code
     from .tracing import trace
 

@@ -177,7 +177,7 @@ def _schema(schema: object) -> Schema | None:
     if isinstance(schema, Schema):
         return schema
     if isinstance(schema, str | os.PathLike):
-        from .schemafile import resolve_schema
+        from .presets import resolve_schema
 
         return resolve_schema(os.fspath(schema), what="CompareOptions(schema=...)")
     raise TypeError(

@@ -399,33 +399,6 @@ class Schema(Value):
 
 RAW = Schema(name="raw", groups=())
 
-#: The preset names, ``--schema NAME``: the default first.
-PRESET_NAMES = ("rl-state", "raw")
-DEFAULT_PRESET = "rl-state"
-
-
-def preset(name: str) -> Schema:
-    """The preset ``name`` (one of ``PRESET_NAMES``). ``rl-state`` is a
-    schema file packaged in ``fastdiff/presets/``, read by the schema parser
-    the first time it is asked for; ``raw`` has no groups."""
-    if name == RAW.name:
-        return RAW
-    if name not in PRESET_NAMES:
-        raise KeyError(name)
-    from .presets import load
-
-    return load(name)
-
-
-def __getattr__(name: str) -> Any:
-    """``RL_STATE`` (the default preset) and ``PRESETS`` (name -> schema),
-    read on first use (``preset``)."""
-    if name == "RL_STATE":
-        return preset("rl-state")
-    if name == "PRESETS":
-        return {n: preset(n) for n in PRESET_NAMES}
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 
 def literal_pattern(name: str) -> str:
     """A member pattern that matches exactly ``name``: its glob characters

@@ -13,9 +13,7 @@ import os
 from .dtypes import dtype_name
 from .errors import SchemaError
 from .schema import (
-    DEFAULT_PRESET,
     OTHER,
-    PRESET_NAMES,
     PREV,
     UNSET,
     Field,
@@ -25,7 +23,6 @@ from .schema import (
     Schema,
     _shape_text,
     literal_pattern,
-    preset,
     split_input,
 )
 
@@ -379,33 +376,6 @@ def _fields(raw: object, shape: tuple[int, ...] | None, fail: Any) -> tuple[Fiel
                 f"[{before.start}, {before.stop}); fields must not overlap",
             )
     return tuple(out)
-
-
-def resolve_schema(
-    spec: str | None,
-    default_dtype: str | None = None,
-    what: str = "--schema",
-    warnings: list[str] | None = None,
-) -> Schema:
-    """A preset name or a path to a TOML file; ``None`` means the default preset.
-    ``what``: the argument ``spec`` came from, as errors name it; ``warnings``:
-    as for ``parse_schema``."""
-    spec = spec or DEFAULT_PRESET
-    if spec in PRESET_NAMES:
-        schema = preset(spec)
-    elif spec.endswith(".toml") or os.path.exists(spec):
-        schema = load_schema(spec, warnings)
-    else:
-        raise SchemaError(
-            f"{what} {spec!r}: no such preset or file "
-            f"(presets: {', '.join(PRESET_NAMES)}; or a path to a .toml file)"
-        )
-    if default_dtype is not None:
-        try:
-            schema = schema.with_default_dtype(dtype_name(default_dtype))
-        except ValueError as exc:
-            raise SchemaError(f"--default-dtype: {exc}") from None
-    return schema
 
 
 # --- writing a schema file ----------------------------------------------------

@@ -14,7 +14,7 @@ a test expects is exact; special values (NaN payloads, -0.0, extremes) are
 placed only where a case says so.
 
 Every case is a pair of runs in the ``rl-state`` layout (the 34 buffers of
-groups C to F of ``fastdiff.schema.RL_STATE`` per step, what
+groups C to F of ``fastdiff.presets.RL_STATE`` per step, what
 ``compare-rl-state.py``'s dumper writes: groups A and B come from other
 dumpers; ``BATCH`` elements each, ``isv_full`` ``ISV_ELEMENTS``), and
 tests/test_cli.py states what fastdiff must report for it.
@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script: make fastdiff importable
     sys.path.insert(0, str(ROOT))
 
-from fastdiff.schema import RL_STATE  # noqa: E402
+from fastdiff.presets import RL_STATE  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures"
 EXAMPLES = ROOT / "examples"

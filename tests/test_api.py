@@ -16,7 +16,8 @@ from helpers import write_runs
 
 from fastdiff import CompareOptions, Tolerance, compare_runs, render_json, report_dict
 from fastdiff.errors import SchemaError
-from fastdiff.schema import RAW, RL_STATE
+from fastdiff.presets import RL_STATE
+from fastdiff.schema import RAW
 from fastdiff.schemafile import load_schema
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -29,7 +29,7 @@ from fastdiff.bench import run as bench
 from fastdiff.bench import synth, timing
 from fastdiff.engine.progress import StatusLine
 from fastdiff.errors import FastdiffError
-from fastdiff.schema import RL_STATE
+from fastdiff.presets import RL_STATE
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = "tests/fixtures"

@@ -27,7 +27,7 @@ import make_fixtures
 import pytest
 from helpers import fastdiff as run_fastdiff
 
-from fastdiff.schema import RL_STATE
+from fastdiff.presets import RL_STATE
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = "tests/fixtures"  # relative to ROOT, where the CLI runs

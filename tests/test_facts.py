@@ -220,7 +220,7 @@ def test_describing_and_rendering_results_imports_little() -> None:
         "before = set(sys.modules)\n"
         "import fastdiff.model.results, fastdiff.kernels, fastdiff.schema, fastdiff.dtypes\n"
         "import fastdiff.stages.verdict, fastdiff.render.text, fastdiff.engine.progress\n"
-        "from fastdiff.schema import RL_STATE\n"
+        "from fastdiff.presets import RL_STATE\n"
         "RL_STATE.classify('rewards'); RL_STATE.classify('not_in_it')\n"
         "print(' '.join(sorted(set(sys.modules) - before)))\n"
     )

@@ -24,7 +24,7 @@ from helpers import fastdiff as run_fastdiff
 import fastdiff.sources.reader
 from fastdiff import CompareOptions, compare_runs, render_json
 from fastdiff.bench.synth import write_rl_run
-from fastdiff.schemafile import resolve_schema
+from fastdiff.presets import resolve_schema
 from fastdiff.stages.verdict import exit_code
 
 REPO = Path(__file__).resolve().parents[1]

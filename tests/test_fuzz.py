@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from fastdiff.dtypes import DTYPES
 from fastdiff.errors import FastdiffError
-from fastdiff.schema import OTHER, RL_STATE
+from fastdiff.presets import RL_STATE
+from fastdiff.schema import OTHER
 from fastdiff.schemafile import load_schema, parse_schema, schema_to_toml
 from fastdiff.sources.manifest import load_manifest, parse_manifest
 from fastdiff.sources.names import parse_dump_name, split_name

@@ -24,9 +24,10 @@ from fastdiff.bench.synth import RL_STATE_MEMBERS, write_rl_run
 from fastdiff.compare import compare_runs
 from fastdiff.dtypes import unknown_dtype
 from fastdiff.model.findings import NoteKind
+from fastdiff.presets import RL_STATE, resolve_schema
 from fastdiff.render.notes import note_text
-from fastdiff.schema import RL_STATE, Schema
-from fastdiff.schemafile import load_schema, resolve_schema
+from fastdiff.schema import Schema
+from fastdiff.schemafile import load_schema
 from fastdiff.sources import RunSource
 from fastdiff.sources.buffers import RunListing
 from fastdiff.sources.schemas import choose_schema

@@ -13,8 +13,8 @@ from helpers import f32, write_runs
 
 from fastdiff import CompareOptions, compare_runs, render_json
 from fastdiff.kernels import Tolerance
+from fastdiff.presets import resolve_schema
 from fastdiff.schema import RAW
-from fastdiff.schemafile import resolve_schema
 from fastdiff.sources.folder import discover
 from fastdiff.sources.names import parse_dump_name
 from fastdiff.stages.hash import hash_buffer

@@ -19,8 +19,7 @@ from fastdiff.engine.scheduler import Plan, Scheduler, compare_pairs
 from fastdiff.hashrun import write_manifest
 from fastdiff.model.results import PROBLEM_KINDS, Report
 from fastdiff.options import CompareOptions
-from fastdiff.schema import RL_STATE
-from fastdiff.schemafile import resolve_schema
+from fastdiff.presets import RL_STATE, resolve_schema
 from fastdiff.sources import names as discover_module
 from fastdiff.sources import open_run, reopen
 from fastdiff.sources.folder import discover

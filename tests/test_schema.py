@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from fastdiff.errors import SchemaError
-from fastdiff.schema import OTHER, PRESETS, RL_STATE
-from fastdiff.schemafile import load_schema, resolve_schema, schema_to_toml
+from fastdiff.presets import PRESETS, RL_STATE, resolve_schema
+from fastdiff.schema import OTHER
+from fastdiff.schemafile import load_schema, schema_to_toml
 
 REFERENCE_MEMBERS = {
     # A and B: the names compare-rl-state.py's docstring gives them; their

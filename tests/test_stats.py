@@ -20,7 +20,7 @@ import make_fixtures
 import pytest
 from helpers import fastdiff
 
-from fastdiff.schema import RL_STATE
+from fastdiff.presets import RL_STATE
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = "tests/fixtures"

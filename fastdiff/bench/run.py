@@ -41,7 +41,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..dtypes import get_dtype
 from ..engine.pool import SERIAL_MAX_BYTES
 from ..errors import FastdiffError
-from ..schema import DEFAULT_PRESET, Schema, preset
+from ..presets import DEFAULT_PRESET, preset
+from ..schema import Schema
 from ..sources import open_run
 from ..textkit.fmt import format_bytes
 from . import synth, timing

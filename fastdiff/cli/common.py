@@ -373,7 +373,7 @@ def given_schema(args: Namespace) -> Schema | None:
     --default-dtype is given (a manifest's own schema, else rl-state)."""
     if args.schema is None and args.default_dtype is None:
         return None
-    from ..schemafile import resolve_schema
+    from ..presets import resolve_schema
 
     warnings: list[str] = []
     schema = resolve_schema(args.schema, args.default_dtype, warnings=warnings)

@@ -46,8 +46,8 @@ ARGUMENTS = (
 
 
 def run(args: Namespace) -> int:
-    from ..presets import FILES, path_of
-    from ..schemafile import resolve_schema, schema_to_toml
+    from ..presets import FILES, path_of, resolve_schema
+    from ..schemafile import schema_to_toml
 
     if args.name in FILES and args.run is None and args.default_dtype is None:
         # A preset as it is packaged, with the comments that explain it.

@@ -25,16 +25,8 @@ a whole number of elements).
 from __future__ import annotations
 
 from ..model.findings import Note, NoteKind
-from ..schema import (
-    DEFAULT_PRESET,
-    OTHER,
-    Group,
-    Member,
-    Schema,
-    literal_pattern,
-    preset,
-    split_input,
-)
+from ..presets import DEFAULT_PRESET, preset
+from ..schema import OTHER, Group, Member, Schema, literal_pattern, split_input
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -938,7 +938,7 @@ class Watch:
         work = total_work((self._work,), self._executor, self.jobs, elapsed)
         schema = self._schema
         if schema is None:  # no step read: chosen from what the runs are (a manifest's)
-            from ..schema import RL_STATE
+            from ..presets import RL_STATE
 
             schema = self._choose_schema() if hasattr(self, "b") else RL_STATE
         report = build_report(
