@@ -224,8 +224,8 @@ class Schema(Value):
     """
 
     __slots__ = (
-        "_exact", "_globs", "_inputs", "_int_tolerant", "_layouts", "_unset", "default_dtype",
-        "groups", "inputs_complete", "name",
+        "_exact", "_glob_index", "_globs", "_inputs", "_int_tolerant", "_layouts",
+        "_prefix_lengths", "_unset", "default_dtype", "groups", "inputs_complete", "name",
     )  # fmt: skip
 
     def __init__(
@@ -267,6 +267,18 @@ class Schema(Value):
                     int_tolerant.add(m.pattern)
         self._exact = exact
         self._globs = tuple(globs)
+        # The globs by their literal prefix (what comes before the first of
+        # "*?["): only a glob whose prefix starts a name can match it, so a
+        # name is tried against those alone, in the schema's order (a schema
+        # of one glob per name, such as by-name's, is not tried n times n).
+        # A glob that is its prefix and one "*" (by-name's "layer0.*") needs
+        # no matching beyond its prefix: it is marked so (a negative index).
+        index: dict[str, list[int]] = {}
+        for i, (pattern, _, _) in enumerate(globs):
+            cut = min((j for j in map(pattern.find, "*?[") if j >= 0), default=len(pattern))
+            index.setdefault(pattern[:cut], []).append(~i if pattern[cut:] == "*" else i)
+        self._glob_index = {k: tuple(v) for k, v in index.items()}
+        self._prefix_lengths = tuple(sorted({len(k) for k in index}))
         self._layouts = layouts
         self._unset = frozenset(unset)
         self._inputs = inputs
@@ -277,26 +289,38 @@ class Schema(Value):
         hit = self._exact.get(name)
         if hit is not None:
             return hit
-        if self._globs:
-            from fnmatch import fnmatchcase
+        glob = self._glob_of(name)
+        return (glob[1], glob[2]) if glob is not None else (OTHER, self.default_dtype)
 
-            for pattern, key, dtype in self._globs:
-                if fnmatchcase(name, pattern):
-                    return key, dtype
-        return OTHER, self.default_dtype
+    def _glob_of(self, name: str) -> tuple[str, str, str] | None:
+        """The first glob (pattern, group key, dtype), in the schema's order,
+        that matches ``name``; None if none does."""
+        if not self._globs:
+            return None
+        from fnmatch import fnmatchcase
+
+        index = self._glob_index
+        found: list[int] = []
+        for n in self._prefix_lengths:
+            if n > len(name):
+                break
+            found += index.get(name[:n], ())
+        if len(self._prefix_lengths) > 1:
+            found.sort(key=lambda i: ~i if i < 0 else i)
+        for i in found:
+            if i < 0:
+                return self._globs[~i]  # "prefix*", and the prefix starts the name
+            glob = self._globs[i]
+            if fnmatchcase(name, glob[0]):
+                return glob
+        return None
 
     def layout_of(self, name: str) -> Layout | None:
         """The layout of a buffer (the member that classifies it), if it has one."""
         if not self._layouts:
             return None  # the usual case: no member declares a shape or fields
-        if name in self._exact:
-            return self._layouts.get(name)
-        from fnmatch import fnmatchcase
-
-        for pattern, _, _ in self._globs:
-            if fnmatchcase(name, pattern):
-                return self._layouts.get(pattern)
-        return None
+        pattern = self._pattern_of(name)
+        return None if pattern is None else self._layouts.get(pattern)
 
     @property
     def has_unset(self) -> bool:
@@ -307,26 +331,14 @@ class Schema(Value):
         """Whether the member that classifies buffer ``name`` leaves its dtype unset."""
         if not self._unset:
             return False  # the usual case
-        if name in self._exact:
-            return name in self._unset
-        from fnmatch import fnmatchcase
-
-        for pattern, _, _ in self._globs:
-            if fnmatchcase(name, pattern):
-                return pattern in self._unset
-        return False
+        return self._pattern_of(name) in self._unset
 
     def _pattern_of(self, name: str) -> str | None:
         """The pattern of the member that classifies ``name`` (None: no member does)."""
         if name in self._exact:
             return name
-        if self._globs:
-            from fnmatch import fnmatchcase
-
-            for pattern, _, _ in self._globs:
-                if fnmatchcase(name, pattern):
-                    return pattern
-        return None
+        glob = self._glob_of(name)
+        return None if glob is None else glob[0]
 
     def int_tolerant(self, name: str) -> bool:
         """Whether the member that classifies ``name`` asks for the tolerance

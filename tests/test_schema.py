@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fastdiff.errors import SchemaError
 from fastdiff.presets import PRESETS, RL_STATE, resolve_schema
-from fastdiff.schema import OTHER
+from fastdiff.schema import OTHER, Schema
 from fastdiff.schemafile import load_schema, schema_to_toml
 
 REFERENCE_MEMBERS = {
@@ -586,3 +589,52 @@ def test_preset_file_read_as_a_schema_file_is_the_preset() -> None:
         check=True,
     )
     assert p.stdout == Path(path).read_text(encoding="utf-8")
+
+
+def _naive_classify(schema: Schema, name: str) -> tuple[str, str]:
+    """The plain twin of ``Schema.classify``: exact names, then every glob in
+    order."""
+    from fnmatch import fnmatchcase
+
+    members = [(m, g.key) for g in schema.groups for m in g.members]
+    for m, key in members:
+        if not m.is_glob and m.pattern == name:
+            return key, m.dtype
+    for m, key in members:
+        if m.is_glob and fnmatchcase(name, m.pattern):
+            return key, m.dtype
+    return OTHER, schema.default_dtype
+
+
+_PATTERN_CHARS = "ab.*?[]!-"
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    patterns=st.lists(st.text(_PATTERN_CHARS, max_size=6), min_size=1, max_size=12, unique=True),
+    names=st.lists(st.text("ab.*?[]!-c", max_size=7), max_size=20),
+    cuts=st.lists(st.integers(0, 12), max_size=4),
+)
+def test_classify_matches_its_naive_twin(
+    patterns: list[str], names: list[str], cuts: list[int]
+) -> None:
+    """Globs are tried by their literal prefix, not one by one: the first
+    match in the schema's order still wins, for any patterns and names
+    (brackets, escapes, empty prefixes, names shorter than a prefix)."""
+    from fastdiff.schema import Group, Member
+
+    bounds = sorted({0, len(patterns), *(c % (len(patterns) + 1) for c in cuts)})
+    dtypes = ("u8", "f32", "i64")
+    groups = tuple(
+        Group(
+            f"G{i}",
+            f"G{i}",
+            "",
+            tuple(Member(p, dtypes[(i + j) % 3]) for j, p in enumerate(patterns[lo:hi])),
+        )
+        for i, (lo, hi) in enumerate(itertools.pairwise(bounds))
+        if hi > lo
+    )
+    schema = Schema("t", groups, "u16")
+    for name in [*names, *patterns]:
+        assert schema.classify(name) == _naive_classify(schema, name)

@@ -16,7 +16,7 @@ import math
 from ..dtypes import DTYPES
 from ..model.facts import RESULT_FACTS
 from ..model.findings import BufferKey, Cell, PatternKind
-from ..model.statuses import TROUBLE
+from ..model.statuses import TROUBLE, GroupStatus
 from ..textkit.escape import display_path
 from ..textkit.fmt import first_few, format_steps, plural, step_ranges
 from .hints import buffer_message, group_hint
@@ -27,7 +27,15 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
     from ..model.facts import FieldDiff
-    from ..model.results import BufferResult, Origin, Problem, Report, StepSummary, TimelineRow
+    from ..model.results import (
+        BufferResult,
+        GroupVerdict,
+        Origin,
+        Problem,
+        Report,
+        StepSummary,
+        TimelineRow,
+    )
     from ..model.selection import Selection
 
 __all__ = ["TEXT_PARTS", "format_buffer", "format_value", "render_text", "structure_lines"]
@@ -40,6 +48,10 @@ SHOWN_FIELDS = 6
 TIMELINE_ROWS = 20
 #: How many buffers a line of the verdict names where a divergence was born.
 SHOWN_ROLES = 6
+#: How many groups the verdict lists before the equal ones are folded into a
+#: count (-v lists every group): a by-name schema of a checkpoint may hold
+#: thousands.
+GROUP_ROWS = 20
 
 
 def format_value(value: int | float | None, dtype: str) -> str:
@@ -676,12 +688,25 @@ def _verdict_lines(report: Report, verbose: bool = False) -> list[str]:
     out = [f"{head}: first divergent step {report.first_divergent_step}; groups: {suspects}"]
     out += born_lines(report, verbose)
     out += structure_lines(report)
-    width = max(len(t) for t in titles.values()) + 4
-    key_w = max(5, *map(len, keys.values()))  # long keys (by-name groups) stay aligned
-    for g in report.groups:
+    listed = _listed_groups(report, verbose)
+    width = max((len(titles[g.key]) for g in listed), default=0) + 4
+    key_w = max(5, *(len(keys[g.key]) for g in listed))  # long keys (by-name groups) align
+    for g in listed:
         state = GROUP_STATUS[g.status].label
         tail = f": {', '.join(map(display_path, g.diverged))}" if g.diverged else ""
         out.append(f"  {keys[g.key]:>{key_w}}  {titles[g.key]:<{width}}{state}{tail}")
+    if len(listed) < len(report.groups):
+        shown = {g.key for g in listed}
+        counts: dict[str, int] = {}
+        for g in report.groups:
+            if g.key not in shown:
+                counts[g.status] = counts.get(g.status, 0) + 1
+        more = plural(len(report.groups) - len(listed), "more group")
+        if len(counts) == 1:
+            folded = f", all {GROUP_STATUS[next(iter(counts))].phrase}"
+        else:
+            folded = ": " + ", ".join(f"{n:,} {GROUP_STATUS[k].phrase}" for k, n in counts.items())
+        out.append(f"  ... and {more}{folded} (-v lists every group)")
     hinted = set(report.next_groups)  # where it was born, not where it was received
     for g in report.groups:
         if g.key in hinted and g.status == "diverged" and group_hint(g):
@@ -693,6 +718,16 @@ def _verdict_lines(report: Report, verbose: bool = False) -> list[str]:
                 hint, width=88, subsequent_indent="  ", break_on_hyphens=False
             )  # "rounding-size" stays whole
     return out
+
+
+def _listed_groups(report: Report, verbose: bool) -> list[GroupVerdict]:
+    """The groups the verdict lists: all of them (``verbose``, or no more
+    than ``GROUP_ROWS``), else the first ``GROUP_ROWS`` that are not equal."""
+    groups = list(report.groups)
+    if verbose or len(groups) <= GROUP_ROWS:
+        return groups
+    quiet = {GroupStatus.EQUAL, GroupStatus.ABSENT}
+    return [g for g in groups if g.status not in quiet][:GROUP_ROWS]
 
 
 def _shown(items: list[str], verbose: bool = False, sep: str = ", ") -> str:

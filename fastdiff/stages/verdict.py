@@ -156,9 +156,12 @@ def _group_verdicts(
     groups = list(schema.groups)
     if any(b.group == OTHER_GROUP.key for b in at_step):
         groups.append(OTHER_GROUP)
+    by_group: dict[str, list[BufferResult]] = {}
+    for b in at_step:
+        by_group.setdefault(b.group, []).append(b)
     out = []
     for g in groups:
-        members = [b for b in at_step if b.group == g.key]
+        members = by_group.get(g.key, [])
         # once each: several ranks hold the same buffer
         diverged = tuple(dict.fromkeys(b.name for b in members if b.diverges))
         # Over the buffers the timeline's row of this group and step sums up.
