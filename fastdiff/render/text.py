@@ -363,9 +363,9 @@ def status_counts(counts: Iterable[tuple[str, int]]) -> str:
     return ", ".join(f"{n:,} {STATUS[status].phrase}" for status, n in counts if n)
 
 
-def _step_line(s: StepSummary) -> str:
+def _step_line(s: StepSummary, verbose: bool = False) -> str:
     counts = status_counts(s.counts)
-    keys = " ".join(map(display_path, s.diverged_groups))
+    keys = _shown(list(map(display_path, s.diverged_groups)), verbose, sep=" ")
     groups = f"  diverged: {keys}" if keys else ""
     return f"step {s.step}: {counts}{groups}"
 
@@ -497,7 +497,7 @@ def _body_lines(report: Report, verbose: bool, first: bool = False) -> list[str]
         if run:
             lines.append(_folded_line(run))
             run = []
-        line = _step_line(s)
+        line = _step_line(s, verbose)
         if s.step in left:
             line += _left_text(*left[s.step])
         lines.append(line)
@@ -684,7 +684,13 @@ def _verdict_lines(report: Report, verbose: bool = False) -> list[str]:
     head = f"VERDICT: {state}"
     keys = {g.key: display_path(g.key) for g in report.groups}
     titles = {g.key: display_path(g.title) for g in report.groups}
-    suspects = ", ".join(f"{keys[k]} ({titles[k]})" for k in report.first_divergent_groups)
+    suspects = _shown(
+        [
+            keys[k] if titles[k] == keys[k] else f"{keys[k]} ({titles[k]})"
+            for k in report.first_divergent_groups
+        ],
+        verbose,
+    )
     out = [f"{head}: first divergent step {report.first_divergent_step}; groups: {suspects}"]
     out += born_lines(report, verbose)
     out += structure_lines(report)
@@ -708,15 +714,19 @@ def _verdict_lines(report: Report, verbose: bool = False) -> list[str]:
             folded = ": " + ", ".join(f"{n:,} {GROUP_STATUS[k].phrase}" for k, n in counts.items())
         out.append(f"  ... and {more}{folded} (-v lists every group)")
     hinted = set(report.next_groups)  # where it was born, not where it was received
+    by_hint: dict[str, list[str]] = {}  # groups that share a hint get it once
     for g in report.groups:
-        if g.key in hinted and g.status == "diverged" and group_hint(g):
-            out.append("")
-            import textwrap
+        hint = group_hint(g) if g.key in hinted and g.status == "diverged" else None
+        if hint:
+            by_hint.setdefault(hint, []).append(keys[g.key])
+    for hint, named in by_hint.items():
+        out.append("")
+        import textwrap
 
-            hint = f"next, {keys[g.key]}: {display_path(group_hint(g))}"
-            out += textwrap.wrap(
-                hint, width=88, subsequent_indent="  ", break_on_hyphens=False
-            )  # "rounding-size" stays whole
+        text = f"next, {_shown(named, verbose)}: {display_path(hint)}"
+        out += textwrap.wrap(
+            text, width=88, subsequent_indent="  ", break_on_hyphens=False
+        )  # "rounding-size" stays whole
     return out
 
 
