@@ -5,21 +5,21 @@
 
 What is generated, and from where:
 
-- ``reference/cli.md``, whole: every command of ``fastdiff.cli.commands.COMMANDS``
+- in ``reference/cli.md``, every command of ``fastdiff.cli.commands.COMMANDS``
   with its ``DESCRIPTION`` and its ``ARGUMENTS`` (``fastdiff.cli.spec.Arg``
   declarations), grouped by their help sections, as ``--help`` shows them;
 - in ``reference/json.md``, the buffer object's keys in order (from
   ``render.json.buffer_dict``) and its facts (``model.facts.RESULT_FACTS``, each
   with the comment it has in the ``FACTS`` table), and the statuses
-  (``model.statuses``, each with its comment);
+  (``model.statuses``, each with its words from ``render.words``);
 - in ``reference/python.md``, the problem kinds (``ProblemKind``'s docstring);
 - in ``reference/dtypes.md``, every element type of ``fastdiff.dtypes.DTYPES``
   (``FP8``'s parameters, safetensors' and torch's names);
 - in ``reference/exit-codes.md``, the codes of ``fastdiff.errors`` (``EXIT_*``).
 
-A hand-written page holds a generated block between the lines
+Each page holds its generated block between the lines
 ``<!-- BEGIN GENERATED: key -->`` and ``<!-- END GENERATED: key -->``; the rest
-of the page is left as it is. A code table entry this script has no words for
+of the page is written by hand, and left as it is. A code table entry this script has no words for
 (an exit code, a way of writing a JSON value) stops it with an error, so
 nothing new goes undocumented. ``tests/test_docs.py`` runs ``--check``, and
 the MkDocs hook (``on_pre_build`` below, named in ``mkdocs.yml``) refuses to
@@ -48,6 +48,14 @@ NOTICE = (
 
 class Undocumented(Exception):
     """The code has an entry this script has no words for."""
+
+
+def prose(text: object) -> str:
+    """Plain text (a help string) as Markdown that shows it as it is."""
+    text = str(text).replace("&", "&amp;").replace("<", "&lt;")
+    for ch in "\\`*_[]":
+        text = text.replace(ch, "\\" + ch)
+    return text
 
 
 def cell(text: object) -> str:
@@ -85,30 +93,28 @@ def cli_page() -> str:
     from fastdiff.cli.spec import APPEND, DEBUG
 
     out = [
-        NOTICE,
-        "",
-        "# Command-line options",
-        "",
-        f"`fastdiff COMMAND [options]`: {DESCRIPTION} Every command takes `-h`/`--help`;",
-        "options may be abbreviated while they stay unambiguous (`--form json`).",
-        "This page is made from the same declarations as `--help`.",
+        f"`fastdiff COMMAND [options]`: {prose(DESCRIPTION)}",
         "",
         "| before the command | meaning |",
         "| --- | --- |",
     ]
-    out += [f"| `{cell(names)}` | {cell(text)} |" for names, text in TOP_OPTIONS]
+    out += [f"| `{cell(names)}` | {cell(prose(text))} |" for names, text in TOP_OPTIONS]
     out += ["", "| command | what it does |", "| --- | --- |"]
-    out += [f"| [`{name}`](#{name}) | {cell(summary)} |" for name, (_, summary) in COMMANDS.items()]
+    out += [
+        f"| [`{name}`](#{name}) | {cell(prose(summary))} |" for name, (_, summary) in COMMANDS.items()
+    ]
     for name, (_, summary) in COMMANDS.items():
         module = command_module(name)
         arguments = (*module.ARGUMENTS, DEBUG)
         positionals = [a for a in arguments if not a.names]
         usage = " ".join(["fastdiff", name, "[options]", *map(_positional, positionals)])
-        out += ["", f"## {name}", "", f"{summary[0].upper()}{summary[1:]}.", ""]
-        out += ["```", usage, "```", "", module.DESCRIPTION, ""]
+        out += ["", f"## {name}", ""]
+        out += ["```", usage, "```", "", prose(module.DESCRIPTION), ""]
         if positionals:
             out += ["| argument | meaning |", "| --- | --- |"]
-            out += [f"| `{cell(_positional(a))}` | {cell(a.help or '')} |" for a in positionals]
+            out += [
+                f"| `{cell(_positional(a))}` | {cell(prose(a.help or ''))} |" for a in positionals
+            ]
             out.append("")
         groups: dict[str | None, list[object]] = {}
         for arg in arguments:
@@ -116,7 +122,7 @@ def cli_page() -> str:
                 groups.setdefault(arg.group, []).append(arg)
         for group, args in groups.items():
             title = "options" if group is None else group
-            out += [f"**{title[0].upper()}{title[1:]}**", ""]
+            out += [f"**{prose(title[0].upper() + title[1:])}**", ""]
             out += ["| option | meaning |", "| --- | --- |"]
             for arg in args:
                 value = _option_value(arg)
@@ -124,7 +130,7 @@ def cli_page() -> str:
                 help_text = arg.help or ""
                 repeat = arg.action == APPEND and "repeatable" not in help_text.lower()
                 more = " Repeatable." if repeat else ""
-                out.append(f"| `{cell(names)}` | {cell(arg.help or '')}{more} |")
+                out.append(f"| `{cell(names)}` | {cell(prose(help_text))}{more} |")
             out.append("")
             sets: dict[object, list[str]] = {}
             for arg in args:
@@ -133,7 +139,7 @@ def cli_page() -> str:
             for exclusive, names in sets.items():
                 how = "exactly one" if exclusive.required else "at most one"  # type: ignore[attr-defined]
                 out += [f"Of {', '.join(f'`{n}`' for n in names)}: {how}.", ""]
-    return "\n".join(out).rstrip("\n") + "\n"
+    return "\n".join(out).rstrip("\n")
 
 
 # --- the JSON report's buffer fields -----------------------------------------------
@@ -285,54 +291,30 @@ def buffer_fields() -> str:
     return "\n".join(out)
 
 
-def _member_comments(cls_name: str) -> list[tuple[str, str]]:
-    """(value, comment) of each member of a ``model.statuses`` class, in order."""
-    from fastdiff.model import statuses
-
-    source = Path(statuses.__file__).read_text(encoding="utf-8")
-    found = re.findall(
-        rf'^{cls_name}\.\w+ = {cls_name}\("(\w+)"\)(?:  # (.*))?$', source, re.MULTILINE
-    )
-    return [(value, comment) for value, comment in found]
-
-
 def statuses() -> str:
     from fastdiff.model import statuses as S
+    from fastdiff.render import words as W
 
     out = []
-    for cls, title in (
-        (S.Status, "A buffer's `status`"),
-        (S.GroupStatus, "A group's `status` (in `groups`)"),
-        (S.Verdict, "The `verdict`"),
-        (S.Role, "A buffer's `role`"),
+    for cls, word, title in (
+        (S.Status, W.STATUS, "A buffer's `status`"),
+        (S.GroupStatus, W.GROUP_STATUS, "A group's `status` (in `groups`)"),
+        (S.Verdict, W.VERDICT, "The `verdict`"),
+        (S.Role, W.ROLE, "A buffer's `role`"),
     ):
-        members = _member_comments(cls.__name__)
-        if [v for v, _ in members] != list(cls.ALL):
-            raise Undocumented(f"{cls.__name__}: members not declared one a line")
         out += [f"**{title}**: {' '.join((cls.__doc__ or '').split())}", ""]
-        out += ["| value | meaning |", "| --- | --- |"]
-        for value, comment in members:
-            words = comment or _STATUS_WORDS.get((cls.__name__, value))
-            if not words:
-                raise Undocumented(f"{cls.__name__} {value!r} has no comment in model/statuses.py")
-            out.append(f"| `{value}` | {cell(words)} |")
+        out += ["| value | the text report says | meaning |", "| --- | --- | --- |"]
+        for member in cls.ALL:
+            if member not in word:
+                raise Undocumented(f"{cls.__name__} {member!r} has no words in render/words.py")
+            w = word[member]
+            label = w.label if w.label != w.phrase else w.phrase
+            out.append(f"| `{member}` | {cell(label)} | {cell(w.description)} |")
         out.append("")
+    words = W.IDENTICAL_WITHIN_TOLERANCE
+    out.append(f"An `identical` verdict reached through the tolerance is said *{words.phrase}*: "
+               f"{words.description}.")
     return "\n".join(out).rstrip("\n")
-
-
-#: Statuses the code declares without a comment.
-_STATUS_WORDS = {
-    ("Status", "only_in_a"): "the buffer is in run A only",
-    ("Status", "only_in_b"): "the buffer is in run B only",
-    ("GroupStatus", "equal"): "every buffer of it at that step is equal",
-    ("GroupStatus", "within_tolerance"): "a buffer of it differs, within the tolerance only",
-    ("GroupStatus", "diverged"): "a buffer of it diverges at that step",
-    ("Verdict", "identical"): "every buffer equal (within the tolerance, if one was given): "
-    "exit 0",
-    ("Verdict", "diverged"): "a buffer diverged: exit 1",
-    ("Verdict", "error"): "something could not be compared: exit 2 (`first_divergent_step` "
-    "is set too where the runs also diverged)",
-}
 
 
 def problem_kinds() -> str:
@@ -435,8 +417,8 @@ BLOCKS = {
     "reference/python.md": {"problem-kinds": problem_kinds},
     "reference/dtypes.md": {"dtype-names": dtype_names},
     "reference/exit-codes.md": {"exit-codes": exit_codes},
+    "reference/cli.md": {"commands": cli_page},
 }
-WHOLE = {"reference/cli.md": cli_page}
 
 
 def fill(text: str, key: str, body: str, page: str) -> str:
@@ -450,7 +432,7 @@ def fill(text: str, key: str, body: str, page: str) -> str:
 
 def generated() -> dict[Path, str]:
     """Every generated page's current text, by path."""
-    pages = {DOCS / page: make() for page, make in WHOLE.items()}
+    pages = {}
     for page, blocks in BLOCKS.items():
         path = DOCS / page
         text = path.read_text(encoding="utf-8")
