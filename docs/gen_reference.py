@@ -58,6 +58,12 @@ def prose(text: object) -> str:
     return text
 
 
+def code(text: object) -> str:
+    """Text as a code span in a Markdown table cell (a pipe in a code span
+    separates no cells)."""
+    return f"`{text}`"
+
+
 def cell(text: object) -> str:
     """Text that stays in one Markdown table cell."""
     return str(text).replace("|", "\\|").replace("\n", " ")
@@ -98,7 +104,7 @@ def cli_page() -> str:
         "| before the command | meaning |",
         "| --- | --- |",
     ]
-    out += [f"| `{cell(names)}` | {cell(prose(text))} |" for names, text in TOP_OPTIONS]
+    out += [f"| {code(names)} | {cell(prose(text))} |" for names, text in TOP_OPTIONS]
     out += ["", "| command | what it does |", "| --- | --- |"]
     out += [
         f"| [`{name}`](#{name}) | {cell(prose(summary))} |" for name, (_, summary) in COMMANDS.items()
@@ -113,7 +119,7 @@ def cli_page() -> str:
         if positionals:
             out += ["| argument | meaning |", "| --- | --- |"]
             out += [
-                f"| `{cell(_positional(a))}` | {cell(prose(a.help or ''))} |" for a in positionals
+                f"| {code(_positional(a))} | {cell(prose(a.help or ''))} |" for a in positionals
             ]
             out.append("")
         groups: dict[str | None, list[object]] = {}
@@ -130,7 +136,7 @@ def cli_page() -> str:
                 help_text = arg.help or ""
                 repeat = arg.action == APPEND and "repeatable" not in help_text.lower()
                 more = " Repeatable." if repeat else ""
-                out.append(f"| `{cell(names)}` | {cell(prose(help_text))}{more} |")
+                out.append(f"| {code(names)} | {cell(prose(help_text))}{more} |")
             out.append("")
             sets: dict[object, list[str]] = {}
             for arg in args:
@@ -308,8 +314,7 @@ def statuses() -> str:
             if member not in word:
                 raise Undocumented(f"{cls.__name__} {member!r} has no words in render/words.py")
             w = word[member]
-            label = w.label if w.label != w.phrase else w.phrase
-            out.append(f"| `{member}` | {cell(label)} | {cell(w.description)} |")
+            out.append(f"| `{member}` | {cell(w.label)} | {cell(w.description)} |")
         out.append("")
     words = W.IDENTICAL_WITHIN_TOLERANCE
     out.append(f"An `identical` verdict reached through the tolerance is said *{words.phrase}*: "
@@ -376,9 +381,8 @@ def dtype_names() -> str:
         st = ", ".join(f"`{n}`" for n in safetensors.get(name, [])) or "-"
         to = ", ".join(f"`torch.{n}`" for n in torch.get(name, [])) or "-"
         out.append(
-            f"| `{name}` | {t.itemsize} | {cell(kind)} | {order} | `{cell(numpy)}` | {st} | {to} |"
-            if numpy != "-"
-            else f"| `{name}` | {t.itemsize} | {cell(kind)} | {order} | - | {st} | {to} |"
+            f"| `{name}` | {t.itemsize} | {cell(kind)} | {order} | "
+            f"{code(numpy) if numpy != '-' else '-'} | {st} | {to} |"
         )
     return "\n".join(out)
 
