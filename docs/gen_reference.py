@@ -11,7 +11,8 @@ What is generated, and from where:
 - in ``reference/json.md``, the buffer object's keys in order (from
   ``render.json.buffer_dict``) and its facts (``model.facts.RESULT_FACTS``, each
   with the comment it has in the ``FACTS`` table), and the statuses
-  (``model.statuses``, each with its words from ``render.words``);
+  (``model.statuses``, each with its words from ``render.words``), and the
+  kinds of the findings (``model.findings``, each with its comment);
 - in ``reference/python.md``, the problem kinds (``ProblemKind``'s docstring);
 - in ``reference/dtypes.md``, every element type of ``fastdiff.dtypes.DTYPES``
   (``FP8``'s parameters, safetensors' and torch's names);
@@ -23,7 +24,9 @@ of the page is written by hand, and left as it is. A code table entry this scrip
 (an exit code, a way of writing a JSON value) stops it with an error, so
 nothing new goes undocumented. ``tests/test_docs.py`` runs ``--check``, and
 the MkDocs hook (``on_pre_build`` below, named in ``mkdocs.yml``) refuses to
-build from pages that are not current.
+build from pages that are not current. ``on_config`` puts
+``guides/html-report.md`` (written in another branch) in the nav once it
+exists.
 """
 
 from __future__ import annotations
@@ -107,9 +110,10 @@ def cli_page() -> str:
     out += [f"| {code(names)} | {cell(prose(text))} |" for names, text in TOP_OPTIONS]
     out += ["", "| command | what it does |", "| --- | --- |"]
     out += [
-        f"| [`{name}`](#{name}) | {cell(prose(summary))} |" for name, (_, summary) in COMMANDS.items()
+        f"| [`{name}`](#{name}) | {cell(prose(summary))} |"
+        for name, (_, summary) in COMMANDS.items()
     ]
-    for name, (_, summary) in COMMANDS.items():
+    for name in COMMANDS:
         module = command_module(name)
         arguments = (*module.ARGUMENTS, DEBUG)
         positionals = [a for a in arguments if not a.names]
@@ -290,8 +294,7 @@ def buffer_fields() -> str:
         if f.source not in SOURCES:
             raise Undocumented(f"fact {f.name!r}: no words for source={f.source}")
         out.append(
-            f"| `{f.name}` | {cell(meaning)} | {cell(JSON_FORMS[form_key])} | "
-            f"{SOURCES[f.source]} |"
+            f"| `{f.name}` | {cell(meaning)} | {cell(JSON_FORMS[form_key])} | {SOURCES[f.source]} |"
         )
         assert f.name in by_name
     return "\n".join(out)
@@ -317,9 +320,54 @@ def statuses() -> str:
             out.append(f"| `{member}` | {cell(w.label)} | {cell(w.description)} |")
         out.append("")
     words = W.IDENTICAL_WITHIN_TOLERANCE
-    out.append(f"An `identical` verdict reached through the tolerance is said *{words.phrase}*: "
-               f"{words.description}.")
+    out.append(
+        f"An `identical` verdict reached through the tolerance is said *{words.phrase}*: "
+        f"{words.description}."
+    )
     return "\n".join(out).rstrip("\n")
+
+
+def _member_comments(module: object, cls_name: str) -> list[tuple[str, str]]:
+    """(value, comment) of each member of an enum-like class, as declared one a
+    line in ``module``'s source (``Cls.NAME = Cls("value")  # comment``)."""
+    source = Path(module.__file__).read_text(encoding="utf-8")  # type: ignore[attr-defined]
+    found = re.findall(
+        rf'^{cls_name}\.\w+ = {cls_name}\("(\w+)"\)(?:  # (.*))?$', source, re.MULTILINE
+    )
+    return list(found)
+
+
+#: The findings' kinds the JSON report writes: (class, where it appears).
+FINDING_KINDS = (
+    ("CauseKind", "a group's `cause.kind`"),
+    ("ChangeKind", "a structural change's `kind` (`cause.changes[]`)"),
+    ("Cell", "a timeline row's `cell`"),
+    ("PatternKind", "`rank_pattern.kind`"),
+)
+
+
+def finding_kinds() -> str:
+    from fastdiff.model import findings
+
+    out = []
+    for name, where in FINDING_KINDS:
+        cls = getattr(findings, name)
+        members = _member_comments(findings, name)
+        if [v for v, _ in members] != list(cls.ALL):
+            raise Undocumented(f"findings.{name}: members not declared one a line")
+        out += [f"**{where}**: {' '.join((cls.__doc__ or '').split())}", ""]
+        out += ["| value | meaning |", "| --- | --- |"]
+        for value, comment in members:
+            words = comment or _FINDING_WORDS.get((name, value))
+            if not words:
+                raise Undocumented(f"findings.{name} {value!r} has no comment")
+            out.append(f"| `{value}` | {cell(words)} |")
+        out.append("")
+    return "\n".join(out).rstrip("\n")
+
+
+#: Members the code declares without a comment.
+_FINDING_WORDS = {("ChangeKind", "only_in_b"): "present in run B only"}
 
 
 def problem_kinds() -> str:
@@ -417,7 +465,11 @@ def exit_codes() -> str:
 
 #: page -> {block key: what makes it}; a page of None is generated whole.
 BLOCKS = {
-    "reference/json.md": {"buffer-fields": buffer_fields, "statuses": statuses},
+    "reference/json.md": {
+        "buffer-fields": buffer_fields,
+        "statuses": statuses,
+        "finding-kinds": finding_kinds,
+    },
     "reference/python.md": {"problem-kinds": problem_kinds},
     "reference/dtypes.md": {"dtype-names": dtype_names},
     "reference/exit-codes.md": {"exit-codes": exit_codes},
@@ -469,6 +521,22 @@ def main(argv: list[str]) -> int:
             path.write_text(text, encoding="utf-8")
             print(f"wrote {path.relative_to(ROOT)}")
     return 0
+
+
+#: A page another branch writes: in the nav once it exists (``on_config``).
+HTML_REPORT = ("How-to guides", "Make an HTML report", "guides/html-report.md")
+
+
+def on_config(config: dict, **kwargs: object) -> dict:
+    """MkDocs hook: add the HTML report's guide to the nav when its page exists."""
+    section, title, name = HTML_REPORT
+    if (Path(config["docs_dir"]) / name).exists():
+        for entry in config["nav"] or []:
+            if isinstance(entry, dict) and section in entry:
+                pages = entry[section]
+                if not any(name in item.values() for item in pages if isinstance(item, dict)):
+                    pages.append({title: name})
+    return config
 
 
 def on_pre_build(config: object, **kwargs: object) -> None:
