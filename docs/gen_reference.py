@@ -19,10 +19,11 @@ What is generated, and from where:
 - in ``reference/exit-codes.md``, the codes of ``fastdiff.errors`` (``EXIT_*``).
 
 Each page holds its generated block between the lines
-``<!-- BEGIN GENERATED: key -->`` and ``<!-- END GENERATED: key -->``; the rest
-of the page is written by hand, and left as it is. A code table entry this script has no words for
-(an exit code, a way of writing a JSON value) stops it with an error, so
-nothing new goes undocumented. ``tests/test_docs.py`` runs ``--check``, and
+``<!-- BEGIN GENERATED: key -->`` and ``<!-- END GENERATED: key -->``; the
+rest of the page is written by hand, and left as it is. A code table entry
+this script has no words for (an exit code, a fact without a comment, a way
+of writing a JSON value) stops it with an error, so nothing new goes
+undocumented. ``tests/test_docs.py`` checks the pages are current, and
 the MkDocs hook (``on_pre_build`` below, named in ``mkdocs.yml``) refuses to
 build from pages that are not current. ``on_config`` puts
 ``guides/html-report.md`` (written in another branch) in the nav once it
