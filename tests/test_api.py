@@ -176,10 +176,9 @@ def test_the_readme_from_python_example_runs_as_written(
     capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(ROOT)
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("## From Python") :]
+    section = (ROOT / "docs" / "reference" / "python.md").read_text(encoding="utf-8")
     code = section[section.index("```python\n") + 10 : section.index("```\n", 10)]
-    exec(compile(code, "README.md", "exec"), {})  # the README's own code, from the repo root
+    exec(compile(code, "python.md", "exec"), {})  # the docs' own code, from the repo root
     out = capsys.readouterr().out
     assert out.splitlines()[0] == "diverged 5 ('E',)"
     assert "# diverged 5 ('E',)" in code

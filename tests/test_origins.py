@@ -323,11 +323,10 @@ def test_an_input_named_close_to_a_member_gets_a_warning(tmp_path: Path) -> None
 # --- the example and the README ------------------------------------------------------
 
 
-def readme_block(section: str, command: str) -> list[str]:
-    """The lines of the README's code block under ``section`` that starts with ``$ command``."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    start = text.index(f"\n{section}\n")
-    block = text[text.index(f"$ {command}", start) :]
+def docs_block(page: str, command: str) -> list[str]:
+    """The lines of the code block of the docs page ``page`` that starts with ``$ command``."""
+    text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+    block = text[text.index(f"$ {command}") :]
     return block[: block.index("```")].splitlines()[1:]
 
 
@@ -348,12 +347,12 @@ def test_the_example_matches_its_generator(tmp_path: Path) -> None:
 
 
 def test_the_readme_walk_through_is_the_examples_output() -> None:
-    """Every line the README's "Where it was born" shows is the example's, in order."""
+    """Every line the docs' "Where it was born" shows is the example's, in order."""
     command = (
         "fastdiff compare --schema examples/origins/schema.toml examples/origins/run-a "
         "examples/origins/run-b"
     )
-    shown = readme_block("### Where it was born", command)
+    shown = docs_block("explanation/origins.md", command)
     p = fastdiff(*command.split()[1:])
     assert p.returncode == 1, p.stderr
     out = p.stdout.splitlines()

@@ -128,9 +128,9 @@ def test_ranks_pair_by_number_and_each_gets_its_verdict(tmp_path: Path) -> None:
     assert lines[-1] == (
         "VERDICT: diverged: first divergent step 1 on rank 1 (of 3 ranks); groups: P (pipeline)"
     )
-    # the README's example is this output
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("### Runs of several ranks") :]
+    # the docs' example is this output
+    page = Path(__file__).resolve().parents[1] / "docs" / "guides" / "ranks.md"
+    section = page.read_text(encoding="utf-8")
     block = section[section.index("```\nper rank:") + 4 :]
     block_lines = block[: block.index("```")].splitlines()
     assert block_lines == lines[lines.index("per rank:") :]

@@ -881,8 +881,7 @@ def test_watch_follows_runs_a_recorder_writes(tmp_path: Path) -> None:
 
 
 def test_the_readme_recording_example_runs(tmp_path: Path) -> None:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("## Recording from Python") :]
+    section = (REPO / "docs" / "tutorials" / "recorder.md").read_text(encoding="utf-8")
     code = section[section.index("```python\n") + 10 : section.index("```\n", 1)]
     r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
                        text=True, env={**os.environ, "PYTHONPATH": str(REPO)})  # fmt: skip

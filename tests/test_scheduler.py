@@ -385,9 +385,8 @@ def test_discovery_module_keeps_its_limits(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_the_readme_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    section = readme.split("## From Python", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
+    page = Path(__file__).resolve().parents[1] / "docs" / "reference" / "python.md"
+    blocks = re.findall(r"```python\n(.*?)```", page.read_text(), re.DOTALL)
     assert len(blocks) == 2
     write_rl_run(tmp_path / "run-a", batch=4, steps=3, seed=1)
     write_rl_run(tmp_path / "run-b", batch=4, steps=3, seed=1, diverge=[(1, "rewards", 0)])

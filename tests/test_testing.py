@@ -131,9 +131,8 @@ def test_importing_it_imports_no_numpy() -> None:
 
 
 def test_the_readme_pytest_gate_runs(tmp_path: Path) -> None:
-    """The README's determinism gate, run by pytest as a user would."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("## Determinism gates in CI") :]
+    """The docs' determinism gate, run by pytest as a user would."""
+    section = (REPO / "docs" / "tutorials" / "ci-gate.md").read_text(encoding="utf-8")
     code = section[section.index("```python\n") + 10 : section.index("```\n", 1)]
     (tmp_path / "test_gate.py").write_text(code)
     r = subprocess.run(
@@ -180,7 +179,7 @@ def test_a_failing_gate_shows_the_test_not_fastdiff_frames(tmp_path: Path, tb: s
 def test_the_readme_message_is_what_it_says(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+    text = (REPO / "docs" / "tutorials" / "ci-gate.md").read_text(encoding="utf-8")
     start = text.index("```\nRuns are not equal: runs/a (A)") + 4
     shown = text[start : text.index("```", start)].rstrip("\n")
     monkeypatch.chdir(tmp_path)

@@ -126,8 +126,8 @@ def test_sweep_and_rerun_read_the_dataflow_with_no_schema(runs: dict[str, Path])
 
 
 def test_the_readme_tutorial_shows_what_the_cli_prints(runs: dict[str, Path]) -> None:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    start = text.index("## Tracing a PyTorch program")
+    text = (REPO / "docs" / "tutorials" / "trace.md").read_text(encoding="utf-8")
+    start = text.index("## 2. Run it twice and compare")
     section = text[start : text.index("\n## ", start + 1)]
     for side in ("a", "b"):
         assert f"python examples/trace/train.py runs/{side} --steps 4 --unordered-from 2" in section
