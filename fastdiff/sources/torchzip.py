@@ -255,7 +255,7 @@ def read_archive(path: str, step: int, fd: int, st: os.stat_result) -> Archive:
     try:
         members = read_members(fd, st.st_size, MAX_MEMBERS)
     except ZipError as exc:
-        from . import LEGACY_TORCH
+        from .formats import LEGACY_TORCH
 
         if os.pread(fd, len(LEGACY_TORCH), 0) == LEGACY_TORCH:
             raise TorchError(
