@@ -515,12 +515,7 @@ def attach_log(spec: str, listing: RunListing, steps: StepFilter | None = None) 
             copied.append(e.file)
         else:  # the very file, written, truncated or touched since
             changed.append(e.file)
-        described_ref = BufferRef(
-            ref.path, ref.step, ref.name, ref.size, ref.dev, ref.ino, ref.mtime_ns,
-            ref.ctime_ns, ref.offset, ref.file_size, dtype, shape, ref.codec, digest,
-            ref.has_data, ref.span,
-        )  # fmt: skip
-        buffers.append(described_ref)
+        buffers.append(ref.replace(dtype=dtype, shape=shape, digest=digest))
     present = {(f.step, f.name) for f in listing.buffers}
     present.update(key for key, _ in listing.broken)
     lost = {step for step, _ in listing.lost}
