@@ -544,8 +544,8 @@ def attach_log(spec: str, listing: RunListing, steps: StepFilter | None = None) 
         path = f"{log_path}:{dump_name(e.step, e.name, NPY_SUFFIX)}"
         digest = BufferDigest(path, e.size, cs, e.chunks)
         only = BufferRef(
-            path, e.step, e.name, e.size, 0, 0, 0, 0, 0, e.size, e.dtype, e.shape, None, digest,
-            False,
+            path, e.step, e.name, e.size, 0, 0, 0, 0, dtype=e.dtype, shape=e.shape, digest=digest,
+            has_data=False,
         )  # fmt: skip
         buffers.append(only)
         used = True

@@ -277,8 +277,8 @@ def parse_manifest(doc: object, path: str) -> Manifest:
         if not header and isinstance(dtype, str) and dtype in DTYPES:
             dtypes.setdefault(buffer, dtype)
         ref = BufferRef(
-            shown, step, buffer, size, 0, 0, 0, 0, offset, offset + size,
-            dtype if header else None, shape, None, d, False,
+            shown, step, buffer, size, 0, 0, 0, 0, offset=offset, file_size=offset + size,
+            dtype=dtype if header else None, shape=shape, digest=d, has_data=False,
         )  # fmt: skip
         buffers.append(ref)
     raw_skipped = doc.get("skipped", [])

@@ -288,7 +288,7 @@ def file_buffers(path: str, step: int, name: str, fd: int, st: os.stat_result) -
     h = parse_header(head, st.st_size)
     ref = BufferRef(
         path, step, name, h.nbytes, st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns,
-        h.data_offset, st.st_size, h.dtype, h.shape, h.codec,
+        offset=h.data_offset, file_size=st.st_size, dtype=h.dtype, shape=h.shape, codec=h.codec,
     )  # fmt: skip
     return [ref]
 

@@ -101,8 +101,9 @@ def archive_buffers(path: str, step: int, fd: int, st: os.stat_result) -> list[B
             continue
         if m.method == 0:
             ref = BufferRef(
-                path, step, name, h.nbytes, dev, ino, mtime, ctime, m.data_offset + h.data_offset,
-                size, h.dtype, h.shape, h.codec,
+                path, step, name, h.nbytes, dev, ino, mtime, ctime,
+                offset=m.data_offset + h.data_offset, file_size=size, dtype=h.dtype,
+                shape=h.shape, codec=h.codec,
             )  # fmt: skip
         elif h.codec is not None:
             why = (
@@ -115,8 +116,8 @@ def archive_buffers(path: str, step: int, fd: int, st: os.stat_result) -> list[B
         else:
             codec = Deflate(m.stored, m.crc, h.data_offset)
             ref = BufferRef(
-                path, step, name, h.nbytes, dev, ino, mtime, ctime, m.data_offset, size,
-                h.dtype, h.shape, codec,
+                path, step, name, h.nbytes, dev, ino, mtime, ctime, offset=m.data_offset,
+                file_size=size, dtype=h.dtype, shape=h.shape, codec=codec,
             )  # fmt: skip
         out.append(ref)
     return out

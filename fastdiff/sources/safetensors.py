@@ -235,8 +235,8 @@ def file_buffers(path: str, step: int, fd: int, st: os.stat_result) -> list[Buff
     out = []
     for t in tensors:
         ref = BufferRef(
-            path, step, t.name, t.end - t.begin, dev, ino, mtime, ctime, t.begin, size,
-            t.dtype, t.shape,
+            path, step, t.name, t.end - t.begin, dev, ino, mtime, ctime, offset=t.begin,
+            file_size=size, dtype=t.dtype, shape=t.shape,
         )  # fmt: skip
         out.append(ref)
     return out
