@@ -32,10 +32,12 @@ two folders of raw dumps, which imports ``folder`` alone.
 
 ``sniff`` (``sources``) tries the entries in the table's order; a regular
 file none claims is a ``DEFAULT_FILE`` (whose loader says why a file is no
-manifest), a folder none claims a ``DEFAULT_FOLDER``. ``names`` and
-``folder`` read the suffixes and readers from here; no other module names
-a format's suffix (``SUFFIX`` of each, or ``suffix``). Adding a format is
-its module, its entry here and its tests.
+manifest), a folder none claims a ``DEFAULT_FOLDER``; a format
+``register``-ed is tried after the built-in ones. ``names`` and ``folder``
+read the suffixes and readers from here, and no other module spells a
+format's suffix or magic: each takes it from here (``suffix``,
+``names.RAW_SUFFIX``, ``NPY_MAGIC``, ...). Adding a format is its module,
+its entry here and its tests.
 
 This module imports nothing of fastdiff: every listing imports it.
 """
@@ -61,7 +63,7 @@ ROLES = ("open", "read", "sniff", "folder")
 
 
 class Format:
-    """One format of the table (an immutable value; module docstring).
+    """One format of the table (a value, never changed once made; module docstring).
 
     ``name``: the table's key, and ``RunSource.kind`` of a run of it;
     ``module``: the module (a dotted path) of its functions; ``what``: what
