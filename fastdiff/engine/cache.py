@@ -121,9 +121,11 @@ def _check_trusted(folder: str | os.PathLike[str], names: Iterable[str]) -> None
 
 
 def _key(f: BufferRef, chunk_size: int) -> tuple[object, ...]:
-    """An entry's key: the buffer's file, where it lies in it, and the chunk size."""
-    codec = "" if f.codec is None else repr(f.codec.key)
-    return (*f.file_key, f.offset, f.size, codec, chunk_size)
+    """An entry's key, as the table's columns hold it: the buffer's identity
+    (``BufferRef.key``: its file's, its offset and length, its codec's key,
+    stored as its ``repr``, "" for none) and the chunk size."""
+    *where, codec = f.key
+    return (*where, "" if codec is None else repr(codec), chunk_size)
 
 
 class DigestCache:

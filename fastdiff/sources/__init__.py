@@ -4,8 +4,10 @@ A ``RunSource`` is one side of a comparison as the scheduler sees it: a
 listing of buffers (``buffers.BufferRef``: a whole raw dump, a tensor of a
 container file, a manifest's entry) and the chunk size of the digests it
 knows in advance (a manifest's). ``open_run`` makes one from what a user
-names, by the table ``FORMATS``: a folder is a run folder (``folder``); a
-regular file is sniffed by its first bytes. It never raises for bad input:
+names, by the table ``FORMATS`` (``formats``: each format's suffixes, how
+it is recognised, its module): a folder is a run folder (``folder``), or
+one a format's folder test takes (a checkpoint folder); a regular file is
+sniffed by its first bytes. It never raises for bad input:
 a run that cannot be used is a source whose listing holds the error.
 Nothing below ``sources/`` knows which format a buffer came from.
 """
@@ -16,7 +18,8 @@ import os
 
 from ..model.results import Problem
 from .buffers import RunListing
-from .names import DIGEST_LOG, DUMPS, is_dump_name, split_name
+from .formats import DEFAULT_FILE, DEFAULT_FOLDER, FORMATS
+from .names import CONTAINER_SUFFIXES, DIGEST_LOG, DUMPS, is_dump_name, split_name
 from .run import RunSource, refused
 
 TYPE_CHECKING = False
@@ -25,89 +28,56 @@ if TYPE_CHECKING:
 
 __all__ = ["FORMATS", "RunSource", "folder_format", "open_run", "refused", "reopen", "sniff"]
 
-#: The run formats: name -> (module under ``fastdiff.sources``, what it is).
-#: A format's module has ``open_source(spec, steps) -> RunSource``; it is
-#: imported only when a run of that format is opened.
-FORMATS: dict[str, tuple[str, str]] = {
-    "folder": ("folder", f"a run folder of {DUMPS}"),
-    "manifest": ("manifest", "a digest manifest written by 'fastdiff hash'"),
-    "safetensors": (
-        "safetensors",
-        "a safetensors file, or a checkpoint folder of them (model.safetensors, or shards "
-        "with model.safetensors.index.json)",
-    ),
-    "npz": ("npz", "a numpy .npz archive (np.savez, np.savez_compressed)"),
-    "npy": ("npy", "a numpy .npy file (np.save): one buffer, named by the file's stem"),
-    "torch": ("torchzip", "a torch.save archive (.pt, .pth, pytorch_model.bin)"),
-}
-
-#: How a ``torch.save`` file of the format before the zip one begins (torch
-#: before 1.6, or ``_use_new_zipfile_serialization=False``): pickle protocol
-#: 2, then torch's magic number.
-LEGACY_TORCH = b"\x80\x02\x8a\x0a" + (0x1950A86A20F9469CFC6C).to_bytes(10, "little")
-#: Bytes read to tell a file's format.
+#: Bytes read to tell a file's format: every magic of the table lies in them.
 _SNIFF = 64
 
 
 def sniff(path: str) -> str:
-    """The format of a regular file, from its first bytes (``FORMATS``): a
-    safetensors header, a zip archive (an ``.npz`` when its members are
-    ``.npy`` arrays, else a ``torch.save`` archive), a ``torch.save`` file of
-    the legacy format (which that reader refuses), an ``.npy`` array (numpy's
-    magic), else a manifest, whose
-    loader says why a file is not one. A file that cannot be read is left
-    to the manifest loader too, which names the trouble."""
+    """The format of a regular file, from its first bytes: the first format of
+    ``FORMATS`` whose magic they match and whose content test (if it has
+    one) takes the file: a safetensors header, a zip archive (an ``.npz``
+    when its members are ``.npy`` arrays, else a ``torch.save`` archive), a
+    ``torch.save`` file of the legacy format (which that reader refuses),
+    an ``.npy`` array (numpy's magic); else a manifest (``DEFAULT_FILE``),
+    whose loader says why a file is not one. A file that cannot be read is
+    left to the manifest loader too, which names the trouble."""
     from .reader import open_fd
 
     try:
         fd = open_fd(path)
     except OSError:
-        return "manifest"
+        return DEFAULT_FILE
     try:
         head = os.pread(fd, _SNIFF, 0)
         size = os.fstat(fd).st_size
-        # safetensors: an 8-byte little-endian header length that fits, then "{".
-        n = int.from_bytes(head[:8], "little")
-        if len(head) > 8 and head[8:9] == b"{" and 2 <= n <= size - 8:
-            return "safetensors"
-        if head[:4] in (b"PK\x03\x04", b"PK\x05\x06"):  # a zip archive
-            from .ziparchive import ZipError, read_members
-
-            try:
-                names = [m.name for m in read_members(fd, size, local=False)]
-            except ZipError:
-                return "torch"  # its reader says what is wrong
-            # An archive of no members is np.savez() of nothing: torch.save
-            # always writes its data.pkl.
-            return "npz" if all(n.endswith(".npy") for n in names) else "torch"
-        if head.startswith(LEGACY_TORCH):  # refused there, saying what it is
-            return "torch"
-        from .npy import MAGIC as NPY_MAGIC
-
-        if head.startswith(NPY_MAGIC):
-            return "npy"
+        for fmt in FORMATS.values():
+            if fmt.matches(head) and (fmt.sniff is None or fmt.function("sniff")(head, fd, size)):
+                return fmt.name
     except OSError:
         pass
     finally:
         os.close(fd)
-    return "manifest"
+    return DEFAULT_FILE
 
 
 def folder_format(path: str) -> str:
-    """``folder``, or ``safetensors`` for a checkpoint folder: one that holds
-    no dump but ``*.safetensors`` files or their index."""
+    """The format of a folder: ``folder`` (``DEFAULT_FOLDER``) when it holds a
+    dump, else the first format of ``FORMATS`` whose folder test takes its
+    entries (``safetensors``: a checkpoint folder of ``*.safetensors``
+    files or their index), else ``folder``."""
     try:
         with os.scandir(path) as it:
             names = []
             for entry in it:
                 if is_dump_name(entry.name):
-                    return "folder"
+                    return DEFAULT_FOLDER
                 names.append(entry.name)
     except OSError:
-        return "folder"  # its listing says what is wrong
-    from .safetensors import is_checkpoint_folder
-
-    return "safetensors" if is_checkpoint_folder(names) else "folder"
+        return DEFAULT_FOLDER  # its listing says what is wrong
+    for fmt in FORMATS.values():
+        if fmt.folder is not None and fmt.function("folder")(names):
+            return fmt.name
+    return DEFAULT_FOLDER
 
 
 def open_run(spec: str | os.PathLike[str], steps: StepFilter | None = None) -> RunSource:
@@ -121,16 +91,14 @@ def open_run(spec: str | os.PathLike[str], steps: StepFilter | None = None) -> R
     """
     s = os.fspath(spec)
     if not os.path.isfile(s):
-        fmt = folder_format(s) if os.path.isdir(s) else "folder"
+        fmt = folder_format(s) if os.path.isdir(s) else DEFAULT_FOLDER
     else:
         parts = split_name(os.path.basename(s))
         if parts is not None and parts[1] is not None:
             folder = os.path.dirname(s) or os.curdir
             return refused(s, f"this is a dump file; pass its folder {folder} instead", "error")
         fmt = sniff(s)
-    # __import__, not importlib's import_module: importlib costs a start-up import.
-    module = __import__(f"{__name__}.{FORMATS[fmt][0]}", fromlist=("open_source",))
-    return module.open_source(s, steps)  # type: ignore[no-any-return]
+    return FORMATS[fmt].function("open")(s, steps)  # type: ignore[no-any-return]
 
 
 def reopen(src: RunSource) -> RunSource:
@@ -200,7 +168,7 @@ def no_dumps_problem(src: RunSource, side: str | None, subfolder: str | None = N
         what = "give the folder that holds them"
     files = [
         os.path.basename(s.path) for s in src.listing.skipped
-        if s.path.endswith((".safetensors", ".npz", ".pt", ".pth"))
+        if s.path.endswith(tuple(CONTAINER_SUFFIXES))
     ]  # fmt: skip
     if files:  # tensor files that are not one checkpoint: each may be a run
         shown_files = ", ".join(files[:3]) + (f" and {len(files) - 3:,} more" if files[3:] else "")

@@ -190,12 +190,9 @@ class BufferRef:
         )
 
     def __reduce__(self) -> tuple[type[BufferRef], tuple[object, ...]]:
-        # Sent to worker processes: slots classes pickle by their fields.
-        return BufferRef, (
-            self.path, self.step, self.name, self.size, self.dev, self.ino, self.mtime_ns,
-            self.ctime_ns, self.offset, self.file_size, self.dtype, self.shape, self.codec,
-            self.digest, self.has_data, None,
-        )  # fmt: skip
+        # Sent to worker processes: slots classes pickle by their fields, all
+        # but the span (an identity within one listing: the copy is its own).
+        return BufferRef, (*_ref_fields(self)[:-1], None)
 
     @property
     def whole_file(self) -> bool:
@@ -209,18 +206,39 @@ class BufferRef:
 
     @property
     def key(self) -> tuple[object, ...]:
-        """The buffer's identity: its file's, with the offset, the length and
-        the codec (what a digest cache keys an entry by)."""
+        """The buffer's identity, where its bytes are: its file's
+        (``file_key``), with the offset, the length and the codec's key (None:
+        a plain byte range). The digest cache keys an entry by it
+        (``engine.cache``); two buffers of one key are the same bytes."""
         codec = None if self.codec is None else self.codec.key
         return (*self.file_key, self.offset, self.size, codec)
 
+    def replace(self, **changes: Any) -> BufferRef:
+        """A copy with the given fields changed (by their names, those of
+        ``__init__``); every other field, the span among them, is kept."""
+        fields = dict(zip(REF_FIELDS, _ref_fields(self), strict=True))
+        fields.update(changes)
+        return BufferRef(**fields)
+
     def with_digest(self, digest: BufferDigest | None) -> BufferRef:
         """This buffer with ``digest`` known in advance."""
-        return BufferRef(
-            self.path, self.step, self.name, self.size, self.dev, self.ino, self.mtime_ns,
-            self.ctime_ns, self.offset, self.file_size, self.dtype, self.shape, self.codec,
-            digest, self.has_data, self.span,
-        )  # fmt: skip
+        return self.replace(digest=digest)
+
+
+#: A buffer reference's fields, in the order of ``BufferRef.__init__``.
+REF_FIELDS = (
+    "path", "step", "name", "size", "dev", "ino", "mtime_ns", "ctime_ns", "offset", "file_size",
+    "dtype", "shape", "codec", "digest", "has_data", "span",
+)  # fmt: skip
+
+
+def _ref_fields(ref: BufferRef) -> tuple[object, ...]:
+    """``ref``'s fields, in the order of ``REF_FIELDS``."""
+    return (
+        ref.path, ref.step, ref.name, ref.size, ref.dev, ref.ino, ref.mtime_ns, ref.ctime_ns,
+        ref.offset, ref.file_size, ref.dtype, ref.shape, ref.codec, ref.digest, ref.has_data,
+        ref.span,
+    )  # fmt: skip
 
 
 class Unread:

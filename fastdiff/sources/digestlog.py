@@ -67,7 +67,7 @@ from ..model.findings import Note, NoteKind
 from ..model.results import Problem
 from ..options import check_chunk_size
 from .buffers import BufferDigest, BufferRef, RunListing, step_filter
-from .names import DIGEST_LOG, dump_name
+from .names import DIGEST_LOG, NPY_SUFFIX, dump_name
 from .run import RunSource
 
 TYPE_CHECKING = False
@@ -303,7 +303,7 @@ def parse_line(raw: bytes, lineno: int = 0) -> LogEntry:
     name, file, dtype = fields["name"], fields["file"], fields["dtype"]
     if not isinstance(name, str) or not name or "/" in name or "\0" in name:
         raise LogLineError("name must be a buffer name")
-    if file is not None and file != dump_name(step, name, ".npy"):
+    if file is not None and file != dump_name(step, name, NPY_SUFFIX):
         raise LogLineError("file is not the dump name of its step and name")
     if not isinstance(dtype, str) or dtype not in DTYPES:
         raise LogLineError(f"unknown dtype {dtype!r}")
@@ -456,7 +456,7 @@ def _described(ref: BufferRef, e: LogEntry) -> tuple[str | None, tuple[int, ...]
         if ref.dtype != e.dtype or ref.shape != e.shape:
             return None
         return ref.dtype, ref.shape
-    if not ref.path.endswith(".npy"):
+    if not ref.path.endswith(NPY_SUFFIX):
         return None, None
     head = _listed_npy_header(ref)
     if head is None or head != (DTYPES[e.dtype].itemsize, e.shape):
@@ -515,12 +515,7 @@ def attach_log(spec: str, listing: RunListing, steps: StepFilter | None = None) 
             copied.append(e.file)
         else:  # the very file, written, truncated or touched since
             changed.append(e.file)
-        described_ref = BufferRef(
-            ref.path, ref.step, ref.name, ref.size, ref.dev, ref.ino, ref.mtime_ns,
-            ref.ctime_ns, ref.offset, ref.file_size, dtype, shape, ref.codec, digest,
-            ref.has_data, ref.span,
-        )  # fmt: skip
-        buffers.append(described_ref)
+        buffers.append(ref.replace(dtype=dtype, shape=shape, digest=digest))
     present = {(f.step, f.name) for f in listing.buffers}
     present.update(key for key, _ in listing.broken)
     lost = {step for step, _ in listing.lost}
@@ -529,7 +524,7 @@ def attach_log(spec: str, listing: RunListing, steps: StepFilter | None = None) 
     for key, (first, second) in conflicts.items():
         if key in present or key[0] in lost:
             continue
-        where = f"{log_path}:{dump_name(key[0], key[1], '.npy')}"
+        where = f"{log_path}:{dump_name(key[0], key[1], NPY_SUFFIX)}"
         problem = Problem(
             where,
             f"lines {first} and {second} of the digest log record this dump differently and "
@@ -546,11 +541,11 @@ def attach_log(spec: str, listing: RunListing, steps: StepFilter | None = None) 
         if e.chunk_size != cs:
             other_cs += 1
             continue
-        path = f"{log_path}:{dump_name(e.step, e.name, '.npy')}"
+        path = f"{log_path}:{dump_name(e.step, e.name, NPY_SUFFIX)}"
         digest = BufferDigest(path, e.size, cs, e.chunks)
         only = BufferRef(
-            path, e.step, e.name, e.size, 0, 0, 0, 0, 0, e.size, e.dtype, e.shape, None, digest,
-            False,
+            path, e.step, e.name, e.size, 0, 0, 0, 0, dtype=e.dtype, shape=e.shape, digest=digest,
+            has_data=False,
         )  # fmt: skip
         buffers.append(only)
         used = True

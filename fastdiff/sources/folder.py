@@ -25,6 +25,7 @@ import stat
 from ..model.results import Problem, Skipped
 from ..textkit.escape import is_utf8
 from .buffers import BufferRef, RunListing, Unread, step_filter
+from .formats import BUFFER, FORMATS
 from .names import DIGEST_LOG, DUMP_PATTERN, MAX_STEP_DIGITS, split_name
 from .reader import read_regular
 from .run import RunSource
@@ -230,24 +231,14 @@ def list_entries(root: str, names: Iterable[str], steps: StepFilter | None = Non
     )  # fmt: skip
 
 
-#: The module and function that list the buffers of a file of each format
-#: other than raw: ``(path, step, fd, stat) -> [BufferRef]``, raising a
-#: ValueError of the format's when its header is refused.
-_READERS = {
-    "npy": ("npy", "file_buffers"),
-    "safetensors": ("safetensors", "file_buffers"),
-    "npz": ("npz", "archive_buffers"),
-    "torch": ("torchzip", "archive_buffers"),
-}
-
-
 def headed_buffers(path: str, step: int, name: str | None, fmt: str) -> list[BufferRef | Unread]:
-    """The buffers of a dump whose file says what it holds (an ``.npy``: the
-    one buffer ``name``; a container: its tensors), read from its header;
-    raises OSError, or the format's ValueError."""
-    module, function = _READERS[fmt]
-    read = getattr(__import__(f"{__package__}.{module}", fromlist=(function,)), function)
-    head = (path, step, name) if fmt == "npy" else (path, step)
+    """The buffers of a dump of format ``fmt`` whose file says what it holds
+    (an ``.npy``: the one buffer ``name``; a container: its tensors), read
+    from its header by the format's reader (``formats.FORMATS``); raises
+    OSError, or the format's ValueError."""
+    entry = FORMATS[fmt]
+    read = entry.function("read")
+    head = (path, step, name) if entry.dump == BUFFER else (path, step)
     return read_regular(  # type: ignore[no-any-return]
         path,
         lambda fd, st: read(*head, fd, st),

@@ -36,7 +36,7 @@ from ..options import check_chunk_size
 from ..schema import Schema
 from ..schemafile import parse_schema
 from .buffers import BufferDigest, BufferRef, RunListing, step_filter
-from .names import DUMP_PATTERN, DUMPS, MAX_STEP_DIGITS, split_name
+from .names import DUMP_PATTERN, DUMPS, MAX_STEP_DIGITS, RAW_SUFFIX, split_name
 from .ranks import parse_rank
 from .run import RunSource, refused
 
@@ -277,8 +277,8 @@ def parse_manifest(doc: object, path: str) -> Manifest:
         if not header and isinstance(dtype, str) and dtype in DTYPES:
             dtypes.setdefault(buffer, dtype)
         ref = BufferRef(
-            shown, step, buffer, size, 0, 0, 0, 0, offset, offset + size,
-            dtype if header else None, shape, None, d, False,
+            shown, step, buffer, size, 0, 0, 0, 0, offset=offset, file_size=offset + size,
+            dtype=dtype if header else None, shape=shape, digest=d, has_data=False,
         )  # fmt: skip
         buffers.append(ref)
     raw_skipped = doc.get("skipped", [])
@@ -393,9 +393,9 @@ def open_source(spec: str, steps: StepFilter | None = None) -> RunSource:
         m = load_manifest(spec)
     except ManifestError as exc:
         msg = str(exc).removeprefix(f"{spec}: ")
-        if isinstance(exc, NotAManifest) and base.lower().endswith(".bin"):
+        if isinstance(exc, NotAManifest) and base.lower().endswith(RAW_SUFFIX):
             msg = (
-                f"not a run folder, nor a fastdiff manifest ({msg}); a .bin file is data: "
+                f"not a run folder, nor a fastdiff manifest ({msg}); a {RAW_SUFFIX} file is data: "
                 f"pass the run folder that holds the {DUMP_PATTERN} dumps"
             )
         elif isinstance(exc, NotAManifest):

@@ -11,6 +11,9 @@ A run folder holds, per step N (ASCII digits, any number up to
   file (safetensors, a ``torch.save`` archive, an ``.npz``) whose tensors
   are step N's buffers.
 
+The suffixes, and the format of each, are the format table's
+(``formats.FORMATS``): a format added there is listed here too.
+
 ``name`` is at least one character, any character (a dot, a newline).
 Names starting with ``.`` are hidden: a recorder's temporaries and its
 digest log (``DIGEST_LOG``), a tracer's dataflow (``DATAFLOW``) and
@@ -21,11 +24,14 @@ file.
 
 from __future__ import annotations
 
+from .formats import BUFFER_SUFFIXES, CONTAINER_SUFFIXES
+from .formats import suffix as format_suffix
+
 PREFIX = "step_"
-#: The suffix of one buffer per file, and what the file holds.
-BUFFER_SUFFIXES = {".bin": "raw", ".npy": "npy"}
-#: The suffixes of container files, one per step, and their format.
-CONTAINER_SUFFIXES = {".safetensors": "safetensors", ".pt": "torch", ".pth": "torch", ".npz": "npz"}
+#: The suffix of a raw dump (the usual one), and of an ``.npy`` dump.
+RAW_SUFFIX = format_suffix("raw")
+NPY_SUFFIX = format_suffix("npy")
+_RAW_LEN = len(RAW_SUFFIX)
 #: Step numbers of more digits are refused (an error, never a skip): below
 #: the smallest limit Python may put on int/str conversions (640 digits), and
 #: far above the 255 bytes most file systems allow a file name.
@@ -42,9 +48,9 @@ DATAFLOW = ".fastdiff-dataflow.toml"
 SEQUENCE_LOG = ".fastdiff-sequence.jsonl"
 
 #: How messages name a dump.
-DUMP_PATTERN = "step_<N>_<name>.bin"
+DUMP_PATTERN = f"{PREFIX}<N>_<name>{RAW_SUFFIX}"
 #: How messages name what a run folder holds.
-DUMPS = "step_<N>_<name>.bin dumps"
+DUMPS = f"{DUMP_PATTERN} dumps"
 
 
 def split_name(filename: str) -> tuple[str, str | None, str] | None:
@@ -52,14 +58,15 @@ def split_name(filename: str) -> tuple[str, str | None, str] | None:
     name, else None. The digits are not checked against ``MAX_STEP_DIGITS``."""
     if not filename.startswith(PREFIX):
         return None
-    if filename.endswith(".bin"):  # the usual case, first
+    if filename.endswith(RAW_SUFFIX):  # the usual case, first
+        end = len(filename) - _RAW_LEN
         sep = filename.find("_", 5)
-        if sep <= 5 or sep + 1 >= len(filename) - 4:
+        if sep <= 5 or sep + 1 >= end:
             return None
         digits = filename[5:sep]
         if not (digits.isascii() and digits.isdigit()):
             return None
-        return digits, filename[sep + 1 : -4], "raw"
+        return digits, filename[sep + 1 : end], "raw"
     dot = filename.rfind(".")
     if dot < 0:
         return None
@@ -117,11 +124,12 @@ def is_dump_name(filename: str) -> bool:
     return split_name(filename) is not None
 
 
-def dump_name(step: int, name: str, suffix: str = ".bin") -> str:
-    """The file name of buffer ``name`` at ``step`` (``suffix``: ``.bin`` or ``.npy``)."""
+def dump_name(step: int, name: str, suffix: str = RAW_SUFFIX) -> str:
+    """The file name of buffer ``name`` at ``step`` (``suffix``: ``RAW_SUFFIX``,
+    ``NPY_SUFFIX``: one of ``BUFFER_SUFFIXES``)."""
     return f"{PREFIX}{step}_{name}{suffix}"
 
 
 def container_name(step: int, suffix: str) -> str:
-    """The file name of step ``step``'s container (``suffix``: ``.safetensors``, ...)."""
+    """The file name of step ``step``'s container (``suffix``: one of ``CONTAINER_SUFFIXES``)."""
     return f"{PREFIX}{step}{suffix}"

@@ -26,6 +26,7 @@ import struct
 
 from ..dtypes import from_descr
 from .buffers import BufferRef, Strided
+from .formats import NPY_MAGIC
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -34,7 +35,8 @@ if TYPE_CHECKING:
     from .buffers import StepFilter
     from .run import RunSource
 
-MAGIC = b"\x93NUMPY"
+#: numpy's magic (the format table's, ``formats.FORMATS``).
+MAGIC = NPY_MAGIC
 #: numpy's own default cap on a header it reads (``max_header_size``).
 MAX_HEADER_SIZE = 10_000
 #: Bytes read first: the magic, the version and the header length.
@@ -286,7 +288,7 @@ def file_buffers(path: str, step: int, name: str, fd: int, st: os.stat_result) -
     h = parse_header(head, st.st_size)
     ref = BufferRef(
         path, step, name, h.nbytes, st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns,
-        h.data_offset, st.st_size, h.dtype, h.shape, h.codec,
+        offset=h.data_offset, file_size=st.st_size, dtype=h.dtype, shape=h.shape, codec=h.codec,
     )  # fmt: skip
     return [ref]
 

@@ -21,6 +21,7 @@ import os
 import zlib
 
 from .buffers import BufferRef, Deflate, Unread
+from .names import NPY_SUFFIX
 from .npy import MAX_HEADER_SIZE, PREAMBLE, NpyError, parse_header
 from .run import file_source
 from .ziparchive import ZipError, read_members
@@ -64,6 +65,19 @@ def _head(fd: int, m: ZipMember) -> bytes:
     return out
 
 
+def sniff(head: bytes, fd: int, size: int) -> bool:
+    """Whether a zip archive (its magic in ``formats.FORMATS``) of ``size``
+    bytes, open as ``fd``, is an ``.npz``: every member an ``.npy`` array.
+    An archive of no members is ``np.savez()`` of nothing (``torch.save``
+    always writes its ``data.pkl``); one ``ziparchive`` refuses is not one
+    (the ``torch.save`` reader then says what is wrong)."""
+    try:
+        names = [m.name for m in read_members(fd, size, local=False)]
+    except ZipError:
+        return False
+    return all(n.endswith(NPY_SUFFIX) for n in names)
+
+
 def archive_buffers(path: str, step: int, fd: int, st: os.stat_result) -> list[BufferRef | Unread]:
     """The buffers of an open ``.npz`` file (at ``step``), in archive order:
     a member whose own header or stream is refused is an ``Unread`` (an
@@ -74,12 +88,12 @@ def archive_buffers(path: str, step: int, fd: int, st: os.stat_result) -> list[B
     except ZipError as exc:
         raise NpzError(str(exc)) from None
     for m in members:
-        if not m.name.endswith(".npy"):
+        if not m.name.endswith(NPY_SUFFIX):
             raise NpzError(f"member {m.name!r} is not an .npy array")
     out: list[BufferRef | Unread] = []
     dev, ino, mtime, ctime, size = st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size
     for m in members:
-        name = m.name[:-4]
+        name = m.name[: -len(NPY_SUFFIX)]
         try:
             h = parse_header(_head(fd, m), m.size)
         except (NpyError, NpzError) as exc:
@@ -87,8 +101,9 @@ def archive_buffers(path: str, step: int, fd: int, st: os.stat_result) -> list[B
             continue
         if m.method == 0:
             ref = BufferRef(
-                path, step, name, h.nbytes, dev, ino, mtime, ctime, m.data_offset + h.data_offset,
-                size, h.dtype, h.shape, h.codec,
+                path, step, name, h.nbytes, dev, ino, mtime, ctime,
+                offset=m.data_offset + h.data_offset, file_size=size, dtype=h.dtype,
+                shape=h.shape, codec=h.codec,
             )  # fmt: skip
         elif h.codec is not None:
             why = (
@@ -101,8 +116,8 @@ def archive_buffers(path: str, step: int, fd: int, st: os.stat_result) -> list[B
         else:
             codec = Deflate(m.stored, m.crc, h.data_offset)
             ref = BufferRef(
-                path, step, name, h.nbytes, dev, ino, mtime, ctime, m.data_offset, size,
-                h.dtype, h.shape, codec,
+                path, step, name, h.nbytes, dev, ino, mtime, ctime, offset=m.data_offset,
+                file_size=size, dtype=h.dtype, shape=h.shape, codec=codec,
             )  # fmt: skip
         out.append(ref)
     return out

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 
 from ..model.results import Problem, Skipped
+from .names import DUMPS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -164,7 +165,7 @@ def split_ranks(src: RunSource, open_rank: OpenRun | None = None) -> RankedRun |
         problems.append(
             Problem(
                 src.spec,
-                f"holds both step_<N>_<name>.bin dumps and rank folders "
+                f"holds both {DUMPS} and rank folders "
                 f"({', '.join(os.path.basename(p) for _, p in found[:3])}); a run of several "
                 "ranks keeps each rank's dumps in its rank_<R> folder: move these dumps into "
                 "theirs, or compare one rank's folder",

@@ -28,6 +28,7 @@ import os
 from ..dtypes import from_safetensors
 from ..model.results import Problem
 from .buffers import BufferRef, RunListing, step_filter
+from .formats import suffix
 from .run import RunSource, refused
 
 TYPE_CHECKING = False
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
 
     from .buffers import StepFilter
 
+#: How a safetensors file is named (``formats.FORMATS``).
+SUFFIX = suffix("safetensors")
 #: safetensors' own cap on a header (``MAX_HEADER_SIZE`` in tensor.rs).
 MAX_HEADER_SIZE = 100_000_000
 #: A file lists at most this many tensors (each costs about a kilobyte to
@@ -104,6 +107,15 @@ class Tensor:
         self.shape = shape
         self.begin = begin
         self.end = end
+
+
+def sniff(head: bytes, fd: int, size: int) -> bool:
+    """Whether a file of ``size`` bytes whose first bytes ``head`` put ``{``
+    after 8 bytes (its magic in ``formats.FORMATS``) is a safetensors file:
+    those 8 bytes, a little-endian header length, fit in the file. Its
+    reader checks the rest."""
+    n = int.from_bytes(head[:8], "little")
+    return 2 <= n <= size - 8
 
 
 def parse_header(fd: int, file_size: int) -> list[Tensor]:
@@ -223,8 +235,8 @@ def file_buffers(path: str, step: int, fd: int, st: os.stat_result) -> list[Buff
     out = []
     for t in tensors:
         ref = BufferRef(
-            path, step, t.name, t.end - t.begin, dev, ino, mtime, ctime, t.begin, size,
-            t.dtype, t.shape,
+            path, step, t.name, t.end - t.begin, dev, ino, mtime, ctime, offset=t.begin,
+            file_size=size, dtype=t.dtype, shape=t.shape,
         )  # fmt: skip
         out.append(ref)
     return out
@@ -259,7 +271,7 @@ def _read_index(folder: str) -> dict[str, str]:
     for tensor, shard in weight_map.items():
         if (
             not isinstance(shard, str)
-            or not shard.endswith(".safetensors")
+            or not shard.endswith(SUFFIX)
             or "/" in shard
             or "\\" in shard
             or "\0" in shard
@@ -275,7 +287,7 @@ def _read_index(folder: str) -> dict[str, str]:
 def _shard_of(name: str) -> tuple[str, str] | None:
     """``(model, total)`` of a shard's name as exporters write it
     (``model-00001-of-00003.safetensors``), else None."""
-    parts = name[: -len(".safetensors")].rsplit("-", 3)
+    parts = name[: -len(SUFFIX)].rsplit("-", 3)
     if len(parts) != 4 or parts[2] != "of" or not (parts[1].isdigit() and parts[3].isdigit()):
         return None
     return parts[0], parts[3]
@@ -290,7 +302,7 @@ def _absent_shards(files: list[str]) -> list[str]:
         of = _shard_of(name)
         if of is None:
             continue
-        number = name[: -len(".safetensors")].rsplit("-", 3)[1]
+        number = name[: -len(SUFFIX)].rsplit("-", 3)[1]
         found.setdefault(of, set()).add(int(number))
         widths[of] = len(number)
     absent = []
@@ -299,7 +311,7 @@ def _absent_shards(files: list[str]) -> list[str]:
             continue  # no exporter writes so many: not a count to enumerate
         width = widths[(model, total)]
         absent += [
-            f"{model}-{k:0{width}d}-of-{total}.safetensors"
+            f"{model}-{k:0{width}d}-of-{total}{SUFFIX}"
             for k in range(1, int(total) + 1)
             if k not in numbers
         ]
@@ -316,7 +328,7 @@ def is_checkpoint_folder(names: Iterable[str]) -> bool:
     for n in names:
         if n == INDEX:
             return True
-        if n.endswith(".safetensors"):
+        if n.endswith(SUFFIX):
             files.append(n)
     if len(files) <= 1:
         return bool(files)
@@ -347,7 +359,7 @@ def folder_listing(folder: str, names: list[str]) -> RunListing:
         shards = sorted(set(weight_map.values()))
     else:
         weight_map = {}
-        shards = sorted(n for n in names if n.endswith(".safetensors"))
+        shards = sorted(n for n in names if n.endswith(SUFFIX))
         for shard in _absent_shards(shards):
             path = os.path.join(folder, shard)
             problem = Problem(

@@ -255,7 +255,7 @@ def read_archive(path: str, step: int, fd: int, st: os.stat_result) -> Archive:
     try:
         members = read_members(fd, st.st_size, MAX_MEMBERS)
     except ZipError as exc:
-        from . import LEGACY_TORCH
+        from .formats import LEGACY_TORCH
 
         if os.pread(fd, len(LEGACY_TORCH), 0) == LEGACY_TORCH:
             raise TorchError(
@@ -325,8 +325,8 @@ def read_archive(path: str, step: int, fd: int, st: os.stat_result) -> Archive:
     first: dict[tuple[object, ...], BufferRef] = {}
     for name, shape, dtype, view in placed:
         ref = BufferRef(
-            path, step, name, view[1], dev, ino, mtime, ctime, view[0], size, dtype, shape,
-            view[4], span=first.get(view),
+            path, step, name, view[1], dev, ino, mtime, ctime, offset=view[0], file_size=size,
+            dtype=dtype, shape=shape, codec=view[4], span=first.get(view),
         )  # fmt: skip
         if count[view] > 1:
             first.setdefault(view, ref)
