@@ -180,7 +180,7 @@
     var view = views[st.v], top = box.scrollTop, left = box.scrollLeft;
     columns(view);
     /* cells as wide as the box allows, between 12 and 36 pixels */
-    var avail = (box.clientWidth || 900) - 90, n = Math.max(1, st.cols.length);
+    var avail = (box.parentNode.clientWidth || 900) - 96, n = Math.max(1, st.cols.length);
     box.style.setProperty("--cellw", Math.max(12, Math.min(36, Math.floor(avail / n) - 2)) + "px");
     box.replaceChildren();
     head = header();
