@@ -759,11 +759,11 @@ def _facts(b: BufferResult) -> str:
             rows.append((label, _t(text)))
     if b.ranges:
         more = f" of {b.n_ranges:,}" if b.n_ranges and b.n_ranges > len(b.ranges) else ""
-        shown = " ".join(f"[{lo:,}, {hi:,})" for lo, hi in b.ranges)
+        shown = " ".join(f"[{lo}, {hi})" for lo, hi in b.ranges)  # indices: no separators
         rows.append((f"ranges ({len(b.ranges):,}{more})", shown))
     if b.rows:
         more = f" of {b.n_rows:,}" if b.n_rows and b.n_rows > len(b.rows) else ""
-        rows.append((f"rows ({len(b.rows):,}{more})", ", ".join(f"{r:,}" for r in b.rows)))
+        rows.append((f"rows ({len(b.rows):,}{more})", ", ".join(map(str, b.rows))))
     role = role_text(b)
     if role:
         rows.append(("role", _h(role)))
@@ -786,7 +786,7 @@ def _fields(b: BufferResult) -> str:
         d = f.max_abs_delta
         delta = "-" if d is None else (f"{d:.6g}" if isinstance(d, float) else str(d))
         out.append(
-            f"<tr><td><code>{_t(f.name)}</code></td><td>[{f.start:,}, {f.stop:,})</td>"
+            f"<tr><td><code>{_t(f.name)}</code></td><td>[{f.start}, {f.stop})</td>"
             f"<td>{f.n_diff:,}</td><td>{ulp}</td><td>{delta}</td></tr>"
         )
     out.append("</tbody></table>")
