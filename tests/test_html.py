@@ -144,7 +144,7 @@ def test_a_long_run_makes_a_light_page() -> None:
     assert any("e" in g["cells"] for g in view["groups"])  # the unreadable buffer
 
 
-def test_the_first_option_and_verbose_change_only_the_list() -> None:
+def test_first_changes_only_the_list_of_buffers() -> None:
     report = long_report(steps=1100)
     whole, first = render_html(report), render_html(report, first=True)
     assert first.count('<details class="buf') == 1 < whole.count('<details class="buf')
