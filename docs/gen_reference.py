@@ -25,9 +25,7 @@ this script has no words for (an exit code, a fact without a comment, a way
 of writing a JSON value) stops it with an error, so nothing new goes
 undocumented. ``tests/test_docs.py`` checks the pages are current, and
 the MkDocs hook (``on_pre_build`` below, named in ``mkdocs.yml``) refuses to
-build from pages that are not current. ``on_config`` puts
-``guides/html-report.md`` (written in another branch) in the nav once it
-exists.
+build from pages that are not current.
 """
 
 from __future__ import annotations
@@ -522,22 +520,6 @@ def main(argv: list[str]) -> int:
             path.write_text(text, encoding="utf-8")
             print(f"wrote {path.relative_to(ROOT)}")
     return 0
-
-
-#: A page another branch writes: in the nav once it exists (``on_config``).
-HTML_REPORT = ("How-to guides", "Make an HTML report", "guides/html-report.md")
-
-
-def on_config(config: dict, **kwargs: object) -> dict:
-    """MkDocs hook: add the HTML report's guide to the nav when its page exists."""
-    section, title, name = HTML_REPORT
-    if (Path(config["docs_dir"]) / name).exists():
-        for entry in config["nav"] or []:
-            if isinstance(entry, dict) and section in entry:
-                pages = entry[section]
-                if not any(name in item.values() for item in pages if isinstance(item, dict)):
-                    pages.append({title: name})
-    return config
 
 
 def on_pre_build(config: object, **kwargs: object) -> None:

@@ -146,7 +146,7 @@ def test_every_command_names_the_unknown_option_first(args: tuple[str, ...], lin
         (
             ("--format", "json", "compare", RUN, RUN),
             "unknown option '--format' before the command; it is an option of compare, watch, "
-            "sweep, stats, bench: give it after the command's name (see 'fastdiff --help')",
+            "sweep, rerun, stats, bench: give it after the command's name (see 'fastdiff --help')",
         ),
         (("--debug", "--xyz"), "unknown option '--xyz' (see 'fastdiff --help')"),
         (
@@ -284,7 +284,10 @@ def test_every_command_and_top_level_option_has_a_one_line_help() -> None:
 @pytest.mark.parametrize(
     ("args", "shown"),
     [
-        (("compare", "--help"), "--format {text,json}  text: the report for people (default);"),
+        (
+            ("compare", "--help"),
+            "--format {text,json,html}\n                        text: the report",
+        ),
         (("stats", "--help"), "--format {text,json}  text: tables for people (default); json:"),
         (("bench", "--help"), "--format {text,json}  text: the method and a table (default);"),
         (("sweep", "--help"), "--no-progress         no progress, even when stderr is a"),

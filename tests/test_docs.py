@@ -117,25 +117,12 @@ def test_the_schema_reference_lists_every_key() -> None:
 
 
 def test_every_page_is_in_the_nav() -> None:
-    """``mkdocs build --strict`` (CI) refuses a page left out; this says so sooner.
-    guides/html-report.md, written in another branch, is added by the hook."""
+    """``mkdocs build --strict`` (CI) refuses a page left out; this says so sooner."""
     config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     nav = set(re.findall(r"^\s*- [^:]+: (\S+\.md)$", config, re.MULTILINE))
     pages = {str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md")}
-    assert pages - {"guides/html-report.md"} == nav
+    assert pages == nav
     assert all((DOCS / name).exists() for name in nav)
-
-
-def test_the_html_report_page_joins_the_nav_when_it_exists(tmp_path: Path) -> None:
-    gen = generator()
-    nav = [{"Home": "index.md"}, {"How-to guides": [{"Watch": "guides/watch.md"}]}]
-    config = {"nav": nav, "docs_dir": str(tmp_path)}
-    gen.on_config(config)
-    assert nav[1]["How-to guides"] == [{"Watch": "guides/watch.md"}]
-    (tmp_path / "guides").mkdir()
-    (tmp_path / "guides" / "html-report.md").write_text("# HTML\n")
-    gen.on_config(config)
-    assert nav[1]["How-to guides"][-1] == {"Make an HTML report": "guides/html-report.md"}
 
 
 def test_the_site_is_not_committed() -> None:

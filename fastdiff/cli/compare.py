@@ -32,9 +32,10 @@ ARGUMENTS = (
     Arg("run_b", metavar="RUN_B", help="folder (or manifest) of the second run"),
     Arg(
         "--format",
-        choices=("text", "json"),
+        choices=("text", "json", "html"),
         default="text",
-        help="text: the report for people (default); json: one JSON object",
+        help="text: the report for people (default); json: one JSON object; html: one "
+        "self-contained page (to stdout: redirect it to a file)",
     ),
     VERBOSE,
     PLOT,
@@ -52,6 +53,10 @@ def run(args: Namespace) -> int:
         from .output import check_plot_path
 
         check_plot_path(args.plot, [args.run_a, args.run_b])
+    if args.format == "html":
+        from .output import check_page_stdout
+
+        check_page_stdout([args.run_a, args.run_b])
     options = options_of(args)
     cache = digest_cache(args, [args.run_a, args.run_b])
     try:
@@ -67,6 +72,10 @@ def run(args: Namespace) -> int:
         from ..render.json import render_json
 
         text = render_json(report, first=args.first)
+    elif args.format == "html":
+        from ..render.html import render_html
+
+        text = render_html(report, args.verbose, first=args.first)
     else:
         from ..render.text import render_text
 

@@ -40,6 +40,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "--json": ("--format json", "--format jsonl"),
     "--jsonl": ("--format jsonl", "--format json"),
     "--text": ("--format text",),
+    "--html": ("--format html",),
     "--tol": ("--atol", "--rtol"),
     "--tolerance": ("--atol", "--rtol"),
     "--abs-tol": ("--atol",),

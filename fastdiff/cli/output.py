@@ -86,6 +86,42 @@ def check_plot_path(path: str, runs: Sequence[str]) -> None:
         raise FastdiffError(MISSING) from None
 
 
+def check_page_stdout(runs: Sequence[str]) -> None:
+    """``--format html`` writes its page to stdout, as the other formats write
+    theirs: fail before comparing when stdout is a terminal (a page is for a
+    browser: redirect it to a file), or a file inside a run folder (one of
+    ``runs``, or any folder holding dumps: fastdiff never writes there)."""
+    if sys.stdout.isatty():
+        raise FastdiffError(
+            "--format html writes a whole page to stdout; redirect it to a file "
+            "(> report.html) and open that in a browser"
+        )
+    path = _stdout_file()
+    if path is not None:
+        from ..sources import refuse_run_folder
+
+        refuse_run_folder(
+            path,
+            f"--format html: stdout ({path})",
+            tuple(runs),
+            "redirect the page to a file elsewhere (the shell made an empty one there)",
+        )
+
+
+def _stdout_file() -> str | None:
+    """The path of the regular file stdout writes to, where the OS says it
+    (Linux: /proc/self/fd/1); None for a pipe, or where it cannot tell."""
+    import stat
+
+    try:
+        if not stat.S_ISREG(os.fstat(sys.stdout.fileno()).st_mode):
+            return None
+        path = os.readlink("/proc/self/fd/1")
+    except (OSError, ValueError, AttributeError):  # no fd (replaced in-process), no /proc
+        return None
+    return path if os.path.isabs(path) and os.path.exists(path) else None
+
+
 def write_plot(report: Report, path: str, code: int) -> int:
     """``--plot``: draw the report's timeline to ``path``, after the report;
     the exit code (``code``, or trouble when the plot cannot be written)."""

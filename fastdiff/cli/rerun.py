@@ -45,6 +45,13 @@ ARGUMENTS = (
         help="keep the runs at the end (they are kept anyway after trouble or Ctrl-C)",
     ),
     Arg(
+        "--format",
+        choices=("text", "html"),
+        default="text",
+        help="text: the arms, the verdict and the first divergence (default); html: one "
+        "self-contained page of them (to stdout: redirect it to a file)",
+    ),
+    Arg(
         "--env",
         action=APPEND,
         metavar="[ARM:]K=V",
@@ -62,6 +69,10 @@ def run(args: Namespace) -> int:
 
     options = options_of(args)
     arms = args.arms
+    if args.format == "html":
+        from .output import check_page_stdout
+
+        check_page_stdout([args.out] if args.out else [])
 
     def started(index: int, folder: str) -> None:
         print(format_arm_start(index, arms, folder), file=sys.stderr, flush=True)
@@ -82,7 +93,12 @@ def run(args: Namespace) -> int:
     )
     for report in result.reports:
         print_problems(report.errors)
-    write_stdout(render_rerun_text(result))
+    if args.format == "html":
+        from ..render.html import render_rerun_html
+
+        write_stdout(render_rerun_html(result))
+    else:
+        write_stdout(render_rerun_text(result))
     if result.interrupted:
         print(f"fastdiff: interrupted; the runs are kept in {display_path(result.out)}",
               file=sys.stderr)  # fmt: skip

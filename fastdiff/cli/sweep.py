@@ -42,7 +42,7 @@ DESCRIPTION = (
     "set (--all), or pairs listed in a file (--pairs). Each file is hashed once. Every "
     "option of compare applies but -v and --first and --plot (a row per pair; compare one "
     "pair for its buffers or its plot); --steps and --names select what every pair compares; "
-    "--format is jsonl or text. Exit status: 2 if any pair had "
+    "--format is jsonl, text or html (one page at the end). Exit status: 2 if any pair had "
     "trouble, else 1 if any pair differs, else 0."
 )
 
@@ -56,9 +56,10 @@ ARGUMENTS = (
     Arg("runs", nargs="*", metavar="RUN", help="runs (folders or manifests)"),
     Arg(
         "--format",
-        choices=("jsonl", "text"),
+        choices=("jsonl", "text", "html"),
         help="jsonl: a record per pair as it finishes, then a summary "
-        "(default when stdout is not a terminal); text: a row per pair",
+        "(default when stdout is not a terminal); text: a row per pair; html: one "
+        "self-contained page at the end (to stdout: redirect it to a file)",
     ),
     Arg(
         "--progress",
@@ -101,25 +102,38 @@ def run(args: Namespace) -> int:
     else:
         pairs = baseline_pairs(args.baseline, args.runs)
     fmt = args.format or ("text" if sys.stdout.isatty() else "jsonl")
+    if fmt == "html":
+        from .output import check_page_stdout
+
+        check_page_stdout([run for pair in pairs for run in pair])
     show_progress = sys.stderr.isatty() if args.progress is None else args.progress
     options = options_of(args)
 
     finished: list[Report] = []
+    by_index: dict[int, Report] = {}  # the page lists the pairs in their order
     t0 = time.perf_counter()
 
     printed: set[tuple[str, str]] = set()
 
     def emit(index: int, report: Report) -> None:
         finished.append(report)
+        by_index[index] = report
         # Each error once on stderr, however many pairs share it (a broken
         # baseline); every pair's record still holds it.
         new = [e for e in report.errors if (e.path, e.message) not in printed]
         printed.update((e.path, e.message) for e in new)
         print_problems(new)
+        if fmt == "html":
+            return  # one page, once the sweep ends
         write_stdout(render_sweep_record(index, report) if fmt == "jsonl" else
                      format_sweep_row(report) + "\n")  # fmt: skip
 
     def render(summary: SweepSummary) -> str:
+        if fmt == "html":
+            from ..render.html import render_sweep_html
+
+            done = [by_index[i] for i in sorted(by_index)]
+            return render_sweep_html(done, summary, [pairs[i] for i in sorted(by_index)])
         if fmt == "jsonl":
             return render_sweep_summary_record(summary)
         return render_sweep_summary_text(summary, pairs)  # the pairs name those that disagree

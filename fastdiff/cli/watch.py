@@ -34,7 +34,7 @@ DESCRIPTION = (
     "exist yet) or manifests. Every option of compare applies but --steps and --names and "
     "--first (watch compares every step and buffer as written, and stops at the first "
     "divergent step); -v lists every buffer of each step; --plot draws the timeline at the "
-    "end; --format is text or jsonl. "
+    "end; --format is text, jsonl or html (one page once the watch ends). "
     "Exit status: 0 all equal once both runs were idle for "
     "--idle-timeout, 1 diverged, 2 trouble (a folder that stayed missing or empty for "
     "--start-timeout, vanished or cannot be read; a buffer that cannot be compared), "
@@ -126,9 +126,10 @@ ARGUMENTS = (
     ),
     Arg(
         "--format",
-        choices=("text", "jsonl"),
+        choices=("text", "jsonl", "html"),
         help="text: a line per step, then the verdict (default when stdout is a terminal); "
-        "jsonl: a JSON record per step, then a summary",
+        "jsonl: a JSON record per step, then a summary; html: one self-contained page "
+        "once the watch ends (to stdout: redirect it to a file)",
     ),
     Arg(
         "--progress",
@@ -153,7 +154,7 @@ ARGUMENTS = (
 
 #: compare's options that watch does not take, and why (``tests/test_cli_help.py``
 #: checks this against the declarations; the description says it). Its
-#: --format is text|jsonl.
+#: --format is text|jsonl|html.
 NOT_FROM_COMPARE: dict[str, str] = {
     "--steps": "watch compares every step as it is written",
     "--names": "watch compares every buffer of a step",
@@ -199,6 +200,10 @@ def run(args: Namespace) -> int:
         check_plot_path(args.plot, [args.run_a, args.run_b])
     options = options_of(args)
     fmt = args.format or ("text" if sys.stdout.isatty() else "jsonl")
+    if fmt == "html":
+        from .output import check_page_stdout
+
+        check_page_stdout([args.run_a, args.run_b])
     show_progress = sys.stderr.isatty() if args.progress is None else args.progress
     status = _StatusLine() if show_progress else None
     jsonl = fmt == "jsonl"
@@ -207,6 +212,8 @@ def run(args: Namespace) -> int:
         if status is not None:
             status.clear()
         print_problems(step.errors)
+        if fmt == "html":
+            return  # one page, once the watch ends
         write_stdout(render_step_record(step) if jsonl else render_step_text(step, args.verbose))
 
     def on_problem(problem: Problem) -> None:
@@ -246,7 +253,12 @@ def run(args: Namespace) -> int:
             status.clear()
         if cache is not None:
             cache.close()
-    write_stdout(render_summary_record(summary) if jsonl else render_summary_text(summary))
+    if fmt == "html":
+        from ..render.html import render_watch_html
+
+        write_stdout(render_watch_html(summary))
+    else:
+        write_stdout(render_summary_record(summary) if jsonl else render_summary_text(summary))
     if summary.stopped == "interrupted":
         print("fastdiff: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
