@@ -13,7 +13,7 @@ the JSON's form of it.
 
 from __future__ import annotations
 
-from .statuses import Member
+from .statuses import Member, Status
 from .value import Value
 
 TYPE_CHECKING = False
@@ -311,6 +311,44 @@ Cell.MISSING = Cell("missing")  # a buffer of it is in one run only
 Cell.LENGTH = Cell("length")  # lengths differ over an equal prefix
 Cell.DIFFERS = Cell("differs")  # known to differ by digests only
 Cell.MALFORMED = Cell("malformed")  # sizes differ, not whole elements
+
+
+def cell_of(
+    statuses: set[str],
+    magnitude: str | None,
+    max_ulp: int | None,
+    max_abs_delta: int | float | None,
+    n_diff: int | None,
+    rounding_ulp: int,
+) -> Cell:
+    """What the timeline cell of a group at a step shows, from its buffers that
+    are not equal (their ``statuses``) and its row's figures: a buffer in one
+    run only makes it ``missing``, whatever the others show. The verdict stage
+    names each row's cell with it; a renderer that draws one buffer's own cell
+    (the HTML heatmap's buffer columns) names it by the same rule."""
+    if Status.ONLY_IN_A in statuses or Status.ONLY_IN_B in statuses:
+        return Cell.MISSING  # a buffer absent from a run outweighs any value shown beside it
+    if magnitude == "rounding":
+        return Cell.ROUNDING
+    if magnitude == "large" and max_ulp is not None and max_ulp <= rounding_ulp:
+        return Cell.NAN_INF  # large through a NaN or infinity, not through its |A-B|
+    if max_abs_delta is not None:
+        return Cell.DELTA
+    if magnitude == "large":
+        return Cell.NAN_INF
+    if n_diff is not None:
+        return Cell.LENGTH
+    # No element was compared: missing from a run, or known to differ by
+    # digests only (a manifest holds no data).
+    kinds = {_FACTLESS.get(s, Cell.DIFFERS) for s in statuses}
+    return kinds.pop() if len(kinds) == 1 else Cell.DIFFERS
+
+
+#: A timeline cell without element facts, by the statuses of its buffers.
+_FACTLESS = {
+    Status.LENGTH_MISMATCH: Cell.LENGTH,
+    Status.MALFORMED: Cell.MALFORMED,
+}
 
 
 # --- a rerun ---------------------------------------------------------------------------------

@@ -42,29 +42,28 @@ import json
 import math
 from html import escape as _escape
 
-from ..model.findings import Cell
+from ..model.findings import Cell, cell_of
 from ..model.results import TimelineRow
 from ..model.statuses import TROUBLE, GroupStatus, Status
 from ..model.tolerance import DEFAULT_ROUNDING_ULP
 from ..schema import split_input
-from ..stages.findings import cell as cell_of
 from ..textkit.escape import display_path
 from ..textkit.fmt import plural
 from .hints import buffer_message, group_hint
 from .htmlfiles import SCRIPT, STYLE
 from .text import (
     TEXT_PARTS,
-    _cell,
-    _legend,
-    _listed,
-    _origin_at,
-    _rank_list,
-    _ranks_verdict,
     born_lines,
+    cell_text,
     format_buffer,
+    legend_text,
+    listed_buffers,
     note_lines,
+    origin_at,
+    rank_list,
     rank_pattern,
     rank_table,
+    ranks_verdict_lines,
     role_text,
     selection_line,
     status_counts,
@@ -257,8 +256,8 @@ def _buffer_cell(b: BufferResult, line: int, scale: _Scale) -> tuple[str, str | 
         return ERR, STATUS[status].phrase
     row = _buffer_row(b, line)
     if status == Status.WITHIN_TOLERANCE:
-        return CLOSE, f"{_cell(row)} ({WITHIN_TOLERANCE.phrase})"
-    return _row_code(row, line, scale), _cell(row)
+        return CLOSE, f"{cell_text(row)} ({WITHIN_TOLERANCE.phrase})"
+    return _row_code(row, line, scale), cell_text(row)
 
 
 class _Column:
@@ -333,7 +332,7 @@ def _view(report: Report, label: str, cards: dict[Key, str], scale: _Scale) -> d
             col = buffers[b.group][b.name] = _Column(n)
         code, text = _buffer_cell(b, line, scale)
         if several and text is not None:
-            text = f"{text} ({_rank_list([b.rank])})"  # type: ignore[list-item]
+            text = f"{text} ({rank_list([b.rank])})"  # type: ignore[list-item]
         col.put(i, code, text)
         g = groups[b.group]
         if g.codes[i] == ABSENT:
@@ -351,9 +350,9 @@ def _view(report: Report, label: str, cards: dict[Key, str], scale: _Scale) -> d
         if i is None or row.group not in groups:
             continue
         if row.group in diverged.get(i, ()):
-            code, text = _row_code(row, line, scale), _cell(row)
+            code, text = _row_code(row, line, scale), cell_text(row)
         else:
-            code, text = CLOSE, f"{_cell(row)} ({WITHIN_TOLERANCE.phrase})"
+            code, text = CLOSE, f"{cell_text(row)} ({WITHIN_TOLERANCE.phrase})"
         groups[row.group].put(i, code, text)
     for key, i in trouble:
         groups[key].put(i, ERR, ERROR.phrase)
@@ -443,7 +442,7 @@ def _verdict(report: Report, born: list[str]) -> str:
     """The verdict block: the text report's verdict line, where the divergence
     was born, the groups at the first divergent step and the hints."""
     word = verdict_word(report)
-    lines = _ranks_verdict(report) if report.ranks is not None else verdict_lines(report)
+    lines = ranks_verdict_lines(report) if report.ranks is not None else verdict_lines(report)
     head = lines[0].removeprefix("VERDICT: ")
     step = report.first_divergent_step
     out = [
@@ -481,7 +480,7 @@ def _verdict(report: Report, born: list[str]) -> str:
 
 def _legend_word(word: str) -> str:
     """What a factless word of the timeline means, as the text's legend says it."""
-    return _legend([[word]]).partition(": ")[2]
+    return legend_text([[word]]).partition(": ")[2]
 
 
 def _heatmap(views: list[dict[str, Any]], line: int, scale: _Scale, used: set[str]) -> str:
@@ -691,7 +690,7 @@ def _dataflow(report: Report, cards: dict[Key, str], born: list[str]) -> str:
         b = by_key.get(k)
         if b is None or b.role is None:
             continue
-        rank = "" if b.rank is None else f" ({_rank_list([b.rank])})"
+        rank = "" if b.rank is None else f" ({rank_list([b.rank])})"
         card = cards.get(k)
         name = f"{display_path(b.group)} {display_path(b.name)} at step {b.step}{rank}"
         link = f'<a href="#{card}">{_h(name)}</a>' if card else _h(name)
@@ -797,7 +796,7 @@ def _fields(b: BufferResult) -> str:
 
 def _card(b: BufferResult, card: str, open_: bool) -> str:
     word = STATUS[b.status]
-    rank = "" if b.rank is None else f" <span>{_h(_rank_list([b.rank]))}</span>"
+    rank = "" if b.rank is None else f" <span>{_h(rank_list([b.rank]))}</span>"
     kind = b.dtype if b.shape is None else f"{b.dtype}, {tuple(b.shape)}"
     role = (
         ""
@@ -819,7 +818,7 @@ def _listed_buffers(report: Report, verbose: bool, first: bool) -> list[BufferRe
     reports = [rr.report for rr in report.ranks] if report.ranks is not None else [report]
     out: list[BufferResult] = []
     for rep in reports:
-        shown, _ = _listed(rep, verbose)
+        shown, _ = listed_buffers(rep, verbose)
         at = rep.first_divergent_step
         for step in sorted(shown):
             if not first or step == at:
@@ -885,7 +884,7 @@ def _ranks(report: Report) -> str:
             _h(verdict_word(rep).phrase),
             "-" if step is None else str(step),
             " ".join(map(_t, rep.first_divergent_groups)) or "-",
-        ] + ([_h(_origin_at(rr.first_origin))] if origins else [])
+        ] + ([_h(origin_at(rr.first_origin))] if origins else [])
         out.append(f'<tr class="v-{_h(rep.verdict)}">' + "".join(f"<td>{c}</td>" for c in cells))
         out.append("</tr>")
     out.append("</tbody></table>")
@@ -910,7 +909,7 @@ def _report_parts(
     scale = _Scale(_deltas(report))
     views = [_view(report, "every rank" if report.ranks is not None else "", cards, scale)]
     for rr in report.ranks or ():
-        views.append(_view(rr.report, _rank_list([rr.rank]), cards, scale))
+        views.append(_view(rr.report, rank_list([rr.rank]), cards, scale))
     used = {c for v in views for g in v["groups"] for c in g["cells"]}
     used |= {c for v in views for g in v["groups"] for b in g["buffers"] for c in b["cells"]}
     body = "".join(
@@ -950,11 +949,11 @@ def render_html(report: Report, verbose: bool = False, first: bool = False) -> s
 def render_watch_html(summary: WatchSummary) -> str:
     """The page of a watch once it ended: why it stopped, then the report of
     the steps compared, as compare's page."""
-    from .watch import _stop_line
+    from .watch import stop_line
 
     report = summary.report
     body, data = _report_parts(report)
-    stop = f'<p class="stop">{_h(_stop_line(summary))}</p>'
+    stop = f'<p class="stop">{_h(stop_line(summary))}</p>'
     page = _header(report, "fastdiff watch") + f"<main>{stop}{body}</main>"
     return _page(_title(report), page, data, report.verdict)
 

@@ -438,7 +438,7 @@ def render_text(report: Report, verbose: bool = False, first: bool = False) -> s
     return "\n".join(lines) + "\n"
 
 
-def _listed(
+def listed_buffers(
     report: Report, verbose: bool
 ) -> tuple[dict[int, list[BufferResult]], dict[int, tuple[int, int]]]:
     """The buffers a step lists, by step, and how many it does not (those
@@ -485,7 +485,7 @@ def _left_text(before: int, close: int) -> str:
 def _body_lines(report: Report, verbose: bool, first: bool = False) -> list[str]:
     """A run pair's steps and buffers, skipped entries, errors, verdict and timeline."""
     lines: list[str] = []
-    shown, left = _listed(report, verbose)
+    shown, left = listed_buffers(report, verbose)
     run: list[StepSummary] = []  # steps whose buffers are all equal, not yet written
     at = report.first_divergent_step
     for s in report.steps:
@@ -531,11 +531,11 @@ def _error_lines(errors: tuple[Problem, ...] | list[Problem]) -> list[str]:
 # --- runs of several ranks -----------------------------------------------------------
 
 
-def _origin_at(o: Origin | None) -> str:
+def origin_at(o: Origin | None) -> str:
     return "-" if o is None else f"{display_path(o.group)} {display_path(o.name)} at step {o.step}"
 
 
-def _rank_list(ranks: list[int]) -> str:
+def rank_list(ranks: list[int]) -> str:
     return f"{'rank' if len(ranks) == 1 else 'ranks'} {', '.join(map(str, ranks))}"
 
 
@@ -558,7 +558,7 @@ def _ranks_lines(report: Report, verbose: bool, first: bool = False) -> list[str
         lines += [f"  {display_path(s.path)}: {display_path(s.reason)}" for s in report.skipped]
     lines += _error_lines(own)
     lines += ["", *rank_table(report), *rank_pattern(report), ""]
-    lines += _ranks_verdict(report)
+    lines += ranks_verdict_lines(report)
     return lines
 
 
@@ -575,7 +575,7 @@ def rank_table(report: Report) -> list[str]:
             "-" if rr.report.first_divergent_step is None else str(rr.report.first_divergent_step),
             " ".join(map(display_path, rr.report.first_divergent_groups)) or "-",
         ]
-        + ([_origin_at(rr.first_origin)] * origins)
+        + ([origin_at(rr.first_origin)] * origins)
         for rr in report.ranks
     ]
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
@@ -600,13 +600,13 @@ def rank_pattern(report: Report) -> list[str]:
     p = report.rank_pattern
     if p is None:
         return []
-    parts = [f"{_key_at(k)} on {_rank_list(list(ranks))}" for k, ranks in p.firsts]
+    parts = [f"{_key_at(k)} on {rank_list(list(ranks))}" for k, ranks in p.firsts]
     if p.unfound:
-        parts.append(f"no origin found on {_rank_list(list(p.unfound))}")
+        parts.append(f"no origin found on {rank_list(list(p.unfound))}")
     if p.quiet:
-        parts.append(f"no divergence on {_rank_list(list(p.quiet))}")
+        parts.append(f"no divergence on {rank_list(list(p.quiet))}")
     if p.uncompared:
-        parts.append(f"not compared (errors) on {_rank_list(list(p.uncompared))}")
+        parts.append(f"not compared (errors) on {rank_list(list(p.uncompared))}")
     listed = "; ".join(parts)
     if p.kind == PatternKind.SOME_RANKS:
         return [
@@ -634,7 +634,7 @@ def rank_pattern(report: Report) -> list[str]:
     ]
 
 
-def _ranks_verdict(report: Report) -> list[str]:
+def ranks_verdict_lines(report: Report) -> list[str]:
     """The verdict over every rank: the worst, at the earliest first divergent step."""
     assert report.ranks is not None
     word = verdict_word(report)
@@ -656,7 +656,7 @@ def _ranks_verdict(report: Report) -> list[str]:
                        for k in report.first_divergent_groups)  # fmt: skip
     return [
         f"VERDICT: {state}: first divergent step {report.first_divergent_step} on "
-        f"{_rank_list(first)} (of {n}); groups: {groups}"
+        f"{rank_list(first)} (of {n}); groups: {groups}"
     ]
 
 
@@ -890,7 +890,7 @@ _CELL_WORDS = {
 }
 
 
-def _cell(row: TimelineRow | None) -> str:
+def cell_text(row: TimelineRow | None) -> str:
     """One group at one step in the timeline table, as its row's ``cell`` says:
     its largest ULP distance (rounding-size), its largest |A-B|, or a word."""
     if row is None:
@@ -903,7 +903,7 @@ def _cell(row: TimelineRow | None) -> str:
     return _CELL_WORDS[row.cell]  # type: ignore[index]
 
 
-def _legend(cells: list[list[str]]) -> str:
+def legend_text(cells: list[list[str]]) -> str:
     """What the factless words in the table mean, for those it holds."""
     used = {c for row in cells for c in row}
     words = {
@@ -929,8 +929,8 @@ def _timeline_lines(report: Report) -> list[str]:
     keys = [k for k in order if any(k in rows for rows in by_step.values())]
     keys += [k for k in dict.fromkeys(r.group for r in report.timeline) if k not in keys]
     steps = list(by_step)[:TIMELINE_ROWS]
-    cells = [[_cell(by_step[s].get(k)) for k in keys] for s in steps]
-    legend = _legend(cells)
+    cells = [[cell_text(by_step[s].get(k)) for k in keys] for s in steps]
+    legend = legend_text(cells)
     born = {(o.step, o.group) for o in report.origins or ()}
     if born & {(s, k) for s in steps for k in keys}:
         cells = [[c + "*" if (s, k) in born else c for c, k in zip(row, keys, strict=True)]

@@ -95,7 +95,7 @@ def render_summary_record(summary: WatchSummary) -> str:
     return json.dumps(summary_dict(summary), allow_nan=False) + "\n"
 
 
-def _stop_line(summary: WatchSummary) -> str:
+def stop_line(summary: WatchSummary) -> str:
     report, n = summary.report, plural(summary.steps_compared, "step")
     latency = summary.first_divergence_latency_s
     first = ""
@@ -119,7 +119,7 @@ def render_summary_text(summary: WatchSummary) -> str:
     """Why the watch stopped, the notes (as compare's text has them at its
     top), the errors, and compare's verdict block."""
     report = summary.report
-    lines = ["", _stop_line(summary), *note_lines(report)]
+    lines = ["", stop_line(summary), *note_lines(report)]
     if report.errors:
         lines.append(f"{plural(len(report.errors), 'error')}:")
         lines += [f"  {display_path(e.path)}: {display_path(e.message)}" for e in report.errors]

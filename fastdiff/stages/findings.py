@@ -2,15 +2,16 @@
 
 Where a divergence was born (``born``: the first step with an origin, its
 origins and receivers, what stays undetermined, the later origins), the
-pattern of the ranks' first origins (``rank_pattern``) and what each
-timeline cell shows (``cell``). The renderers word them (``render.text``,
-``render.json``); every one of them reads the same findings.
+pattern of the ranks' first origins (``rank_pattern``); what each timeline
+cell shows is ``model.findings.cell_of``, the verdict stage's rule. The
+renderers word them (``render.text``, ``render.json``); every one of them
+reads the same findings.
 """
 
 from __future__ import annotations
 
-from ..model.findings import Born, BufferKey, Cell, PatternKind, RankPattern
-from ..model.statuses import Role, Status, Verdict
+from ..model.findings import Born, BufferKey, PatternKind, RankPattern
+from ..model.statuses import Role, Verdict
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 
     from ..model.results import BufferResult, Origin, RankReport
 
-__all__ = ["born", "buffer_key", "cell", "rank_pattern"]
+__all__ = ["born", "buffer_key", "rank_pattern"]
 
 
 buffer_key = BufferKey.of
@@ -91,39 +92,3 @@ def rank_pattern(ranks: tuple[RankReport, ...], declared: bool) -> RankPattern |
         (BufferKey(o.step, o.group, o.name, o.rank), tuple(firsts[k])) for k, o in shown.items()
     )
     return RankPattern(kind, listed, tuple(unfound), quiet, uncompared)
-
-
-def cell(
-    statuses: set[str],
-    magnitude: str | None,
-    max_ulp: int | None,
-    max_abs_delta: int | float | None,
-    n_diff: int | None,
-    rounding_ulp: int,
-) -> Cell:
-    """What the timeline cell of a group at a step shows, from its buffers that
-    are not equal (their ``statuses``) and its row's figures: a buffer in one
-    run only makes it ``missing``, whatever the others show."""
-    if Status.ONLY_IN_A in statuses or Status.ONLY_IN_B in statuses:
-        return Cell.MISSING  # a buffer absent from a run outweighs any value shown beside it
-    if magnitude == "rounding":
-        return Cell.ROUNDING
-    if magnitude == "large" and max_ulp is not None and max_ulp <= rounding_ulp:
-        return Cell.NAN_INF  # large through a NaN or infinity, not through its |A-B|
-    if max_abs_delta is not None:
-        return Cell.DELTA
-    if magnitude == "large":
-        return Cell.NAN_INF
-    if n_diff is not None:
-        return Cell.LENGTH
-    # No element was compared: missing from a run, or known to differ by
-    # digests only (a manifest holds no data).
-    kinds = {_FACTLESS.get(s, Cell.DIFFERS) for s in statuses}
-    return kinds.pop() if len(kinds) == 1 else Cell.DIFFERS
-
-
-#: A timeline cell without element facts, by the statuses of its buffers.
-_FACTLESS = {
-    Status.LENGTH_MISMATCH: Cell.LENGTH,
-    Status.MALFORMED: Cell.MALFORMED,
-}

@@ -30,6 +30,7 @@ from ..model.findings import (
     Note,
     NoteKind,
     StructuralChange,
+    cell_of,
 )
 from ..model.results import (
     BufferResult,
@@ -46,7 +47,7 @@ from ..model.results import (
 from ..model.statuses import STATUS_ORDER, TIMELINE, TROUBLE, GroupStatus, Status
 from ..model.tolerance import DEFAULT_ROUNDING_ULP
 from ..schema import OTHER, OTHER_GROUP
-from .findings import born, cell, rank_pattern
+from .findings import born, rank_pattern
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -214,7 +215,7 @@ class _Spread:
         """The row, its cell decided from ``statuses``: those of the group's
         buffers at the step that are not equal."""
         magnitude = combined_magnitude(self.magnitudes)
-        shown = cell(
+        shown = cell_of(
             statuses, magnitude, self.max_ulp, self.max_abs_delta, self.n_diff, rounding_ulp
         )
         return TimelineRow(step, group, self.n_buffers, self.n_diff, self.max_abs_delta,
