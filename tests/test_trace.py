@@ -48,7 +48,9 @@ jitter.register_autograd(lambda ctx, grad: (grad, None))
 
 @torch.library.custom_op("fdtest::bjitter", mutates_args=())
 def bjitter(x: torch.Tensor, on: bool) -> torch.Tensor:
-    """``x``; its backward nudges the gradient's first element one ULP when ``on``."""
+    """``x``; its backward nudges the gradient's first element when ``on``: 2**16
+    ULP, not one, so the step's update carries it into the parameters on every
+    host (one ULP of a gradient can round away in ``p - lr * g``)."""
     return x.clone()
 
 
@@ -59,7 +61,7 @@ def _bjitter_setup(ctx: object, inputs: tuple[object, ...], output: object) -> N
 def _bjitter_backward(ctx: object, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
     out = grad.clone()
     if ctx.on:  # type: ignore[attr-defined]
-        out.view(torch.int32).view(-1)[0] += 1  # in place, through views
+        out.view(torch.int32).view(-1)[0] += 1 << 16  # in place, through views
     return out, None
 
 
