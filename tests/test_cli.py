@@ -27,6 +27,7 @@ import make_fixtures
 import pytest
 from helpers import fastdiff as run_fastdiff
 
+from fastdiff import compare_runs
 from fastdiff.presets import RL_STATE
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -493,12 +494,17 @@ def test_unknown_names_other_group_and_skipped() -> None:
 
 
 def test_malformed_keeps_the_rest_of_the_report() -> None:
-    run = compare("malformed")
+    run, doc = compare_json("malformed")
     assert run.rc == 2
-    assert "D  unit_entry_price [f32]  MALFORMED: size 10 bytes" in run.stdout
-    assert "step 0: 33 equal, 1 malformed" in run.stdout
-    assert "step 1: 34 equal" in run.stdout
-    assert "VERDICT: error, and diverged: first divergent step 0; groups: D" in run.stdout
+    (bad,) = [b for b in doc["buffers"] if b["status"] != "equal"]
+    assert (bad["step"], bad["group"], bad["name"], bad["dtype"]) == (
+        0, "D", "unit_entry_price", "f32"
+    )  # fmt: skip
+    assert bad["status"] == "malformed" and bad["size_a"] != bad["size_b"]
+    assert 10 in (bad["size_a"], bad["size_b"])
+    assert [s["counts"] for s in doc["steps"][:2]] == [{"equal": 33, "malformed": 1}, {"equal": 34}]
+    assert (doc["verdict"], doc["first_divergent_step"]) == ("error", 0)
+    assert doc["first_divergent_groups"] == ["D"]
 
 
 def test_empty_folders_are_nothing_to_compare(tmp_path: Path) -> None:
@@ -565,6 +571,13 @@ def test_text_multi_group_lists_upstream_first() -> None:
     assert table_row("F", "DIVERGED: actions").search(out)
     # D's unit_lots received the divergence from F's actions (its input), and
     # actions are left open (policy_logits is not dumped): F's hint only.
+    report = compare_runs(*(ROOT / r for r in runs("multi_group")))
+    assert report.first_divergent_groups == ("D", "F")
+    assert report.next_groups == ("F",)
+    roles = {b.name: b.role for b in report.buffers if b.step == 1 and b.diverges}
+    assert {n: r.kind for n, r in roles.items() if r is not None} == {
+        "unit_lots": "receiver", "actions": "undetermined"
+    }  # fmt: skip
     assert "next, F: " in out and "next, D: " not in out
 
 
@@ -747,9 +760,6 @@ def test_tolerance_makes_small_differences_within(
     assert close and all(b["status"] == "within_tolerance" for b in close)
     assert all(b["n_diff"] == 0 and b["n_within_tolerance"] >= 1 for b in close)
     assert name in {b["name"] for b in close}
-    text = compare(case, *opts)
-    assert text.rc == 0
-    assert text.stdout.splitlines()[-1].startswith("VERDICT: identical within tolerance")
 
 
 def test_tolerance_details_are_kept() -> None:

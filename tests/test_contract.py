@@ -122,7 +122,7 @@ def test_ties_go_to_the_lowest_index(tmp_path: Path) -> None:
 def test_a_group_within_tolerance_agrees_in_groups_and_the_timeline(tmp_path: Path) -> None:
     """At the first divergent step, group E is within tolerance (1 ULP under
     --ulp 1) while F diverges: E is within_tolerance in groups[], with the
-    magnitude its timeline row has; the text verdict says so too."""
+    magnitude its timeline row has."""
     schema = (
         '[[group]]\nkey = "E"\ntitle = "e"\nhint = "h."\n[group.members]\ne = "f32"\n'
         '[[group]]\nkey = "F"\ntitle = "f"\nhint = "h."\n[group.members]\nf = "f32"\n'
@@ -144,8 +144,6 @@ def test_a_group_within_tolerance_agrees_in_groups_and_the_timeline(tmp_path: Pa
     for key in ("E", "F"):
         assert groups[key]["magnitude"] == timeline[key]["magnitude"]
     assert doc["first_divergent_groups"] == ["F"]
-    text = fastdiff(*args).stdout
-    assert "  E  e    within tolerance" in text
 
 
 def test_a_minus_one_dimension_is_worked_out_from_the_common_length(tmp_path: Path) -> None:
@@ -158,56 +156,83 @@ def test_a_minus_one_dimension_is_worked_out_from_the_common_length(tmp_path: Pa
     assert (w["status"], w["shape"], w["first_index_nd"]) == ("length_mismatch", [3, 2], [1, 1])
 
 
-def _text(tmp_path: Path, a: bytes, b: bytes, *opts: str, two_steps: bool = False) -> str:
+def _doc(tmp_path: Path, a: bytes, b: bytes, dtype: str = "f32") -> dict[str, Any]:
+    """The JSON report of runs whose buffer w holds ``a`` and ``b`` at steps 0 and 1."""
     tmp_path.mkdir(parents=True, exist_ok=True)
-    files = {"step_0_w.bin": (a, b)}
-    if two_steps:
-        files["step_1_w.bin"] = (a, b)
-    ra, rb = write_runs(tmp_path, files)
-    return fastdiff("compare", ra, rb, "--default-dtype", "f32", *opts).stdout
+    ra, rb = write_runs(tmp_path, {"step_0_w.bin": (a, b), "step_1_w.bin": (a, b)})
+    p = fastdiff("compare", ra, rb, "--default-dtype", dtype, "--format", "json")
+    assert p.returncode == 1, p.stderr
+    return json.loads(p.stdout)  # type: ignore[no-any-return]
+
+
+def _cause(doc: dict[str, Any]) -> dict[str, Any]:
+    (g,) = [g for g in doc["groups"] if g["status"] == "diverged"]
+    return g["cause"]  # type: ignore[no-any-return]
+
+
+def _large(beyond: bool = False, of_scale: bool = False, n_nan: int = 0, n_inf: int = 0,
+           integers: bool = False) -> dict[str, Any]:  # fmt: skip
+    return {"beyond": beyond, "of_scale": of_scale, "n_nan": n_nan, "n_inf": n_inf,
+            "integers": integers}  # fmt: skip
 
 
 @pytest.mark.parametrize(
-    ("a", "b", "part", "why"),
+    ("a", "b", "max_ulp", "n_nan", "n_inf", "large", "cell"),
     [
         # NaN payloads and a signed zero: 0 ULP, large because of the NaN
-        (bits32(QNAN, 0, ONE), bits32(QNAN_1, NEG_ZERO, ONE),
-         "max 0 ULP (large: 1 NaN mismatch)", "large (1 NaN mismatch)"),
-        (bits32(INF, ONE), bits32(TWO, ONE + 1),
-         "max 1 ULP (large: 1 inf mismatch)", "large (1 inf mismatch)"),
-        (bits32(ONE, ONE), bits32(ONE + 20, ONE), "max 20 ULP (large)",
-         "large (beyond 16 ULP, of their scale too)"),
-        (bits32(0, ONE), bits32(NEG_ZERO, ONE), "max 0 ULP (rounding)", "rounding-size"),
-        # Only NaN payloads differ: no finite pair, so no max part; the count says it
-        (bits32(QNAN, ONE), bits32(QNAN_1, ONE), "; 1 NaN mismatch (large)",
-         "large (1 NaN mismatch)"),
-        (bits32(INF, QNAN), bits32(NEG_INF, QNAN_1), "1 NaN mismatch; 1 inf mismatch (large)",
-         "large (1 NaN mismatch, 1 inf mismatch)"),
+        (bits32(QNAN, 0, ONE), bits32(QNAN_1, NEG_ZERO, ONE), 0, 1, 0, _large(n_nan=1),
+         "nan_inf"),
+        (bits32(INF, ONE), bits32(TWO, ONE + 1), 1, 0, 1, _large(n_inf=1), "nan_inf"),
+        (bits32(ONE, ONE), bits32(ONE + 20, ONE), 20, 0, 0, _large(beyond=True, of_scale=True),
+         "delta"),
+        (bits32(0, ONE), bits32(NEG_ZERO, ONE), 0, 0, 0, None, "rounding"),
+        # Only NaN payloads differ: no finite pair, so no ULP distance; the count says it
+        (bits32(QNAN, ONE), bits32(QNAN_1, ONE), None, 1, 0, _large(n_nan=1), "nan_inf"),
+        (bits32(INF, QNAN), bits32(NEG_INF, QNAN_1), None, 1, 1, _large(n_nan=1, n_inf=1),
+         "nan_inf"),
     ],
 )  # fmt: skip
-def test_every_magnitude_wording_gives_its_cause(
-    tmp_path: Path, a: bytes, b: bytes, part: str, why: str
+def test_every_magnitude_gives_its_cause(
+    tmp_path: Path,
+    a: bytes,
+    b: bytes,
+    max_ulp: int | None,
+    n_nan: int,
+    n_inf: int,
+    large: dict[str, Any] | None,
+    cell: str,
 ) -> None:
-    """A buffer that is large by a NaN or inf mismatch says so beside its ULP
-    distance, never 'max 0 ULP (large)' alone; the hint names what made the
-    group large; the timeline cell of such a group is nan/inf, not a tiny
-    |A-B|."""
-    text = _text(tmp_path, a, b, two_steps=True)
-    assert part in text
-    assert f"Its differences are {why}" in " ".join(text.split())
-    cells = [line.split()[-1] for line in text.splitlines()[-2:]]
-    if "NaN" in part or "inf" in part:
-        assert cells == ["nan/inf", "nan/inf"]
-    if "max" in part:  # the cause is named in the max part, not once more after it
-        assert "NaN mismatch;" not in text
+    """A buffer that is large by a NaN or inf mismatch carries the counts
+    beside its ULP distance; the group's cause names what made it large; the
+    timeline cell of such a group is nan/inf, not a tiny |A-B|."""
+    doc = _doc(tmp_path, a, b)
+    w = doc["buffers"][0]
+    assert (w["max_ulp"], w["n_nan_mismatch"], w["n_inf_mismatch"]) == (max_ulp, n_nan, n_inf)
+    assert w["magnitude"] == ("rounding" if large is None else "large")
+    cause = _cause(doc)
+    assert cause["kind"] == ("rounding" if large is None else "large")
+    assert cause["large"] == large
+    assert [r["cell"] for r in doc["timeline"]] == [cell, cell]
+
+
+def test_golden_the_text_words_a_nan_mismatch_as_the_cause_of_large(tmp_path: Path) -> None:
+    """The text renderer's words for a magnitude and its cause, once: beside
+    the ULP distance, in the hint, and as the timeline's cell."""
+    pair = (bits32(QNAN, 0, ONE), bits32(QNAN_1, NEG_ZERO, ONE))
+    ra, rb = write_runs(tmp_path, {"step_0_w.bin": pair, "step_1_w.bin": pair})
+    text = fastdiff("compare", ra, rb, "--default-dtype", "f32").stdout
+    assert "max 0 ULP (large: 1 NaN mismatch)" in text
+    assert "NaN mismatch;" not in text  # the cause is named in the max part, not after it
+    assert "Its differences are large (1 NaN mismatch)" in " ".join(text.split())
+    assert [line.split()[-1] for line in text.splitlines()[-2:]] == ["nan/inf", "nan/inf"]
 
 
 def test_integers_are_large_because_they_differ(tmp_path: Path) -> None:
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    ra, rb = write_runs(tmp_path, {"step_0_w.bin": (bits32(1, 2), bits32(1, 5))})
-    text = fastdiff("compare", ra, rb, "--default-dtype", "i32").stdout
-    assert "max |A-B| 3 at [1]" in text and "ULP" not in text
-    assert "Its differences are large (integers that differ)" in " ".join(text.split())
+    doc = _doc(tmp_path, bits32(1, 2), bits32(1, 5), dtype="i32")
+    w = doc["buffers"][0]
+    assert (w["max_abs_delta"], w["max_abs_delta_index"], w["max_ulp"]) == (3, 1, None)
+    assert (w["magnitude"], _cause(doc)["kind"]) == ("large", "large")
+    assert _cause(doc)["large"] == _large(integers=True)
 
 
 def test_atol_rtol_and_ulp_combine_by_or(tmp_path: Path) -> None:

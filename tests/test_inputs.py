@@ -64,8 +64,7 @@ def test_long_steps_sort_numerically(tmp_path: Path) -> None:
     doc = json.loads(r.stdout)
     assert [s["step"] for s in doc["steps"]] == [2, small, big]
     assert doc["first_divergent_step"] == small
-    text = cli("compare", str(a), str(b), "--schema", "raw").stdout
-    assert f"first divergent step {small};" in text
+    assert [r["step"] for r in doc["timeline"]] == [small, big]
 
 
 def test_leading_zeros_still_make_a_duplicate(tmp_path: Path) -> None:
@@ -90,8 +89,7 @@ def test_a_buffer_dumped_twice_is_an_error_never_equal(tmp_path: Path) -> None:
     (x,) = doc["buffers"]
     assert (x["step"], x["name"], x["status"]) == (7, "x", "error")
     assert doc["verdict"] == "error" and doc["first_divergent_step"] is None
-    text = cli("compare", str(a), str(b), "--schema", "raw").stdout
-    assert "step 7: 1 error" in text and "equal" not in text.split("VERDICT")[0]
+    assert doc["steps"] == [{"step": 7, "counts": {"error": 1}, "diverged_groups": []}]
 
 
 def test_only_ascii_digits_and_no_trailing_newline_make_a_dump(tmp_path: Path) -> None:
@@ -147,7 +145,6 @@ def test_the_parent_folder_by_mistake_is_an_error_that_names_the_run(tmp_path: P
         f"{ERROR}examples: run A holds no step_<N>_<name>.bin dumps (only 7 other entries, "
         "skipped); did you mean examples/run-a?"
     ]
-    assert "diverged" not in r.stdout and "next," not in r.stdout
     doc = json.loads(cli("compare", "examples", "examples/run-b", "--format", "json").stdout)
     assert doc["verdict"] == "error" and doc["first_divergent_step"] is None
     assert doc["buffers"] == [] and doc["groups"] == []
@@ -208,9 +205,6 @@ def test_an_empty_run_in_a_sweep_is_an_error_for_its_pair(tmp_path: Path) -> Non
     }]  # fmt: skip
     assert pairs[1]["buffers"] == []
     assert (summary["diverged"], summary["error"]) == (1, 1)
-    text = cli("sweep", "--no-cache", "--format", "text", "--baseline", "examples/run-a",
-               "examples/run-b", "examples").stdout  # fmt: skip
-    assert "examples/run-a  examples  error (1 problem: run B holds no" in text
 
 
 def test_a_manifest_that_lists_no_dumps_is_an_error(tmp_path: Path) -> None:

@@ -55,27 +55,45 @@ def test_the_old_rule_called_reorderings_logic_changes(rows: dict[str, dict[str,
     assert all(rows[c]["max_ulp"] > 16 for c in cancelled)  # type: ignore[operator]
 
 
-def test_cancellation_in_the_text_the_hint_and_the_json(tmp_path: Path) -> None:
+def _cancelled_runs(tmp_path: Path) -> tuple[Path, Path]:
     a, b = tmp_path / "a", tmp_path / "b"
     x, y = magnitude_cases.weight_grad()
     with Recorder(a) as ra, Recorder(b) as rb:
         ra.dump(0, "dW", x)
         rb.dump(0, "dW", y)
+    return a, b
+
+
+def test_cancellation_in_the_buffer_the_group_and_its_cause(tmp_path: Path) -> None:
+    a, b = _cancelled_runs(tmp_path)
     r = fastdiff("compare", a, b, "--format", "json")
-    (buf,) = json.loads(r.stdout)["buffers"]
+    doc = json.loads(r.stdout)
+    (buf,) = doc["buffers"]
     assert buf["magnitude"] == "rounding" and buf["cancellation"] is True
     assert buf["max_ulp"] > 16 >= buf["max_ulp_of_scale"]
-    assert json.loads(r.stdout)["groups"][0]["magnitude"] == "rounding"
+    assert buf["ulp_log2_histogram"]  # what the text's short histogram is made of
+    (group,) = doc["groups"]
+    assert group["magnitude"] == "rounding"
+    cause = group["cause"]
+    assert cause["kind"] == "cancellation"  # not "large": no logic change to look for
+    assert (cause["max_ulp"], cause["rounding_ulp"]) == (buf["max_ulp"], 16)
+    # A lower line judges it large again, by both measures.
+    r = fastdiff("compare", a, b, "--rounding-ulp", "2", "--format", "json")
+    doc = json.loads(r.stdout)
+    (buf,) = doc["buffers"]
+    assert buf["magnitude"] == "large" and buf["cancellation"] is False
+    assert doc["groups"][0]["cause"]["kind"] == "large"
+
+
+def test_golden_the_text_words_cancellation(tmp_path: Path) -> None:
+    """The text renderer's words for a cancellation, once: the buffer's line
+    (and its short histogram) and the hint."""
+    a, b = _cancelled_runs(tmp_path)
     text = fastdiff("compare", a, b).stdout
     line = next(ln for ln in text.splitlines() if " dW [" in ln)
     assert "ULP of its row's scale (rounding, with cancellation)" in line
     assert "ULPs: 50% <= " in line and ", all <= 511" in line  # the histogram, short
     assert "against the scale of their buffers" in text
-    assert "look for a logic change" not in text
-    # A lower line judges it large again, by both measures.
-    r = fastdiff("compare", a, b, "--rounding-ulp", "2", "--format", "json")
-    (buf,) = json.loads(r.stdout)["buffers"]
-    assert buf["magnitude"] == "large" and buf["cancellation"] is False
 
 
 def test_the_scale_of_a_row_is_its_own() -> None:

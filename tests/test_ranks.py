@@ -113,6 +113,20 @@ def test_ranks_pair_by_number_and_each_gets_its_verdict(tmp_path: Path) -> None:
     # the steps sum the ranks
     assert doc["steps"][1]["counts"] == {"equal": 10, "diverged": 2}
 
+    assert doc["born"] == {
+        "step": 1, "origins": [{"step": 1, "group": "P", "name": "mid", "rank": 1}],
+        "received": ["acc"], "undetermined": [], "later": [
+            {"step": 2, "group": "Q", "name": "out", "rank": 2}], "declared": True,
+    }  # fmt: skip
+    assert firsts(doc) == [(("P", "mid", 1), [1]), (("Q", "out", 2), [2])]
+    assert doc["rank_pattern"]["quiet"] == [0]
+
+
+def test_golden_the_text_report_of_ranks_is_the_guides_example(tmp_path: Path) -> None:
+    """The text renderer's words for ranks, once: the rank sections, the
+    born-in line, the per-rank table (the ranks guide quotes it) and the verdict."""
+    a = ranked_run(tmp_path / "a", {})
+    b = ranked_run(tmp_path / "b", {1: {(1, "mid"), (1, "acc")}, 2: {(2, "out")}})
     lines = text(tmp_path, a, b)
     assert "3 ranks: 0, 1, 2" in lines
     assert f"=== rank 1 (A: {a / 'rank_1'}, B: {b / 'rank_1'})" in lines
@@ -134,36 +148,48 @@ def test_ranks_pair_by_number_and_each_gets_its_verdict(tmp_path: Path) -> None:
     block = section[section.index("```\nper rank:") + 4 :]
     block_lines = block[: block.index("```")].splitlines()
     assert block_lines == lines[lines.index("per rank:") :]
+    # one pattern, in words (the rest of this file reads the rank_pattern finding)
+    (line,) = [x for x in lines if x.startswith("pattern: ")]
+    assert line == (
+        "pattern: the first origin is on some ranks only: P mid at step 1 on rank 1; "
+        "Q out at step 2 on rank 2; no divergence on rank 0: look at what sets those ranks "
+        "apart: their data, their place in the topology, the order of cross-rank reductions"
+    )
+
+
+def rank_pattern(tmp: Path, a: Path, b: Path, *opts: str) -> dict[str, Any]:
+    """The report's ``rank_pattern`` finding (the JSON's), for the pipe schema."""
+    code, doc, err = compare(tmp, a, b, *opts)
+    assert code in (1, 2), err
+    return doc["rank_pattern"]  # type: ignore[no-any-return]
+
+
+def firsts(doc: dict[str, Any]) -> list[tuple[tuple[str, str, int], list[int]]]:
+    """Each first origin of the rank pattern, as (group, name, step), with its ranks."""
+    pattern = doc.get("rank_pattern", doc)
+    return [
+        ((f["origin"]["group"], f["origin"]["name"], f["origin"]["step"]), f["ranks"])
+        for f in pattern["firsts"]
+    ]
 
 
 def test_ranks_that_share_their_first_origin_point_at_a_kernel(tmp_path: Path) -> None:
     a = ranked_run(tmp_path / "a", {})
     b = ranked_run(tmp_path / "b", {r: {(1, "acc")} for r in range(3)})
-    lines = text(tmp_path, a, b)
-    assert (
-        "pattern: the same first origin on every rank, P acc at step 1: it points at a kernel, "
-        "nondeterministic wherever it runs"
-    ) in lines
+    got = rank_pattern(tmp_path, a, b)
+    assert got["kind"] == "kernel"
+    assert firsts(got) == [(("P", "acc", 1), [0, 1, 2])]
+    assert (got["quiet"], got["unfound"], got["uncompared"]) == ([], [], [])
 
 
 def test_ranks_diverging_differently_point_at_what_sets_them_apart(tmp_path: Path) -> None:
     a = ranked_run(tmp_path / "a", {}, range(4))
     b = ranked_run(tmp_path / "b", {0: {(1, "acc")}, 1: {(2, "src")}, 2: {(1, "acc")}},
                    range(4))  # fmt: skip
-    lines = text(tmp_path, a, b)
-    assert (
-        "pattern: the first origin is on some ranks only: P acc at step 1 on ranks 0, 2; "
-        "P src at step 2 on rank 1; no divergence on rank 3: look at what sets those ranks "
-        "apart: their data, their place in the topology, the order of cross-rank reductions"
-    ) in lines
-
-
-KERNEL = "it points at a kernel"
-
-
-def pattern(lines: list[str]) -> str:
-    (line,) = [x for x in lines if x.startswith("pattern: ")]
-    return line
+    got = rank_pattern(tmp_path, a, b)
+    assert got["kind"] == "some_ranks"
+    assert firsts(got) == [(("P", "acc", 1), [0, 2]), (("P", "src", 2), [1])]
+    assert got["quiet"] == [3]
 
 
 def test_one_rank_diverging_while_the_others_are_identical_is_some_ranks_only(
@@ -173,13 +199,10 @@ def test_one_rank_diverging_while_the_others_are_identical_is_some_ranks_only(
     # nondeterministic wherever it runs would have moved ranks 0 and 2 too.
     a = ranked_run(tmp_path / "a", {})
     b = ranked_run(tmp_path / "b", {1: {(1, "acc")}})
-    line = pattern(text(tmp_path, a, b))
-    assert line == (
-        "pattern: the first origin is on some ranks only: P acc at step 1 on rank 1; no "
-        "divergence on ranks 0, 2: look at what sets those ranks apart: their data, their "
-        "place in the topology, the order of cross-rank reductions"
-    )
-    assert KERNEL not in line
+    got = rank_pattern(tmp_path, a, b)
+    assert got["kind"] == "some_ranks"  # not "kernel"
+    assert firsts(got) == [(("P", "acc", 1), [1])]
+    assert got["quiet"] == [0, 2]
 
 
 def test_ranks_within_tolerance_count_as_not_diverged(tmp_path: Path) -> None:
@@ -191,22 +214,19 @@ def test_ranks_within_tolerance_count_as_not_diverged(tmp_path: Path) -> None:
         values = list(struct.unpack("<4f", path.read_bytes()))
         values[0] += 5
         path.write_bytes(f32(*values))
-    p = fastdiff("compare", "--schema", schema_file(tmp_path), a, b, "--atol", "1")
-    assert p.returncode == 1, p.stderr
-    line = pattern(p.stdout.splitlines())
-    assert "P acc at step 1 on ranks 0, 1; no divergence on rank 2" in line
-    assert line.startswith("pattern: the first origin is on some ranks only: ")
+    got = rank_pattern(tmp_path, a, b, "--atol", "1")
+    assert got["kind"] == "some_ranks"
+    assert firsts(got) == [(("P", "acc", 1), [0, 1])]
+    assert got["quiet"] == [2]
 
 
 def test_a_rank_not_compared_leaves_the_pattern_open(tmp_path: Path) -> None:
     a = ranked_run(tmp_path / "a", {}, range(3))
     b = ranked_run(tmp_path / "b", {0: {(1, "acc")}, 1: {(1, "acc")}}, range(2))
-    line = pattern(text(tmp_path, a, b))
-    assert line == (
-        "pattern: not known yet: P acc at step 1 on ranks 0, 1; not compared (errors) on "
-        "rank 2: compare those ranks to tell a kernel nondeterministic wherever it runs from "
-        "what sets ranks apart"
-    )
+    got = rank_pattern(tmp_path, a, b)
+    assert got["kind"] == "not_known"
+    assert firsts(got) == [(("P", "acc", 1), [0, 1])]
+    assert (got["uncompared"], got["quiet"]) == ([2], [])
 
 
 def test_diverging_ranks_without_a_found_origin_leave_the_pattern_open(tmp_path: Path) -> None:
@@ -214,23 +234,21 @@ def test_diverging_ranks_without_a_found_origin_leave_the_pattern_open(tmp_path:
     schema.write_text(SCHEMA.replace('inputs = ["src"]', 'inputs = ["src", "logits"]'))
     a = ranked_run(tmp_path / "a", {})
     b = ranked_run(tmp_path / "b", {r: {(1, "mid")} for r in range(3)})
-    p = fastdiff("compare", "--schema", schema, a, b)
+    p = fastdiff("compare", "--schema", schema, a, b, "--format", "json")
     assert p.returncode == 1, p.stderr
-    assert pattern(p.stdout.splitlines()) == (
-        "pattern: not known yet: no origin found on ranks 0, 1, 2: declare or dump the inputs "
-        "left open to tell a kernel nondeterministic wherever it runs from what sets ranks apart"
-    )
+    got = json.loads(p.stdout)["rank_pattern"]
+    assert got["kind"] == "not_known"
+    assert (got["firsts"], got["unfound"]) == ([], [0, 1, 2])
 
 
 def test_one_rank_shows_no_pattern_across_ranks(tmp_path: Path) -> None:
     a = ranked_run(tmp_path / "a", {}, range(1))
     b = ranked_run(tmp_path / "b", {0: {(1, "acc")}}, range(1))
-    lines = text(tmp_path, a, b)
-    assert "1 rank: 0" in lines
-    assert pattern(lines) == (
-        "pattern: none with one rank: P acc at step 1 on rank 0: one rank cannot tell a kernel "
-        "nondeterministic wherever it runs from what sets ranks apart"
-    )
+    code, doc, err = compare(tmp_path, a, b)
+    assert code == 1, err
+    assert [r["rank"] for r in doc["ranks"]] == [0]
+    assert doc["rank_pattern"]["kind"] == "one_rank"
+    assert firsts(doc) == [(("P", "acc", 1), [0])]
 
 
 def test_a_rank_in_one_run_only_is_an_error_and_the_others_are_compared(tmp_path: Path) -> None:
@@ -261,9 +279,7 @@ def test_ranks_without_declared_inputs_have_no_origins(tmp_path: Path) -> None:
     assert [(r["rank"], r["verdict"], r["origins"]) for r in doc["ranks"]] == [
         (0, "identical", None), (1, "diverged", None), (2, "identical", None),
     ]  # fmt: skip
-    text = fastdiff("compare", "--schema", "raw", a, b).stdout.splitlines()
-    assert "  rank  verdict    first divergent step  groups" in text
-    assert not any(line.startswith("pattern:") for line in text)
+    assert "rank_pattern" not in doc and "born" not in doc
 
 
 def test_runs_of_one_rank_and_of_several_do_not_mix(tmp_path: Path) -> None:
@@ -461,6 +477,7 @@ def one_rank(folder: Path, bumps: set[tuple[int, str]]) -> Path:
 
 @pytest.mark.parametrize("fmt", ["text", "jsonl"])
 def test_a_sweep_says_whether_its_first_origin_reproduces(tmp_path: Path, fmt: str) -> None:
+    # text: the sweep renderer's golden line for a reproducible origin
     base = one_rank(tmp_path / "base", set())
     runs = [one_rank(tmp_path / f"r{i}", {(1, "acc"), (2, "out")}) for i in range(3)]
     p = fastdiff("sweep", "--schema", schema_file(tmp_path), "--baseline", base, *runs,
@@ -486,14 +503,10 @@ def test_a_sweep_names_the_pairs_whose_first_origins_disagree(tmp_path: Path) ->
     r4 = one_rank(tmp_path / "r4", set())
     args = ("sweep", "--schema", schema_file(tmp_path), "--baseline", base, r1, r2, r3, r4,
             "--no-cache")  # fmt: skip
-    p = fastdiff(*args, "--format", "text")
+    p = fastdiff(*args, "--format", "jsonl")
     assert p.returncode == 1, p.stderr
-    assert p.stdout.splitlines()[-3:] == [
-        "first origins differ between the diverging pairs:",
-        f"  P acc at step 1: {base} vs {r1}, {base} vs {r3}",
-        f"  P mid at step 2: {base} vs {r2}",
-    ]
-    summary = json.loads(fastdiff(*args, "--format", "jsonl").stdout.splitlines()[-1])
+    *pairs, summary = map(json.loads, p.stdout.splitlines())
+    assert [r["run_b"] for r in pairs] == [str(r) for r in (r1, r2, r3, r4)]
     assert summary["reproducible_origin"] is False
     assert summary["first_origins"] == [
         {"origin": {"step": 1, "name": "acc", "group": "P"}, "pairs": [0, 2]},
@@ -507,10 +520,8 @@ def test_a_sweep_without_declared_inputs_keeps_its_summary_record(tmp_path: Path
     p = fastdiff("sweep", "--schema", "raw", "--baseline", base, r1, "--no-cache",
                  "--format", "jsonl")  # fmt: skip
     summary = json.loads(p.stdout.splitlines()[-1])
+    # no first_origins, no reproducible_origin
     assert list(summary) == [
         "record", "schema_version", "pairs", "identical", "diverged", "error",
         "error_and_diverged", "classes", "unclassified", "cache_hits", "elapsed_s", "interrupted",
     ]  # fmt: skip
-    text = fastdiff("sweep", "--schema", "raw", "--baseline", base, r1, "--no-cache",
-                    "--format", "text").stdout  # fmt: skip
-    assert "first origin" not in text

@@ -628,8 +628,9 @@ def test_damaged_and_forged_lines_are_ignored_with_a_note(tmp_path: Path) -> Non
     assert f"; and {len(cases) + 1 - 3} more)" in note_text(note)  # three are named
     report = compare_runs(a, b)
     assert report.verdict == "identical" and report.work.files_hashed == 1
-    r = fastdiff("compare", a, b)
-    assert r.returncode == 0 and "lines ignored" in r.stdout
+    assert [n["lines"] for n in report.notes if n.kind is NoteKind.LOG_LINES_IGNORED] == [
+        note["lines"]
+    ]  # the report carries the note
 
 
 def test_a_torn_last_line_is_a_note_and_the_rest_is_used(tmp_path: Path) -> None:
@@ -726,10 +727,17 @@ def test_digests_only_runs_name_the_first_divergent_step_and_how_to_see_the_valu
     a = _job(tmp_path / "a", False, False)
     b = _job(tmp_path / "b", False, True)
     assert sorted(p.name for p in a.iterdir()) == [DIGEST_LOG]
+    digests = compare_runs(a, b)
+    assert (digests.verdict, digests.first_divergent_step) == ("diverged", 3)
+    w = next(x for x in digests.buffers if (x.step, x.name) == (3, "w"))
+    assert w.status == "diverged" and w.n_diff is None  # by digests: no element was read
+    assert w.first_divergent_chunk is not None
+    (rerecord,) = [n for n in digests.notes if n.kind is NoteKind.RERECORD]
+    assert (rerecord["step"], rerecord["names"]) == (3, ("w",))
+    assert rerecord["sides"] == (("A", str(a)), ("B", str(b)))
+    # The note's words, once:
     r = fastdiff("compare", a, b)
     assert r.returncode == 1, r.stderr
-    assert "VERDICT: diverged: first divergent step 3" in r.stdout
-    assert "compared by digests only (recorded without data)" in r.stdout
     assert (
         f"note: runs A ({a}) and B ({b}) recorded digests only at step 3, where the runs first "
         "diverge (w): the digests show where, not the values; to see them, record step 3 in "
@@ -743,7 +751,7 @@ def test_digests_only_runs_name_the_first_divergent_step_and_how_to_see_the_valu
     assert w3.status == "diverged" and w3.n_diff == 1 and w3.first_index == 20
     assert w3.message is None
     w4 = next(x for x in report.buffers if (x.step, x.name) == (4, "w"))
-    assert w4.message == "compared by digests only (recorded without data)"
+    assert w4.status == "diverged" and w4.n_diff is None  # step 4: digests only
     assert not any(n.kind is NoteKind.RERECORD for n in report.notes)
     # Full data in one run, digests only in the other: compared by digests.
     mixed = compare_runs(_job(tmp_path / "full", True, False), b)

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from helpers import f32, fastdiff
 
-from fastdiff import compare_runs
+from fastdiff import CompareOptions, compare_runs
 
 SCHEMA = """\
 name = "pipe"
@@ -197,9 +197,11 @@ def test_names_limits_the_buffers_compared(spreading: tuple[Path, Path, Path]) -
     assert doc["selection"] == {"steps": None, "names": ["m*", "src"], "buffers": "all"}
     assert {b["name"] for b in doc["buffers"]} == {"mid", "src"}
     assert doc["first_divergent_groups"] == ["P"]
-    p = fastdiff("compare", "--schema", schema, ra, rb, "--names", "plain")
+    p = fastdiff("compare", "--schema", schema, ra, rb, "--names", "plain", "--format", "json")
     assert p.returncode == 1
-    assert "VERDICT: diverged: first divergent step 2; groups: Q (consumers)" in p.stdout
+    doc = json.loads(p.stdout)
+    assert (doc["verdict"], doc["first_divergent_step"]) == ("diverged", 2)
+    assert doc["first_divergent_groups"] == ["Q"]
 
 
 def test_a_selection_that_takes_nothing_is_an_error(spreading: tuple[Path, Path, Path]) -> None:
@@ -250,7 +252,7 @@ def test_sweep_takes_steps_and_names_and_watch_refuses_them(
 
 def test_the_api_takes_a_selection(spreading: tuple[Path, Path, Path]) -> None:
     ra, rb, schema = spreading
-    from fastdiff import CompareOptions, Selection
+    from fastdiff import Selection
 
     opts = CompareOptions(schema=str(schema))
     report = compare_runs(ra, rb, opts, select=Selection(steps=range(2, 3), names=["out"]))
@@ -315,6 +317,11 @@ def test_born_in_names_each_origin_once_with_its_inputs_summed_up(tmp_path: Path
     assert all(f"P {w} at step 1 (inputs src, mid, side matched)" in full for w in ws)
     doc = json.loads(fastdiff("compare", "--schema", s, ra, rb, "--format", "json").stdout)
     assert len(doc["origins"]) == 36
+    born = doc["born"]
+    assert born["step"] == 1 and [o["name"] for o in born["origins"]] == list(ws)
+    assert [(o["name"], o["step"]) for o in born["later"]] == [
+        (w, step) for step in (2, 3) for w in ws
+    ]
     w0 = next(x for x in doc["buffers"] if (x["step"], x["name"]) == (1, "w00"))
     assert w0["inputs"] == ["src", "mid", "side"]
 
@@ -323,14 +330,12 @@ def test_hints_go_to_the_groups_holding_an_origin_not_to_receivers(
     spreading: tuple[Path, Path, Path],
 ) -> None:
     ra, rb, schema = spreading  # step 1: P's mid is born, Q's out receives it
-    p = fastdiff("compare", "--schema", schema, ra, rb)
-    assert p.returncode == 1
-    lines = p.stdout.splitlines()
-    assert (
-        "VERDICT: diverged: first divergent step 1; groups: P (producers), Q (consumers)" in lines
-    )
-    hints = [ln.split(":")[0] for ln in lines if ln.startswith("next, ")]
-    assert hints == ["next, P"]
+    report = compare_runs(ra, rb, CompareOptions(schema=str(schema)))
+    assert (report.first_divergent_step, report.first_divergent_groups) == (1, ("P", "Q"))
+    assert report.next_groups == ("P",)
+    # the text gives the hint of the next groups alone
+    lines = fastdiff("compare", "--schema", schema, ra, rb).stdout.splitlines()
+    assert [ln.split(":")[0] for ln in lines if ln.startswith("next, ")] == ["next, P"]
 
 
 def test_without_an_origin_the_hints_go_to_buffers_that_are_not_receivers(
@@ -345,11 +350,9 @@ def test_without_an_origin_the_hints_go_to_buffers_that_are_not_receivers(
     bump(b, 1, "w0")
     bump(b, 1, "out")
     ra, rb, s = write(tmp_path, a, b, schema)
-    p = fastdiff("compare", "--schema", s, ra, rb)
-    assert p.returncode == 1, p.stderr
-    lines = p.stdout.splitlines()
-    assert (
-        "VERDICT: diverged: first divergent step 1; groups: P (producers), Q (consumers)" in lines
-    )
-    hints = [ln.split(":")[0] for ln in lines if ln.startswith("next, ")]
-    assert hints == ["next, P"]
+    report = compare_runs(ra, rb, CompareOptions(schema=str(s)))
+    assert (report.first_divergent_step, report.first_divergent_groups) == (1, ("P", "Q"))
+    assert report.origins == ()
+    roles = {b.name: b.role.kind for b in report.buffers if b.step == 1 and b.role is not None}
+    assert roles == {"w0": "undetermined", "out": "receiver"}
+    assert report.next_groups == ("P",)

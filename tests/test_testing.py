@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from helpers import REPO
 
-from fastdiff import Recorder
+from fastdiff import CompareOptions, Recorder, compare_runs
 from fastdiff.testing import assert_runs_equal
 
 
@@ -65,15 +65,19 @@ def test_a_single_buffer_message_gives_indices_in_its_shape(tmp_path: Path) -> N
     w[3, 5] = -7.0
     changed[(1, "weights")] = w
     a, b = run(tmp_path / "a", base()), run(tmp_path / "b", changed)
-    with pytest.raises(AssertionError) as info:
+    with pytest.raises(AssertionError):
         assert_runs_equal(a, b, atol=1e-9)
-    text = str(info.value)
-    assert "Buffer 'weights' at step 1 (group weights, f32, shape (4, 6)):" in text
-    assert "  Mismatched elements: 2 / 24 (8.3%)" in text
-    assert "  Greatest absolute difference: 53 at index (3, 5) (up to 1e-09 allowed)" in text
-    assert "  Greatest relative difference: 7.57143 at index (3, 5) (up to 0 allowed)" in text
-    assert "  First difference at index (1, 2): A=16 (0x41800000), B=16.5 (0x41840000)" in text
-    assert "Diverged later" not in text
+    # what the message is made of (its words: the golden tests above and below)
+    report = compare_runs(a, b, CompareOptions(atol=1e-9))
+    (w,) = [x for x in report.buffers if x.status != "equal"]
+    assert (w.step, w.name, w.group, w.dtype, w.shape) == (1, "weights", "weights", "f32", (4, 6))
+    assert (w.n_diff, w.n_elements_a) == (2, 24)
+    assert (w.max_abs_delta, w.max_abs_delta_index_nd) == (53, (3, 5))
+    assert w.max_rel_delta == pytest.approx(53 / 7) and w.max_rel_delta_index == 3 * 6 + 5
+    assert (w.first_index_nd, w.a, w.b) == ((1, 2), 16, 16.5)
+    assert (w.a_bits, w.b_bits) == ("0x41800000", "0x41840000")
+    assert report.first_divergent_step == 1
+    assert [x.step for x in report.buffers if x.status != "equal"] == [1]  # nothing later
 
 
 def test_tolerances_and_nan_equal(tmp_path: Path) -> None:
@@ -82,8 +86,10 @@ def test_tolerances_and_nan_equal(tmp_path: Path) -> None:
     loss[2, 4] = np.nextafter(loss[2, 4], np.float32(np.inf))
     near[(0, "loss")] = loss
     a, b = run(tmp_path / "a", base()), run(tmp_path / "b", near)
-    with pytest.raises(AssertionError, match="Greatest ULP distance: 1 "):
+    with pytest.raises(AssertionError):
         assert_runs_equal(a, b)
+    (x,) = [x for x in compare_runs(a, b).buffers if x.status != "equal"]
+    assert (x.name, x.n_diff, x.max_ulp) == ("loss", 1, 1)
     assert_runs_equal(a, b, ulp=1)
     assert_runs_equal(a, b, atol=1e-3)
     assert_runs_equal(a, b, rtol=1e-6)
@@ -91,16 +97,21 @@ def test_tolerances_and_nan_equal(tmp_path: Path) -> None:
     payload = np.array([np.nan, 1], np.float32)
     payload.view(np.uint32)[0] |= 1
     na, nb = run(tmp_path / "na", nan_a), run(tmp_path / "nb", {(0, "x"): payload})
-    with pytest.raises(AssertionError, match="with a NaN: 1 of them"):
+    with pytest.raises(AssertionError):
         assert_runs_equal(na, nb)
+    (x,) = compare_runs(na, nb).buffers
+    assert (x.status, x.n_diff, x.n_nan_mismatch) == ("diverged", 1, 1)
     assert_runs_equal(na, nb, nan_equal=True)
 
 
 def test_a_signed_zero_differs_without_a_tolerance(tmp_path: Path) -> None:
     a = run(tmp_path / "a", {(0, "x"): np.array([0.0], np.float64)})
     b = run(tmp_path / "b", {(0, "x"): np.array([-0.0], np.float64)})
-    with pytest.raises(AssertionError, match="Mismatched elements: 1 / 1"):
+    with pytest.raises(AssertionError):
         assert_runs_equal(a, b)
+    (x,) = compare_runs(a, b).buffers
+    assert (x.status, x.n_diff, x.n_elements_a, x.n_signed_zero) == ("diverged", 1, 1, 1)
+    assert_runs_equal(a, b, atol=0)  # a tolerance compares values: -0.0 == +0.0
 
 
 def test_runs_that_cannot_be_compared_fail_naming_the_problem(tmp_path: Path) -> None:
@@ -146,7 +157,7 @@ def test_the_readme_pytest_gate_runs(tmp_path: Path) -> None:
 
 GATE = """\
 import numpy as np
-from fastdiff import Recorder
+from fastdiff import CompareOptions, Recorder, compare_runs
 from fastdiff.testing import assert_runs_equal
 
 
@@ -206,20 +217,31 @@ def test_the_message_says_where_the_divergence_was_born() -> None:
     with pytest.raises(AssertionError) as info:
         assert_runs_equal(ex / "run-a", ex / "run-b", schema=str(ex / "schema.toml"))
     lines = str(info.value).splitlines()
+    # the words, once: the born-in line (the rest of it is the report's finding)
     assert lines[1] == (
         "Born in: F rewards at step 3 (inputs actions, unit_entry_price, prev_realized_pnl "
         "matched); received: advantages, returns"
     )
-    assert lines[2] == "Undetermined: F entropy_bonus at step 3 (not compared: entropy_coef)"
-    assert "Buffer 'rewards' at step 3 (group F, f32):" in lines
-    assert (
-        "  Origin: the divergence is born here (its inputs actions, unit_entry_price, "
-        "prev_realized_pnl matched)"
-    ) in lines
-    # Without declared inputs (the same runs as plain dumps): no such lines.
-    with pytest.raises(AssertionError) as plain:
+    report = compare_runs(
+        ex / "run-a", ex / "run-b", CompareOptions(schema=str(ex / "schema.toml"))
+    )
+    born = report.born
+    assert born is not None and born.step == 3
+    assert [(o.group, o.name, o.step) for o in born.origins] == [("F", "rewards", 3)]
+    assert born.received == ("advantages", "returns")
+    assert [(u.group, u.name, u.step) for u in born.undetermined] == [("F", "entropy_bonus", 3)]
+    roles = {b.name: b.role for b in report.buffers if b.step == 3 and b.role is not None}
+    assert roles["rewards"].kind == "origin"
+    assert roles["rewards"].inputs == ("actions", "unit_entry_price", "prev_realized_pnl")
+    assert (roles["entropy_bonus"].kind, roles["entropy_bonus"].undumped_inputs) == (
+        "undetermined", ("entropy_coef",)
+    )  # fmt: skip
+    # Without declared inputs (the same runs as plain dumps): no origins, no roles.
+    with pytest.raises(AssertionError):
         assert_runs_equal(ex / "run-a", ex / "run-b", schema="raw")
-    assert "Born in" not in str(plain.value) and "Origin:" not in str(plain.value)
+    raw = compare_runs(ex / "run-a", ex / "run-b", CompareOptions(schema="raw"))
+    assert raw.born is None and raw.origins is None
+    assert all(b.role is None for b in raw.buffers)
 
 
 def test_values_one_ulp_apart_print_apart(tmp_path: Path) -> None:

@@ -13,6 +13,9 @@ from pathlib import Path
 import pytest
 from helpers import REPO, fastdiff
 
+from fastdiff import compare_runs
+from fastdiff.model.findings import NoteKind
+
 pytest.importorskip("torch")
 
 TRAIN = REPO / "examples" / "trace" / "train.py"
@@ -65,7 +68,11 @@ def test_compare_names_the_op_and_module_it_is_born_in_with_no_schema(
     born = next(b for b in doc["buffers"] if (b["step"], b["name"]) == (2, BORN_OP))
     assert born["role"] == "origin" and born["differing_inputs"] == []
     assert doc["structure"]["parted"] is False
-    assert any("is a trace" in n for n in doc["notes"])  # a plain note: no "note: " in the JSON
+    # a note says the runs are traces, read with the dataflow they recorded
+    notes = compare_runs(runs["op-a"], runs["op-b"]).notes
+    (trace,) = [n for n in notes if n.kind is NoteKind.TRACE_DATAFLOW]
+    assert trace["spec"] == str(runs["op-a"]) and not trace.warning
+    assert len(doc["notes"]) == len(notes)
     # every other record that diverges at step 2 received it
     kinds = {b["role"] for b in doc["buffers"] if b["step"] == 2 and "role" in b}
     assert kinds == {"origin", "receiver"}
