@@ -56,8 +56,8 @@ import sys
 import time
 from collections import deque
 
-from ..engine.pool import default_jobs, open_runner, resolve_executor_kind
-from ..engine.scheduler import Plan, Scheduler, gc_paused
+from ..engine.pool import default_jobs, gc_paused, open_runner, resolve_executor_kind
+from ..engine.scheduler import Plan, Scheduler
 from ..model.results import BufferResult, Problem, Skipped, Work, total_work
 from ..model.statuses import TROUBLE
 from ..options import CompareOptions, tolerance_dict
