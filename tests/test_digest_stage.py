@@ -94,7 +94,7 @@ def test_decide_with_data_matches_the_naive_twin(case, cs: int) -> None:
     p = _pair(a, b)
     decided, problems = decide(p, _digest("a", a, cs), _digest("b", b, cs), EXACT, RL_STATE)
     ranges, mismatched, _ = naive(a, b, cs)
-    assert problems == []
+    assert problems == ()
     if a == b:
         assert isinstance(decided, BufferResult) and decided.status == "equal"
         return
@@ -122,7 +122,7 @@ def test_decide_without_data_on_a_side_matches_the_naive_twin(
     p = _pair(a, b, has_b=False, digest_b=db)
     decided, problems = decide(p, _digest("a", a, cs), db, EXACT, RL_STATE, (False, manifest))
     _, mismatched, first = naive(a, b, cs)
-    assert problems == []
+    assert problems == ()
     assert isinstance(decided, BufferResult)
     expected = (
         "equal"
@@ -161,7 +161,7 @@ def test_decide_reports_hashing_problems_and_chunk_size_mismatches() -> None:
     bad = Problem("b/x.bin", "truncated", kind="malformed")
     decided, problems = decide(p, _digest("a", a, 4), bad, EXACT, RL_STATE)
     assert isinstance(decided, BufferResult) and decided.status == "malformed"
-    assert problems == [bad]
+    assert problems == (bad,)
     decided, problems = decide(p, _digest("a", a, 4), _digest("b", a, 2), EXACT, RL_STATE)
     assert isinstance(decided, BufferResult) and decided.status == "error"
     assert [e.kind for e in problems] == ["mismatch"]

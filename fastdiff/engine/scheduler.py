@@ -529,7 +529,8 @@ class Scheduler:
             da = found[(p.a.span or p.a, at_a)]  # type: ignore[index]
             db = found[(p.b.span or p.b, at_b)]  # type: ignore[index]
             decided, problems = decide(p, da, db, tol, plan.schema, manifests)
-            errors += problems
+            if problems:
+                errors += problems
             if isinstance(decided, BufferResult):
                 results.append(decided)
             else:

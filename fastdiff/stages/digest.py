@@ -192,7 +192,7 @@ def decide(
     tolerance: Tolerance,
     schema: Schema,
     manifests: tuple[bool, bool] = (False, False),
-) -> tuple[BufferResult | ScanJob, list[Problem]]:
+) -> tuple[BufferResult | ScanJob, tuple[Problem, ...]]:
     """What a pair's digests (``da``, ``db``; or the problem hashing met)
     decide, and the problems that go into the report beside it: a result, or
     a ``ScanJob`` (with the buffer's own tolerance, where it is not
@@ -206,7 +206,7 @@ def decide(
     if isinstance(da, Problem) or isinstance(db, Problem):
         bad = [d for d in (da, db) if isinstance(d, Problem)]
         status = "malformed" if bad[0].kind == "malformed" else "error"
-        return p.result(status, message=bad[0].message), bad
+        return p.result(status, message=bad[0].message), tuple(bad)
     data = p.a.has_data and p.b.has_data
     recorded = not data and not manifests[0 if not p.a.has_data else 1]
     if recorded:
@@ -219,12 +219,12 @@ def decide(
     if not isinstance(decided, BufferResult):
         if tol is not tolerance:
             decided = decided.replace(tolerance=tol)
-        return decided, []
+        return decided, ()
     if decided.status == "error" and decided.message:
-        return decided, [Problem(p.a.path, decided.message, kind="mismatch")]
+        return decided, (Problem(p.a.path, decided.message, kind="mismatch"),)
     if decided.status == "diverged" and not data and not tol.exact:
         # Digests say only that bits differ, not whether within tolerance.
         decided = tolerance_undecided(p, decided, tol, recorded)
         local = p.a if p.a.has_data else p.b
-        return decided, [Problem(local.path, decided.message or "", kind="undecided")]
-    return decided, []
+        return decided, (Problem(local.path, decided.message or "", kind="undecided"),)
+    return decided, ()
