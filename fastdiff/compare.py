@@ -25,6 +25,7 @@ from .model.selection import Selection
 from .options import CompareOptions, tolerance_dict
 from .sources import RunSource, dump_subfolder, holds_no_dumps, no_dumps_problem, open_run
 from .sources.schemas import choose_schema
+from .stages.report import PartNotes
 from .stages.verdict import combine_ranks
 
 TYPE_CHECKING = False
@@ -373,12 +374,18 @@ class _RankedPair:
         skipped = [*skipped_beside(self.ka, self.sa)]
         if self.sb.spec != self.sa.spec:
             skipped += skipped_beside(self.kb, self.sb)
+        parts = PartNotes(note for _, r in sorted(self.reports, key=_rank) for note in r.notes)
         report = combine_ranks(
             self.sa.spec, self.sb.spec, self.schema, self.reports, skipped, self.errors,
-            tolerance_dict(self.opts.tolerance), self.notes,
+            tolerance_dict(self.opts.tolerance), (*self.notes, *parts.before),
         )  # fmt: skip
+        report = parts.added_to(report)
         parted = [r.structure for _, r in self.reports if r.structure is not None]
         if parted:  # two traces of several ranks: where the first rank to part parts
             first = min(parted, key=lambda x: (not x.parted, x.step or 0, x.rank or 0))
             report = report.replace(structure=first)
         self.finish(self.index, report)
+
+
+def _rank(item: tuple[int, Report]) -> int:
+    return item[0]

@@ -7,13 +7,19 @@ digests only that a recorder wrote, and where two traces' sequences of
 records part (``structure``). The scheduler calls it for every plan it
 completes; the runs of several ranks are combined from these
 (``verdict.combine_ranks``, by ``fastdiff.compare``).
+
+``parts_report`` is the report of a run pair compared in parts (the steps
+of a watch), with the notes of the parts put together (``PartNotes``) as
+``plan_report`` would have made them for the whole: so a watch's summary
+says what a compare of the same runs says; the report of runs of several
+ranks puts its ranks' notes together the same way (``fastdiff.compare``).
 """
 
 from __future__ import annotations
 
 from ..model.findings import Note, NoteKind
 from ..model.results import DIVERGENT
-from .verdict import build_report
+from .verdict import OWN_NOTES, build_report
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -48,6 +54,77 @@ def plan_report(
     if src_a.sequence is not None and src_b.sequence is not None:
         report = _with_structure(report, src_a, src_b, rank)
     return report
+
+
+def parts_report(
+    run_a: str,
+    run_b: str,
+    schema: Schema,
+    buffers: Iterable[BufferResult],
+    skipped: Iterable[Skipped],
+    errors: Iterable[Problem],
+    tolerance: dict[str, object],
+    work: Work,
+    notes: Iterable[Note],
+    part_notes: Iterable[Note],
+) -> Report:
+    """The report of ``run_a`` against ``run_b`` compared in parts (the steps
+    of a watch), from every part's buffers and problems; ``notes``: the
+    caller's (how the runs are read), ``part_notes``: those of the parts'
+    reports, put in as ``PartNotes`` says."""
+    parts = PartNotes(part_notes)
+    report = build_report(
+        run_a, run_b, schema, buffers, skipped, errors, tolerance=tolerance, work=work,
+        notes=(*notes, *parts.before),
+    )  # fmt: skip
+    return parts.added_to(report)
+
+
+class PartNotes:
+    """The notes of the reports of a run pair's parts (the steps of a watch,
+    the ranks of runs of several: ``plan_report``'s), as the report of the
+    whole holds them: the notes on headers that overrule the schema's dtypes
+    as one (every buffer, by name: ``before``, with the caller's), the note
+    on recording a step in full for the whole's first divergent step only,
+    the others once each, after the report's own (``added_to``); the notes
+    a report makes of its own buffers (``verdict.OWN_NOTES``) are not taken:
+    the whole's report makes them again over all its buffers."""
+
+    __slots__ = ("before", "later")
+
+    def __init__(self, part_notes: Iterable[Note]) -> None:
+        header: dict[str, tuple[str, str, str]] = {}
+        header_of: Note | None = None
+        later: dict[Note, None] = {}
+        for note in part_notes:
+            if note.kind in OWN_NOTES:
+                continue
+            if note.kind == NoteKind.HEADER_DTYPE:
+                header_of = header_of or note
+                for entry in note["buffers"]:
+                    header.setdefault(entry[0], entry)
+            else:
+                later[note] = None
+        self.before: tuple[Note, ...] = ()
+        if header_of is not None:
+            merged = [header[name] for name in sorted(header)]
+            self.before = (Note.of(NoteKind.HEADER_DTYPE, schema=header_of["schema"],
+                                   buffers=merged, warning=header_of.warning),)  # fmt: skip
+        self.later = tuple(later)
+
+    def added_to(self, report: Report) -> Report:
+        """``report`` (of the whole, built with ``before``) with the later notes."""
+        first, said = report.first_divergent_step, set(report.notes)
+        after = [note for note in self.later if note not in said
+                 and (note.kind != NoteKind.RERECORD or note["step"] == first)]  # fmt: skip
+        return report.replace(notes=(*report.notes, *after)) if after else report
+
+
+def caller_notes(report: Report) -> tuple[Note, ...]:
+    """The notes of ``report`` that its caller gave or its sources added,
+    without those it made of its own buffers (``verdict.OWN_NOTES``): what a
+    report rebuilt from its buffers keeps."""
+    return tuple(note for note in report.notes if note.kind not in OWN_NOTES)
 
 
 def skipped_of(src_a: RunSource, src_b: RunSource) -> list[Skipped]:
