@@ -13,7 +13,8 @@ import contextlib
 import json
 import os
 
-from .engine.scheduler import Scheduler, gc_paused
+from .engine.pool import gc_paused
+from .engine.scheduler import Scheduler
 from .errors import FastdiffError
 from .model.results import Problem
 from .sources import open_run

@@ -4,7 +4,7 @@ The pair lists (one baseline against candidates, every pair of a set, or
 pairs read from a file), the summary, the classes of runs that are
 bit-identical to each other (never merely within tolerance), and whether
 the diverging pairs share their first origin (a reproducible origin). The work
-itself is ``engine.scheduler.compare_pairs``.
+itself is ``compare.compare_pairs``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import os
 import time
 from itertools import combinations
 
-from .engine.scheduler import compare_pairs, holding, list_runs
+from .compare import compare_pairs, holding, list_runs
 from .errors import FastdiffError
 from .model.findings import Note, NoteKind
 from .model.value import Value
@@ -361,7 +361,7 @@ def one_schema(
     and a note (a warning, when manifests record different schemas) says
     which schema it is, where it comes from, and which pairs it changes.
     ``select``: the runs are read as the pairs are, at the steps and names
-    it takes; ``listed``: the runs as ``engine.scheduler.list_runs`` listed
+    it takes; ``listed``: the runs as ``compare.list_runs`` listed
     them (with the same ``select``; else listed here), which the comparison
     then takes as they are."""
     from .options import CompareOptions

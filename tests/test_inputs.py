@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from helpers import fastdiff as cli
 
-from fastdiff.engine.scheduler import compare_pairs
+from fastdiff.compare import compare_pairs
 from fastdiff.errors import FastdiffError
 from fastdiff.sources import folder as discover_module
 from fastdiff.sources.folder import discover

@@ -338,6 +338,15 @@ def test_runs_a_recorder_wrote_rank_by_rank_compare_whole(tmp_path: Path) -> Non
     (w,) = [x for x in doc["buffers"] if x["status"] != "equal"]
     assert (w["rank"], w["step"], w["name"]) == (1, 2, "w")
     assert w["first_divergent_chunk"] is not None  # step 2 was recorded as digests only
+    # The ranks' notes are the whole's: how to record rank 1's step 2 in full,
+    # as a compare of rank 1 alone says (the combined report dropped it).
+    from fastdiff import compare_runs
+    from fastdiff.model.findings import NoteKind
+
+    whole = compare_runs(tmp_path / "a", tmp_path / "b")
+    (rerecord,) = [n for n in whole.notes if n.kind is NoteKind.RERECORD]
+    assert rerecord["step"] == 2
+    assert whole.notes == compare_runs(tmp_path / "a" / "rank_1", tmp_path / "b" / "rank_1").notes
 
 
 def test_runs_of_several_ranks_choose_the_schema_a_run_of_one_rank_would(tmp_path: Path) -> None:

@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 
 import fastdiff.engine.scheduler as scheduler
 from fastdiff.bench.synth import write_rl_run
+from fastdiff.compare import compare_pairs
 from fastdiff.engine.pool import SerialRunner, open_runner
-from fastdiff.engine.scheduler import Plan, Scheduler, compare_pairs
+from fastdiff.engine.scheduler import Plan, Scheduler
 from fastdiff.hashrun import write_manifest
 from fastdiff.model.results import PROBLEM_KINDS, Report
 from fastdiff.options import CompareOptions

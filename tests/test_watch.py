@@ -1146,3 +1146,49 @@ def test_steps_listed_together_are_split_as_select_splits_them(tmp_path: Path) -
         for field in ("root", "buffers", "skipped", "errors", "readable", "broken", "lost"):
             assert getattr(part, field) == getattr(alone, field), (n, field)
     assert parts[7].buffers == () and parts[1].errors and parts[2].lost
+
+
+def test_a_watch_of_finished_runs_reports_what_compare_reports(tmp_path: Path) -> None:
+    """One report assembly: a watch of two finished runs (every step read,
+    ``keep_going``) ends with the report a compare of them gives: its notes
+    (a header that overrules the schema's dtype, which the steps' reports
+    held and the summary dropped) and its work, summed over the steps as
+    over one run pair (only the time differs)."""
+    import numpy as np
+
+    from fastdiff import CompareOptions, compare_runs
+    from fastdiff.model.findings import NoteKind
+    from fastdiff.model.results import WORK_COUNTS
+    from fastdiff.recorder import Recorder
+    from fastdiff.watch import watch_runs
+
+    schema = tmp_path / "few.toml"
+    schema.write_text('[[group]]\nkey = "F"\n[group.members]\nx = "f32"\ny = "f32"\n')
+    a, b = tmp_path / "a", tmp_path / "b"
+    for run in (a, b):
+        with Recorder(run) as rec:
+            for step in range(3):
+                y = np.arange(6, dtype=np.float32)
+                if run == b and step >= 1:
+                    y[step] = -1.0  # diverges at steps 1 and 2
+                rec.dump(step, "x", np.arange(4, dtype=np.float64) + step)  # f64: a header note
+                rec.dump(step, "y", y)
+        for step in range(3):  # raw bytes beside, no digest logged: hashed, and a note
+            np.arange(8, dtype=np.uint8).tofile(run / f"step_{step}_z.bin")
+    opts = CompareOptions(schema=str(schema))
+    compared = compare_runs(a, b, opts)
+    summary = watch_runs(
+        a, b, opts, poll=POLL, settle=SETTLE, idle_timeout=IDLE, keep_going=True
+    ).report
+    kinds = [n.kind for n in compared.notes]
+    assert NoteKind.HEADER_DTYPE in kinds and NoteKind.RAW_BYTES in kinds
+    assert summary.notes == compared.notes
+    assert (summary.verdict, summary.first_divergent_step) == ("diverged", 1)
+    assert [(x.step, x.name, x.status) for x in summary.buffers] == [
+        (x.step, x.name, x.status) for x in compared.buffers
+    ]
+    work, expected = summary.work, compared.work
+    assert expected.files_hashed > 0 and expected.pairs_scanned > 0
+    assert [getattr(work, k) for k in WORK_COUNTS] == [getattr(expected, k) for k in WORK_COUNTS]
+    assert (work.engine, work.executor, work.jobs) == (expected.engine, expected.executor,
+                                                       expected.jobs)  # fmt: skip

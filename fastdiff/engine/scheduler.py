@@ -8,8 +8,9 @@ decide what they can at once; every file that still needs a digest is
 hashed once (stage 4) per chunk size its pairs need (a manifest's, else the
 options'), however many pending plans it belongs to, unless a manifest or
 the digest cache already knows it; a plan whose files are all hashed is
-decided by digest, and only its differing chunks are scanned (stage 5); a
-plan whose scans are done gets its verdict (stage 6), and its
+decided by digest (``stages.digest.decide``), and only its differing chunks
+are scanned (stage 5); a plan whose scans are done gets its report (stage 6,
+``stages.report.plan_report``), with the ``Work`` it took, and its
 ``on_done(plan, report)`` is called.
 
 ``drain(runner)`` runs tasks until every plan submitted is reported (or a
@@ -21,9 +22,11 @@ pending plan needs it, and keyed by the very ``BufferRef`` a listing holds
 a plan submitted again, from sources listed afresh (``Plan.reopened``),
 reads its files again.
 
-``compare_pairs`` is the batch user (a compare, a sweep: reports in input
-order); ``hashrun.write_manifest`` asks for digests alone
-(``Scheduler.request_digests``).
+The scheduler only schedules: which run pairs to compare, with which
+schema, and how the ranks of runs of several combine is the compare use
+case's (``fastdiff.compare.compare_pairs``: a compare, a sweep, reports in
+input order); ``watch`` submits one plan per step; ``hashrun.write_manifest``
+asks for digests alone (``Scheduler.request_digests``).
 
 Work goes through any ``concurrent.futures.Executor`` (only ``submit`` is
 called on it) or in this thread; hashing is submitted run by run, so the
@@ -32,38 +35,26 @@ first pairs finish first.
 
 from __future__ import annotations
 
-import gc
-import os
 import time
 
-from ..dtypes import get_dtype
-from ..model.results import DIVERGENT, BufferResult, Problem, Report, Skipped, Work
+from ..model.results import BufferResult, Problem, Report, Work
 from ..options import CompareOptions, tolerance_dict
-from ..sources import (
-    RunSource,
-    dump_subfolder,
-    holds_no_dumps,
-    no_dumps_problem,
-    open_run,
-    reopen,
-)
-from ..sources.schemas import choose_schema
-from ..stages.digest import RECORDED_DIGESTS_ONLY, by_digest, tolerance_undecided
+from ..sources import reopen
+from ..stages.digest import decide, pair_sizes
 from ..stages.hash import hash_batch
 from ..stages.prepare import prepare
-from ..stages.verdict import build_report, combine_ranks
+from ..stages.report import plan_report
 from .pool import batches, default_jobs, open_runner, resolve_executor_kind
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Sequence
+    from collections.abc import Callable, Iterable
     from concurrent.futures import Executor
 
     from ..model.findings import Note
-    from ..model.selection import Selection
     from ..schema import Schema
+    from ..sources import RunSource
     from ..sources.buffers import BufferDigest, BufferRef
-    from ..sources.ranks import RankedRun
     from ..stages.pair import Pair
     from ..stages.scan import ScanJob, ScanOutcome
     from .cache import DigestCache
@@ -74,21 +65,6 @@ if TYPE_CHECKING:
     _Key = tuple[BufferRef, int]
     OnDone = Callable[["Plan", Report], None]
     OnDigests = Callable[[list[BufferDigest | Problem]], None]
-
-NOTHING_TO_COMPARE = (
-    "nothing to compare: neither run holds step_<N>_<name>.bin files; "
-    "check that these are the dump folders"
-)
-
-
-def _skipped(plan: Plan) -> list[Skipped]:
-    """What both runs skipped; a run compared with itself lists its entries once."""
-    a, b = plan.src_a.listing.skipped, plan.src_b.listing.skipped
-    return list(a) if plan.src_a.spec == plan.src_b.spec else [*a, *b]
-
-
-# --- per-pair decisions ------------------------------------------------------
-
 
 # --- plans -----------------------------------------------------------------------
 
@@ -201,21 +177,6 @@ class _Digests(_Need):
         self.files = files
         self.chunk_size = chunk_size
         self.on_done = on_done
-
-
-def pair_sizes(p: Pair, cs_a: int, cs_b: int) -> tuple[int, int]:
-    """The chunk sizes a pair's sides are compared at: each side's own
-    (``cs_a``, ``cs_b``), but a side with data beside one without (a
-    manifest's entry, a dump a recorder logged as digests only), whose
-    digests cannot be made again, is hashed at the chunk size of those
-    digests: so either order of two runs gives the same answer."""
-    a, b = p.a, p.b
-    assert a is not None and b is not None
-    if not b.has_data and b.digest is not None and a.has_data:
-        cs_a = b.digest.chunk_size
-    if not a.has_data and a.digest is not None and b.has_data:
-        cs_b = a.digest.chunk_size
-    return cs_a, cs_b
 
 
 def _size(f: BufferRef) -> int:
@@ -555,48 +516,25 @@ class Scheduler:
     # --- deciding and reporting a plan
 
     def _decide(self, job: _Job) -> None:
-        """All digests are in: decide by digest, and scan what still differs."""
+        """All digests are in: decide by digest (``stages.digest.decide``),
+        and scan what still differs."""
         found = job.found
         results, errors = job.results, job.errors
-        schema = job.plan.schema
+        plan, tol = job.plan, self.opts.tolerance
+        manifests = (plan.src_a.is_manifest, plan.src_b.is_manifest)
         scan_jobs: list[ScanJob] = []
         for p in job.to_hash:
             assert p.a is not None and p.b is not None
             at_a, at_b = pair_sizes(p, job.cs_a, job.cs_b)
             da = found[(p.a.span or p.a, at_a)]  # type: ignore[index]
             db = found[(p.b.span or p.b, at_b)]  # type: ignore[index]
-            if isinstance(da, Problem) or isinstance(db, Problem):
-                bad = [d for d in (da, db) if isinstance(d, Problem)]
-                errors += bad
-                status = "malformed" if bad[0].kind == "malformed" else "error"
-                results.append(p.result(status, message=bad[0].message))
-                continue
-            data = p.a.has_data and p.b.has_data
-            # Without data on a side: a manifest's, or a buffer a recorder
-            # wrote as digests only (in a folder).
-            recorded = not data and not (job.plan.src_a if not p.a.has_data
-                                         else job.plan.src_b).is_manifest  # fmt: skip
-            if recorded:
-                decided = by_digest(p, da, db, data, RECORDED_DIGESTS_ONLY)
+            decided, problems = decide(p, da, db, tol, plan.schema, manifests)
+            if problems:
+                errors += problems
+            if isinstance(decided, BufferResult):
+                results.append(decided)
             else:
-                decided = by_digest(p, da, db, data)
-            tol = self.opts.tolerance
-            if not tol.exact:  # integer buffers stay exact, unless asked
-                kind = get_dtype(p.dtype).kind
-                tol = tol.for_buffer(kind, schema.int_tolerant(p.name))
-            if not isinstance(decided, BufferResult):
-                if tol is not self.opts.tolerance:
-                    decided = decided.replace(tolerance=tol)
                 scan_jobs.append(decided)
-                continue
-            if decided.status == "error" and decided.message:
-                errors.append(Problem(p.a.path, decided.message, kind="mismatch"))
-            elif decided.status == "diverged" and not data and not tol.exact:
-                # Digests say only that bits differ, not whether within tolerance.
-                decided = tolerance_undecided(p, decided, tol, recorded)
-                local = p.a if p.a.has_data else p.b
-                errors.append(Problem(local.path, decided.message or "", kind="undecided"))
-            results.append(decided)
         job.found = {}  # the digests are not needed any more
         if not scan_jobs:
             self._done.append(job)
@@ -658,393 +596,11 @@ class Scheduler:
             jobs=self.jobs,
             elapsed_s=time.perf_counter() - self._t0,
         )
-        report = build_report(
-            plan.src_a.spec,
-            plan.src_b.spec,
-            plan.schema,
-            job.results,
-            _skipped(plan),
-            job.errors,
-            tolerance=tolerance_dict(self.opts.tolerance),
-            work=work,
-            notes=(*plan.notes, *job.notes),
-        )
-        if report.first_divergent_step is not None and not (
-            plan.src_a.is_manifest and plan.src_b.is_manifest
-        ):
-            report = _with_rerecord_notes(report, plan)
-        if plan.src_a.sequence is not None and plan.src_b.sequence is not None:
-            report = _with_structure(report, plan)
+        report = plan_report(
+            plan.src_a, plan.src_b, plan.schema, job.results, job.errors,
+            tolerance_dict(self.opts.tolerance), work, (*plan.notes, *job.notes), plan.rank,
+        )  # fmt: skip
         if self.progress is not None:
             self.progress.pair_done()
         if plan.on_done is not None:
             plan.on_done(plan, report)
-
-
-# --- run pairs, as compare and sweep ask -----------------------------------------------
-
-
-class gc_paused:  # a lowercase name: used as ``with gc_paused():``
-    """Pause Python's cyclic garbage collector for a bulk job, then restore it.
-
-    A comparison builds a few objects per file (listing, pair, digest,
-    result) and no reference cycles; the collector would walk them all again
-    and again as they pile up: 1.35 of 3 s of a 2000-step run's bookkeeping
-    (68,000 pairs) went there. Nested and concurrent pauses are fine: whoever
-    found the collector on turns it back on.
-    """
-
-    __slots__ = ("was_on",)
-
-    def __enter__(self) -> None:
-        self.was_on = gc.isenabled()
-        gc.disable()
-
-    def __exit__(self, *exc: object) -> None:
-        if self.was_on:
-            gc.enable()
-
-
-def _with_rerecord_notes(report: Report, plan: Plan) -> Report:
-    """``report`` with a note on how to record the first divergent step in
-    full, where a side of it holds digests only that a recorder wrote."""
-    step = report.first_divergent_step
-    sides: list[tuple[str, str]] = []
-    names: dict[str, None] = {}
-    for side, src in (("A", plan.src_a), ("B", plan.src_b)):
-        if src.is_manifest:
-            continue
-        only = {f.name for f in src.listing.buffers if f.step == step and not f.has_data}
-        if only:
-            hit = [b.name for b in report.buffers
-                   if b.step == step and b.status in DIVERGENT and b.name in only]  # fmt: skip
-            if hit:
-                sides.append((side, src.spec))
-                names.update(dict.fromkeys(hit))
-    if not sides:
-        return report
-    from ..model.findings import Note, NoteKind
-
-    assert step is not None
-    note = Note.of(NoteKind.RERECORD, step=step, sides=sides, names=list(names))
-    return report.replace(notes=(*report.notes, note))
-
-
-def _with_structure(report: Report, plan: Plan) -> Report:
-    """``report`` with where the two traces' sequences of records part
-    (``stages.structure``), and a note on what of their sequence logs could
-    not be used."""
-    from ..sources.buffers import step_filter
-    from ..sources.traced import read_sequences, sequence_notes
-    from ..stages.structure import first_parting
-
-    seqs = []
-    for src in (plan.src_a, plan.src_b):
-        seqs.append(read_sequences(src.sequence, step_filter(src.steps)))  # type: ignore[arg-type]
-    notes = sequence_notes((plan.src_a.sequence, plan.src_b.sequence), seqs)  # type: ignore[arg-type]
-    if seqs[0].unusable is not None or seqs[1].unusable is not None:
-        return report.replace(notes=(*report.notes, *notes)) if notes else report
-    structure = first_parting(seqs[0], seqs[1], plan.rank)
-    return report.replace(structure=structure, notes=(*report.notes, *notes))
-
-
-def _empty_sides(
-    sa: RunSource, sb: RunSource, hints: dict[str, str | None], select: Selection | None = None
-) -> list[Problem]:
-    """A run side with no dumps at all is an error, never a divergence.
-    ``hints``: each empty folder's subfolder that holds dumps, looked up once.
-    Under a ``select``ion, a side that holds none of the dumps it selects but
-    holds others is compared as it is (what the other side holds there is in
-    one run only), unless neither side holds any: then nothing is compared."""
-    empty = [(side, s) for side, s in (("A", sa), ("B", sb)) if holds_no_dumps(s.listing)]
-    if select is not None and empty:
-        elsewhere = [(side, s) for side, s in empty if _holds_dumps_unselected(s)]
-        if len(elsewhere) == 2:
-            return [
-                Problem(
-                    f"{sa.spec} and {sb.spec}",
-                    f"nothing to compare: neither run holds a dump that {select.options()} "
-                    "selects; widen the selection, or leave it out",
-                    kind="no_dumps",
-                )
-            ]
-        empty = [item for item in empty if item not in elsewhere]
-    for _, s in empty:
-        if s.spec not in hints:
-            hints[s.spec] = None if s.is_manifest else dump_subfolder(s.spec)
-    if len(empty) < 2:
-        return [no_dumps_problem(s, side, hints[s.spec]) for side, s in empty]
-    subs = [sub for sub in dict.fromkeys(hints[s.spec] for _, s in empty) if sub]
-    hint = f"; did you mean {' or '.join(subs)}?" if subs else ""
-    where = f"{sa.spec} and {sb.spec}"
-    return [Problem(where, NOTHING_TO_COMPARE + hint, kind="no_dumps")]
-
-
-def _holds_dumps_unselected(src: RunSource) -> bool:
-    """Whether a run side that holds none of the dumps a selection takes holds
-    others: listed again, whole (a rare path: a selection that misses a run).
-    A side that cannot be listed again by its name (a rank of a manifest) is
-    taken to hold some."""
-    whole = open_run(src.spec)
-    return bool(whole.listing.buffers) or not whole.listing.readable
-
-
-def open_selected(spec: str, select: Selection | None) -> RunSource:
-    """The run ``spec``, listed at the steps ``select`` takes (all without
-    one): other steps' entries are neither listed nor stat'ed. Its names
-    are selected later (``Selection.wants_name``), once its ranks are known."""
-    steps = None if select is None or select.steps is None else select.wants_step
-    return open_run(spec, steps)
-
-
-def _named(src: RunSource, select: Selection | None) -> RunSource:
-    """``src`` restricted to the buffers whose names ``select`` takes."""
-    if select is None or select.names is None:
-        return src
-    return src.select_names(select.wants_name)
-
-
-def compare_pairs(
-    pairs: Sequence[tuple[str | os.PathLike[str], str | os.PathLike[str]]],
-    options: CompareOptions | None = None,
-    executor: Executor | None = None,
-    cache: DigestCache | None = None,
-    on_report: Callable[[int, Report], None] | None = None,
-    progress: Progress | None = None,
-    on_note: Callable[[Note], None] | None = None,
-    select: Selection | None = None,
-    listed: dict[str, tuple[RunSource, RankedRun | None]] | None = None,
-) -> list[Report]:
-    """Compare run pairs (folders or manifests), hashing every file once per
-    chunk size it is needed at.
-
-    Reports come back in input order; ``on_report(i, report)`` is called for
-    each as soon as it and all before it are done. ``executor``: any
-    concurrent.futures executor the caller owns (only ``submit`` is called).
-    Each pair is read with the schema ``sources.schemas.choose_schema`` picks
-    for it; what it says about the choice is in that pair's ``Report.notes``,
-    and is handed to ``on_note`` once per distinct line, before any work
-    starts (the command line prints it on stderr). ``select``: compare only
-    the steps and buffers it takes (``model.selection.Selection``; each report's
-    ``selection``); steps it leaves out are not even listed. ``listed``:
-    the runs as ``list_runs`` listed them already (a sweep's, with the same
-    ``select``), else listed here.
-    """
-    with gc_paused():
-        return _compare_pairs(
-            pairs, options, executor, cache, on_report, progress, on_note, select, listed
-        )
-
-
-def _compare_pairs(
-    pairs: Sequence[tuple[str | os.PathLike[str], str | os.PathLike[str]]],
-    options: CompareOptions | None,
-    executor: Executor | None,
-    cache: DigestCache | None,
-    on_report: Callable[[int, Report], None] | None,
-    progress: Progress | None,
-    on_note: Callable[[Note], None] | None,
-    select: Selection | None,
-    listed: dict[str, tuple[RunSource, RankedRun | None]] | None,
-) -> list[Report]:
-    opts = options or CompareOptions()
-    if listed is None:
-        listed = list_runs(pairs, select)
-    reports: dict[int, Report] = {}
-    emitted = 0
-
-    def finish(index: int, report: Report) -> None:
-        nonlocal emitted
-        if select is not None:
-            report = report.replace(selection=select)
-        reports[index] = report
-        while emitted in reports:
-            if on_report is not None:
-                on_report(emitted, reports[emitted])
-            emitted += 1
-
-    def done(plan: Plan, report: Report) -> None:
-        finish(plan.tag, report)  # type: ignore[arg-type]
-
-    sched = Scheduler(opts, cache, progress)
-    hints: dict[str, str | None] = {}
-    notes: dict[str, None] = {}
-    for i, (ra, rb) in enumerate(pairs):
-        (sa, ka), (sb, kb) = listed[os.fspath(ra)], listed[os.fspath(rb)]
-        schema, said = choose_schema(
-            (_rank_traced(sa, ka), _rank_traced(sb, kb)), opts.schema, holding(listed, (ra, rb))
-        )
-        said = (*said, *dict.fromkeys((*sa.notes, *sb.notes)))
-        notes.update(dict.fromkeys(said))
-        if ka is None and kb is None:  # runs of one rank: the usual case
-            empty = _empty_sides(sa, sb, hints, select)
-            sched.submit(Plan(sa, sb, schema, done, i, empty, paired=not empty, notes=said))
-        elif ka is None or kb is None:
-            mixed = [_one_rank_and_several(sa, sb, ka is not None)]
-            sched.submit(Plan(sa, sb, schema, done, i, mixed, paired=False, notes=said))
-        else:
-            _RankedPair(i, sa, sb, ka, kb, schema, said, opts, finish).submit(sched, hints, select)
-    if on_note is not None:
-        for note in notes:  # once each, however many pairs it concerns
-            on_note(note)
-    sched.run(executor)
-    if progress is not None:
-        progress.close()
-    return [reports[i] for i in range(len(pairs))]
-
-
-def list_runs(
-    pairs: Sequence[tuple[str | os.PathLike[str], str | os.PathLike[str]]],
-    select: Selection | None = None,
-) -> dict[str, tuple[RunSource, RankedRun | None]]:
-    """Every run of ``pairs`` listed once (``sources.open_run``, at the steps
-    ``select`` takes), with its ranks when it is a run of several (each rank
-    listed once too), by its spec: what ``compare_pairs`` compares, and what
-    a sweep chooses its schema from before (``sweep.one_schema``), without
-    listing again. A run of one rank holds the names ``select`` takes; a
-    run of several, its ranks do (``_RankedPair``)."""
-    listed: dict[str, tuple[RunSource, RankedRun | None]] = {}
-    for spec in dict.fromkeys(os.fspath(s) for pair in pairs for s in pair):
-        src = open_selected(spec, select)
-        ranked = _ranks_of(src)
-        listed[spec] = (_named(src, select) if ranked is None else src, ranked)
-    return listed
-
-
-def holding(
-    listed: dict[str, tuple[RunSource, RankedRun | None]],
-    runs: Iterable[str | os.PathLike[str]],
-) -> list[RunSource]:
-    """The sources that hold the buffers of ``runs`` (listed by ``list_runs``):
-    a run's own, or its ranks' for a run of several (``choose_schema``'s
-    ``named``)."""
-    out: list[RunSource] = []
-    for run in runs:
-        src, ranked = listed[os.fspath(run)]
-        out += [src] if ranked is None else [rank_src for _, rank_src in ranked.ranks]
-    return out
-
-
-# --- runs of several ranks ---------------------------------------------------------------
-
-
-def _ranks_of(src: RunSource) -> RankedRun | None:
-    """``sources.ranks.split_ranks`` of a run; a folder whose listing holds
-    dumps and skipped nothing (the usual case) has no rank folders, and
-    costs no import."""
-    listing = src.listing
-    if listing.buffers and not listing.skipped and not src.is_manifest:
-        return None
-    from ..sources.ranks import split_ranks
-
-    return split_ranks(src, open_run)
-
-
-def _rank_traced(src: RunSource, ranked: RankedRun | None) -> RunSource:
-    """``src``, carrying the dataflow of its first rank a tracer wrote, for a
-    folder of ranks that holds none itself: the schema of the run when none
-    is given (each rank is read with its own: ``_RankedPair``)."""
-    if ranked is None or src.dataflow is not None or src.is_manifest:
-        return src
-    first = next((r for _, r in ranked.ranks if r.dataflow is not None), None)
-    return src if first is None else src.traced(first.dataflow, None)
-
-
-def _one_rank_and_several(sa: RunSource, sb: RunSource, a_has_ranks: bool) -> Problem:
-    several, one = (sa, sb) if a_has_ranks else (sb, sa)
-    side, other = ("A", "B") if a_has_ranks else ("B", "A")
-    return Problem(
-        several.spec,
-        f"run {side} holds the dumps of several ranks (rank_<R> folders) and run {other}, "
-        f"{one.spec}, those of one: compare rank by rank ({several.spec}/rank_0 against "
-        f"{one.spec}), or give run {other}'s folder of ranks",
-        kind="mismatch",
-    )
-
-
-def _absent_rank(spec: str, rank: int, present: RunSource, side: str, other: str) -> RunSource:
-    """The side of a rank that one run lacks: a source whose listing holds the error."""
-    from ..sources.buffers import RunListing
-    from ..sources.ranks import rank_name
-
-    where = (
-        f"{spec}:{rank_name(rank)}" if os.path.isfile(spec) else os.path.join(spec, rank_name(rank))
-    )
-    problem = Problem(
-        present.spec,
-        f"rank {rank} is in run {side} only (run {other} has no {rank_name(rank)}); nothing "
-        "was compared for it: copy that rank's dumps, or compare the ranks both runs hold",
-        kind="missing",
-    )
-    return RunSource(where, RunListing(where, (), (), (problem,), readable=False))
-
-
-class _RankedPair:
-    """Two runs of several ranks: a plan per rank, then one report of them all."""
-
-    __slots__ = ("errors", "finish", "index", "ka", "kb", "left", "notes", "opts", "reports",
-                 "sa", "sb", "schema")  # fmt: skip
-
-    def __init__(
-        self,
-        index: int,
-        sa: RunSource,
-        sb: RunSource,
-        ka: RankedRun,
-        kb: RankedRun,
-        schema: Schema,
-        notes: tuple[Note, ...],
-        opts: CompareOptions,
-        finish: Callable[[int, Report], None],
-    ) -> None:
-        self.index, self.sa, self.sb, self.ka, self.kb = index, sa, sb, ka, kb
-        self.schema, self.notes, self.opts, self.finish = schema, notes, opts, finish
-        self.errors = [*sa.listing.errors, *sb.listing.errors, *ka.problems, *kb.problems]
-        self.reports: list[tuple[int, Report]] = []
-        self.left = 0
-
-    def submit(
-        self, sched: Scheduler, hints: dict[str, str | None], select: Selection | None = None
-    ) -> None:
-        from ..sources.ranks import pair_ranks
-
-        paired = pair_ranks(self.ka, self.kb)
-        self.left = len(paired)
-        for rank, ra, rb in paired:
-            if ra is None:
-                assert rb is not None
-                ra = _absent_rank(self.sa.spec, rank, rb, "B", "A")
-            elif rb is None:
-                rb = _absent_rank(self.sb.spec, rank, ra, "A", "B")
-            ra, rb = _named(ra, select), _named(rb, select)
-            empty = (
-                []
-                if not (ra.listing.readable and rb.listing.readable)
-                else _empty_sides(ra, rb, hints, select)
-            )
-            schema = self.schema
-            if self.opts.schema is None and ra.dataflow is not None:
-                schema = ra.dataflow  # a trace's rank: its own dataflow (ranks may run other ops)
-            plan = Plan(ra, rb, schema, self.done, rank, empty, paired=not empty,
-                        notes=self.notes, rank=rank)  # fmt: skip
-            sched.submit(plan)
-
-    def done(self, plan: Plan, report: Report) -> None:
-        self.reports.append((plan.rank, report))  # type: ignore[arg-type]
-        self.left -= 1
-        if self.left:
-            return
-        from ..sources.ranks import skipped_beside
-
-        skipped = [*skipped_beside(self.ka, self.sa)]
-        if self.sb.spec != self.sa.spec:
-            skipped += skipped_beside(self.kb, self.sb)
-        report = combine_ranks(
-            self.sa.spec, self.sb.spec, self.schema, self.reports, skipped, self.errors,
-            tolerance_dict(self.opts.tolerance), self.notes,
-        )  # fmt: skip
-        parted = [r.structure for _, r in self.reports if r.structure is not None]
-        if parted:  # two traces of several ranks: where the first rank to part parts
-            first = min(parted, key=lambda x: (not x.parted, x.step or 0, x.rank or 0))
-            report = report.replace(structure=first)
-        self.finish(self.index, report)

@@ -5,18 +5,24 @@ digests disagree, only the byte ranges of those chunks (and the chunk where
 the shorter buffer ends) are handed to the kernel (``ScanJob``). Where a
 side holds no data (a manifest, or a buffer a recorder wrote as digests
 only), a differing pair is reported with its first differing chunk instead.
+
+``pair_sizes`` says at which chunk size each side of a pair is hashed;
+``decide`` is the whole rule for one pair once both digests are in (or the
+problems hashing met), the comparison's tolerance made the buffer's own.
+Pure functions over values: the scheduler (``engine.scheduler``) calls them.
 """
 
 from __future__ import annotations
 
 from ..dtypes import get_dtype
-from ..model.results import COUNT_FIELDS, BufferResult
+from ..model.results import COUNT_FIELDS, BufferResult, Problem
 from ..model.value import Value
 from ..options import tolerance_options
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..kernels import Tolerance
+    from ..schema import Schema
     from ..sources.buffers import BufferDigest
     from .pair import Pair
 
@@ -162,3 +168,63 @@ def tolerance_undecided(
         b.step, b.name, b.group, b.dtype, "error", b.n_elements_a, b.n_elements_b,
         b.path_a, b.path_b, message, b.facts,
     )  # fmt: skip
+
+
+def pair_sizes(p: Pair, cs_a: int, cs_b: int) -> tuple[int, int]:
+    """The chunk sizes a pair's sides are compared at: each side's own
+    (``cs_a``, ``cs_b``), but a side with data beside one without (a
+    manifest's entry, a dump a recorder logged as digests only), whose
+    digests cannot be made again, is hashed at the chunk size of those
+    digests: so either order of two runs gives the same answer."""
+    a, b = p.a, p.b
+    assert a is not None and b is not None
+    if not b.has_data and b.digest is not None and a.has_data:
+        cs_a = b.digest.chunk_size
+    if not a.has_data and a.digest is not None and b.has_data:
+        cs_b = a.digest.chunk_size
+    return cs_a, cs_b
+
+
+def decide(
+    p: Pair,
+    da: BufferDigest | Problem,
+    db: BufferDigest | Problem,
+    tolerance: Tolerance,
+    schema: Schema,
+    manifests: tuple[bool, bool] = (False, False),
+) -> tuple[BufferResult | ScanJob, tuple[Problem, ...]]:
+    """What a pair's digests (``da``, ``db``; or the problem hashing met)
+    decide, and the problems that go into the report beside it: a result, or
+    a ``ScanJob`` (with the buffer's own tolerance, where it is not
+    ``tolerance``) when only a scan can tell. ``manifests``: whether run A,
+    run B is a manifest (a side without data that is not one is a buffer a
+    recorder wrote as digests only). Integer buffers stay exact under a
+    tolerance unless the schema asks (``Tolerance.for_buffer``); a pair that
+    digests alone say differs, a side without data, is undecided under a
+    tolerance: an error (``tolerance_undecided``)."""
+    assert p.a is not None and p.b is not None
+    if isinstance(da, Problem) or isinstance(db, Problem):
+        bad = [d for d in (da, db) if isinstance(d, Problem)]
+        status = "malformed" if bad[0].kind == "malformed" else "error"
+        return p.result(status, message=bad[0].message), tuple(bad)
+    data = p.a.has_data and p.b.has_data
+    recorded = not data and not manifests[0 if not p.a.has_data else 1]
+    if recorded:
+        decided = by_digest(p, da, db, data, RECORDED_DIGESTS_ONLY)
+    else:
+        decided = by_digest(p, da, db, data)
+    tol = tolerance
+    if not tol.exact:  # integer buffers stay exact, unless asked
+        tol = tol.for_buffer(get_dtype(p.dtype).kind, schema.int_tolerant(p.name))
+    if not isinstance(decided, BufferResult):
+        if tol is not tolerance:
+            decided = decided.replace(tolerance=tol)
+        return decided, ()
+    if decided.status == "error" and decided.message:
+        return decided, (Problem(p.a.path, decided.message, kind="mismatch"),)
+    if decided.status == "diverged" and not data and not tol.exact:
+        # Digests say only that bits differ, not whether within tolerance.
+        decided = tolerance_undecided(p, decided, tol, recorded)
+        local = p.a if p.a.has_data else p.b
+        return decided, (Problem(local.path, decided.message or "", kind="undecided"),)
+    return decided, ()

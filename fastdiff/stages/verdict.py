@@ -271,6 +271,12 @@ def _steps(
     return tuple(out), tuple(timeline), as_bytes, unset
 
 
+#: The notes a report makes of its own buffers (``_Summary``), beside its
+#: caller's: made again over the whole when parts are put together
+#: (``stages.report.parts_report``).
+OWN_NOTES = frozenset({NoteKind.RAW_BYTES, NoteKind.DTYPE_UNSET, NoteKind.UNDECIDED})
+
+
 class _Summary:
     """What a report says of its buffers (sorted by step): the first divergent
     step and its groups, the step summaries, the timeline, the notes."""

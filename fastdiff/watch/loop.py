@@ -10,7 +10,9 @@ Each step of a run folder is read as ``compare`` reads the folder
 (``sources.folder.folder_source``: ``.npy`` headers, containers, a
 recorder's digest log), and the schema is chosen as ``compare`` chooses it
 (``Watch._choose_schema``), so both report the same buffers for the same
-finished runs.
+finished runs; the summary's report is put together from the steps' as
+compare's would be (``stages.report.parts_report``: the same notes, the
+work summed by ``model.results.total_work``).
 
 A step is submitted once complete in both runs (``poll.RunPoller``), in
 step order; a step present in one run only, once the other run has moved
@@ -56,8 +58,8 @@ import sys
 import time
 from collections import deque
 
-from ..engine.pool import default_jobs, open_runner, resolve_executor_kind
-from ..engine.scheduler import Plan, Scheduler, gc_paused
+from ..engine.pool import default_jobs, gc_paused, open_runner, resolve_executor_kind
+from ..engine.scheduler import Plan, Scheduler
 from ..model.results import BufferResult, Problem, Skipped, Work, total_work
 from ..model.statuses import TROUBLE
 from ..options import CompareOptions, tolerance_dict
@@ -66,6 +68,7 @@ from ..sources.buffers import RunListing
 from ..sources.folder import awaiting_log, list_entries
 from ..sources.names import DIGEST_LOG, DUMP_PATTERN
 from ..sources.schemas import BY_NAME, choose_schema
+from ..stages.report import caller_notes, parts_report
 from ..stages.verdict import build_report
 from ..textkit.escape import display_path
 from ..textkit.fmt import plural
@@ -223,6 +226,8 @@ class Watch:
         self._names: tuple[dict[str, BufferRef], dict[str, BufferRef]] = ({}, {})
         #: The notes said so far (the schema chosen, how the runs are read), once each.
         self._notes: dict[Note, None] = {}
+        #: The notes of the steps' reports (headers that overrule the schema, ...).
+        self._step_notes: dict[Note, None] = {}
 
     # --- running
 
@@ -710,7 +715,7 @@ class Watch:
     ) -> Report:
         return build_report(
             report.run_a, report.run_b, self.schema, buffers, report.skipped, errors,
-            report.tolerance, report.work,
+            report.tolerance, report.work, caller_notes(report),
         )  # fmt: skip
 
     def _kept_changing(self, n: int, report: Report, changed: set[str]) -> Report:
@@ -865,6 +870,7 @@ class Watch:
             record = StepReport(step.n, status, groups, buffers, report.errors, latency, step.reads)
             self._buffers += buffers
             self._errors += report.errors
+            self._step_notes.update(dict.fromkeys(caller_notes(report)))
             self._n_steps += 1
             if self.on_step is not None:
                 self.on_step(record)
@@ -941,17 +947,10 @@ class Watch:
             from ..presets import RL_STATE
 
             schema = self._choose_schema() if hasattr(self, "b") else RL_STATE
-        report = build_report(
-            self.spec_a,
-            self.spec_b,
-            schema,
-            self._buffers,
-            self._skipped(),
-            self._errors,
-            tolerance=tolerance_dict(self.opts.tolerance),
-            work=work,
-            notes=tuple(self._notes),
-        )
+        report = parts_report(
+            self.spec_a, self.spec_b, schema, self._buffers, self._skipped(), self._errors,
+            tolerance_dict(self.opts.tolerance), work, self._notes, self._step_notes,
+        )  # fmt: skip
         latency = None if self._first is None else self._first[1]
         return WatchSummary(report, self._n_steps, stopped, latency, self.idle_timeout)  # type: ignore[arg-type]
 
