@@ -37,7 +37,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fastdiff.bench import synth, timing
+import harness
+import venvs
+
+from fastdiff.bench import synth
 
 REPO = Path(__file__).resolve().parent.parent
 FLOOR = REPO / "benchmarks" / "floor_compare.py"
@@ -74,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.size, args.sparse, args.repeat = 16 << 20, 1 << 30, 3
     say = lambda msg: print(msg, file=sys.stderr)  # noqa: E731
-    python = timing.prepare_venv(REPO, args.venv_dir, say)
+    python = venvs.prepare_venv(REPO, args.venv_dir, say)
     check = subprocess.run([str(python), "-c", "import safetensors"], capture_output=True)
     if check.returncode:
         say("installing safetensors into the benchmark venv")
@@ -102,27 +105,27 @@ def main(argv: list[str] | None = None) -> int:
                 "load_file + compare": [str(python), "-c", LOAD_AND_COMPARE, str(a), str(b)],
                 "floor mmap+xxh3": [str(python), str(FLOOR), "--mmap", str(a), str(b)],
             }
-            timing.read_once([a, b], timing.aligned_buffer())
-            times = timing.time_commands(tools, args.repeat, 1, (expect,))
-            base = timing.median(times["fastdiff"])
+            harness.read_once([a, b], harness.aligned_buffer())
+            times = harness.time_commands(tools, args.repeat, 1, (expect,))
+            base = harness.median(times["fastdiff"])
             for tool, t in times.items():
-                m = timing.median(t)
+                m = harness.median(t)
                 lines.append(f"| {case} | {tool} | {m:.3f} | {m / base:.2f}x |")
                 ratios[f"{case} {tool}"] = m
             if diff_at is not None:
                 ratios["late-diff over identical"] = base / ratios["identical fastdiff"]
             rss_dir = root / case
             if diff_at is None:
-                ratios["rss"] = timing.peak_rss("fastdiff", tools["fastdiff"]).max_rss
+                ratios["rss"] = harness.peak_rss("fastdiff", tools["fastdiff"]).max_rss
             del rss_dir
             for path in (a, b):
                 path.unlink()
         sa, sb = synth.write_checkpoint_pair(root / "sparse" / "a", root / "sparse" / "b",
                                              args.sparse, sparse=True)  # fmt: skip
-        ratios["rss sparse"] = timing.peak_rss(
+        ratios["rss sparse"] = harness.peak_rss(
             "fastdiff", [fastdiff, "compare", str(sa), str(sb), "--format", "json"]
         ).max_rss
-        ratios["rss python"] = timing.peak_rss("python", [str(python), "-c", "pass"]).max_rss
+        ratios["rss python"] = harness.peak_rss("python", [str(python), "-c", "pass"]).max_rss
     mib = 1 << 20
     ident = ratios["identical load_file + compare"] / ratios["identical fastdiff"]
     floor = ratios["identical fastdiff"] / ratios["identical floor mmap+xxh3"]

@@ -10,7 +10,7 @@ pass``, ``cmp`` and ``cat``. Every Python tool runs with the venv's
 interpreter (``--python PATH``: with that one, fastdiff from this checkout).
 Each workload's inputs are read once before its timing (this VM evicts files
 idle for about a minute), the repetitions are interleaved across tools
-(fastdiff.bench.timing), and the dumps are removed before the next workload.
+(harness.py), and the dumps are removed before the next workload.
 
 Prints a markdown table (median wall time; GB/s = 10^9 bytes per second over
 the bytes of BOTH runs, A + B; and the tool's time over fastdiff's time), the
@@ -41,7 +41,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fastdiff.bench import synth, timing
+import harness
+import venvs
+
+from fastdiff.bench import synth
 
 REPO = Path(__file__).resolve().parent.parent
 # The reference script sits beside the main checkout; a worktree is one folder deeper.
@@ -163,7 +166,7 @@ class Cell:
 
     @property
     def seconds(self) -> float | None:
-        return timing.median(self.times) if self.times else self.estimate
+        return harness.median(self.times) if self.times else self.estimate
 
 
 @dataclass(frozen=True)
@@ -291,7 +294,7 @@ def _write_pair(size: int, diff_at: int | None) -> Callable[[Path, Path], None]:
 
 def _write_sparse(size: int) -> Callable[[Path, Path], None]:
     def write(a: Path, b: Path) -> None:
-        synth.write_sparse_pair(a, b, PAIR_NAME, size)
+        harness.write_sparse_pair(a, b, PAIR_NAME, size)
 
     return write
 
@@ -370,7 +373,7 @@ def plan_workloads(sizes: Sizes, wanted: set[str]) -> list[Workload]:
 
 def commands_for(
     w: Workload, py: Interpreter, fastdiff_args: list[str]
-) -> dict[str, timing.Command]:
+) -> dict[str, harness.Command]:
     """The command of every tool that applies to this workload."""
     a, b = str(w.a), str(w.b)
     qa, qb = shlex.quote(a), shlex.quote(b)
@@ -381,7 +384,7 @@ def commands_for(
             "fastdiff json": [*fastdiff, "--format", "json", *fastdiff_args],
             "floor read+xxh3": [py.python, str(FLOOR), a, b],
         }
-    commands: dict[str, timing.Command] = {
+    commands: dict[str, harness.Command] = {
         "fastdiff": [*fastdiff, "--format", "json", *fastdiff_args]
     }
     if w.kind == "sparse":  # peak memory only (measure_rss)
@@ -407,14 +410,14 @@ def commands_for(
     return commands
 
 
-def ok_codes(w: Workload, commands: dict[str, timing.Command]) -> dict[str, tuple[int, ...]]:
+def ok_codes(w: Workload, commands: dict[str, harness.Command]) -> dict[str, tuple[int, ...]]:
     always_0 = ("cat", "python -c pass")
     return {name: (0,) if w.identical or name in always_0 else (1,) for name in commands}
 
 
 def run_workload(
     w: Workload,
-    commands: dict[str, timing.Command],
+    commands: dict[str, harness.Command],
     args: argparse.Namespace,
     pilot: tuple[Workload, dict[str, Cell]] | None = None,
 ) -> dict[str, Cell]:
@@ -430,12 +433,12 @@ def run_workload(
     cells: dict[str, Cell] = {}
     ok = ok_codes(w, commands)
     memory = available_memory()
-    chosen: dict[str, timing.Command] = {}
+    chosen: dict[str, harness.Command] = {}
     for name, command in commands.items():
         hungry = name in LIST_MEMORY and LIST_MEMORY[name] * w.nbytes > memory / 2
         measured = pilot[1].get(name) if pilot and name in LIST_MEMORY else None
         if measured and measured.times:
-            guess = timing.median(measured.times) * w.nbytes / pilot[0].nbytes
+            guess = harness.median(measured.times) * w.nbytes / pilot[0].nbytes
             if guess > args.max_run or hungry:
                 cells[name] = Cell(estimate=guess, note=f"~est (from {pilot[0].key}), not run")
                 continue
@@ -444,7 +447,7 @@ def run_workload(
             cells[name] = Cell(note=f"not run: needs about {need:.0f} GB of memory")
             continue
         chosen[name] = command
-    timing.read_once([w.a, w.b])
+    harness.read_once([w.a, w.b])
     for name in list(chosen):  # the check run doubles as the first warm-up
         problem = verify(name, chosen[name], ok[name], args.timeout)
         if problem:
@@ -452,14 +455,14 @@ def run_workload(
             chosen.pop(name)
     while chosen:
         try:
-            times = timing.time_commands(
+            times = harness.time_commands(
                 chosen, args.repeat, max(args.warmup - 1, 0), ok, args.timeout
             )
-        except timing.CommandFailed as exc:
+        except harness.CommandFailed as exc:
             cells[exc.name] = Cell(note=f"failed: {short(exc)}")
             print(f"  {exc}", file=sys.stderr)
             chosen.pop(exc.name)
-            timing.read_once([w.a, w.b])
+            harness.read_once([w.a, w.b])
             continue
         for name, values in times.items():
             cells[name] = Cell(times=values)
@@ -469,24 +472,24 @@ def run_workload(
 
 def measure_rss(
     w: Workload,
-    commands: dict[str, timing.Command],
+    commands: dict[str, harness.Command],
     py: Interpreter,
     args: argparse.Namespace,
     check: bool,
-) -> dict[str, timing.RunStats | str]:
+) -> dict[str, harness.RunStats | str]:
     """Peak memory (and wall time) of one run of fastdiff and of a bare
     interpreter; a failure is a string saying why."""
-    out: dict[str, timing.RunStats | str] = {}
+    out: dict[str, harness.RunStats | str] = {}
     commands = {"fastdiff": commands["fastdiff"], "python -c pass": [py.python, "-c", "pass"]}
     ok = ok_codes(w, commands)
-    timing.read_once([w.a, w.b])
+    harness.read_once([w.a, w.b])
     for name in ("fastdiff", "python -c pass"):
         if check and (problem := verify(name, commands[name], ok[name], args.timeout)):
             out[name] = f"failed: {problem}"
             continue
         try:
-            out[name] = timing.peak_rss(name, commands[name], ok[name], args.timeout)
-        except timing.CommandFailed as exc:
+            out[name] = harness.peak_rss(name, commands[name], ok[name], args.timeout)
+        except harness.CommandFailed as exc:
             print(f"  {exc}", file=sys.stderr)
             out[name] = f"failed: {short(exc)}"
     return out
@@ -500,7 +503,7 @@ def available_memory() -> float:
     return float("inf") if mem is None else float(mem)
 
 
-def short(exc: timing.CommandFailed) -> str:
+def short(exc: harness.CommandFailed) -> str:
     """A table-sized reason: the exit status and the last line of stderr."""
     status = exc.status if exc.returncode is None else f"exit {exc.returncode}"
     last = last_line(exc.detail)
@@ -516,15 +519,15 @@ def last_line(text: str, width: int = 80) -> str:
     return line if len(line) <= width else line[: width - 3] + "..."
 
 
-def verify(name: str, command: timing.Command, ok: tuple[int, ...], timeout: float) -> str:
+def verify(name: str, command: harness.Command, ok: tuple[int, ...], timeout: float) -> str:
     """Run a tool once, checking its output too; return a problem or ''.
 
     An exit code alone can mislead: Python exits 1 on an uncaught exception,
     the code a comparison tool uses for "different".
     """
     try:
-        proc = timing.run_captured(name, command, ok, timeout)
-    except timing.CommandFailed as exc:
+        proc = harness.run_captured(name, command, ok, timeout)
+    except harness.CommandFailed as exc:
         print(f"  {exc}", file=sys.stderr)
         return short(exc)
     problem = ""
@@ -536,7 +539,7 @@ def verify(name: str, command: timing.Command, ok: tuple[int, ...], timeout: flo
         except ValueError:
             problem = "stdout is not JSON"
     if problem:
-        detail = timing.tail(proc.stderr) or timing.tail(proc.stdout)
+        detail = harness.tail(proc.stderr) or harness.tail(proc.stdout)
         print(f"  {name}: {problem} (exit {proc.returncode})\n{detail}", file=sys.stderr)
         last = last_line(detail)
         problem = f"{problem}, exit {proc.returncode}" + (f", {last}" if last else "")
@@ -574,7 +577,7 @@ def format_table(workloads: list[Workload], results: dict[str, dict[str, Cell]])
     return lines
 
 
-def format_rss(rss: dict[str, dict[str, timing.RunStats | str]]) -> list[str]:
+def format_rss(rss: dict[str, dict[str, harness.RunStats | str]]) -> list[str]:
     """Peak memory per workload: fastdiff against a bare interpreter."""
     lines = [
         "| workload | tool | peak RSS MiB | over `python -c pass` MiB | wall s | note |",
@@ -588,7 +591,7 @@ def format_rss(rss: dict[str, dict[str, timing.RunStats | str]]) -> list[str]:
                 continue
             over = (
                 f"{(st.max_rss - bare.max_rss) / (1 << 20):+.1f}"
-                if isinstance(bare, timing.RunStats)
+                if isinstance(bare, harness.RunStats)
                 else "-"
             )
             mib = st.max_rss / (1 << 20)
@@ -598,7 +601,7 @@ def format_rss(rss: dict[str, dict[str, timing.RunStats | str]]) -> list[str]:
 
 def format_targets(
     results: dict[str, dict[str, Cell]],
-    rss: dict[str, dict[str, timing.RunStats | str]],
+    rss: dict[str, dict[str, harness.RunStats | str]],
     titles: dict[str, str],
 ) -> list[str]:
     """One row per performance target: the measured ratio, met or not."""
@@ -634,7 +637,7 @@ def format_targets(
         fd, bare = stats.get("fastdiff"), stats.get("python -c pass")
         label = f"peak RSS, {titles[key].split(',')[0]}: fastdiff over a bare interpreter"
         need = f"<= +{RSS_ALLOWANCE >> 20} MiB"
-        if not isinstance(fd, timing.RunStats) or not isinstance(bare, timing.RunStats):
+        if not isinstance(fd, harness.RunStats) or not isinstance(bare, harness.RunStats):
             lines.append(f"| {label} | {fd if isinstance(fd, str) else bare} | {need} | n/a |")
             continue
         extra = fd.max_rss - bare.max_rss
@@ -665,7 +668,7 @@ def choose_interpreter(args: argparse.Namespace) -> Interpreter:
     """The venv with this checkout installed (default), or ``--python``."""
     if args.python:
         python = shutil.which(args.python) or args.python
-        timing.prepare_cli(REPO, python)
+        venvs.prepare_cli(REPO, python)
         return Interpreter(
             python,
             (python, "-m", "fastdiff"),
@@ -673,7 +676,7 @@ def choose_interpreter(args: argparse.Namespace) -> Interpreter:
             f"bytecode compiled first): {describe(python)}",
         )
     say = lambda msg: print(msg, file=sys.stderr)  # noqa: E731
-    python = timing.prepare_venv(REPO, args.venv_dir, say)
+    python = venvs.prepare_venv(REPO, args.venv_dir, say)
     label = (
         f"a venv with this checkout installed by `pip install .` (not editable), "
         f"`{python.parent.parent}`: {describe(str(python))}"
@@ -682,7 +685,7 @@ def choose_interpreter(args: argparse.Namespace) -> Interpreter:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = timing.command_benchmark_parser(
+    p = harness.command_benchmark_parser(
         __doc__.splitlines()[0], "small sizes, for a smoke run", "dumps"
     )
     p.add_argument(
@@ -695,7 +698,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--venv-dir",
         type=Path,
         metavar="DIR",
-        help=f"where the benchmark venvs are kept (default {timing.bench_cache_dir()})",
+        help=f"where the benchmark venvs are kept (default {venvs.bench_cache_dir()})",
     )
     p.add_argument(
         "--max-run",
@@ -708,7 +711,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--workloads", help="comma-separated keys to run (default all): " + ", ".join(KEYS)
     )
-    return timing.parse_benchmark_args(p, argv)
+    return harness.parse_benchmark_args(p, argv)
 
 
 def run_workloads(
@@ -717,11 +720,11 @@ def run_workloads(
     py: Interpreter,
     args: argparse.Namespace,
     fastdiff_args: list[str],
-) -> tuple[dict[str, dict[str, Cell]], dict[str, dict[str, timing.RunStats | str]], list[str]]:
+) -> tuple[dict[str, dict[str, Cell]], dict[str, dict[str, harness.RunStats | str]], list[str]]:
     """Write, time and (unless ``--keep``) remove each workload in turn; return
     the timings, the peak memory figures and the workloads skipped for want of disk."""
     results: dict[str, dict[str, Cell]] = {}
-    rss: dict[str, dict[str, timing.RunStats | str]] = {}
+    rss: dict[str, dict[str, harness.RunStats | str]] = {}
     skipped: list[str] = []
     for w in workloads:
         free = shutil.disk_usage(root).free
@@ -738,7 +741,7 @@ def run_workloads(
         w.write(w.a, w.b)
         if w.kind == "pair":
             os.sync()  # write the big files back now, not during the timing
-        w.nbytes = synth.folder_bytes(w.a) + synth.folder_bytes(w.b)
+        w.nbytes = harness.folder_bytes(w.a) + harness.folder_bytes(w.b)
         w.files = len(list(w.a.glob("step_*_*.bin")))
         commands = commands_for(w, py, fastdiff_args)
         if w.timed:
@@ -757,7 +760,7 @@ def run_workloads(
 def format_report(
     workloads: list[Workload],
     results: dict[str, dict[str, Cell]],
-    rss: dict[str, dict[str, timing.RunStats | str]],
+    rss: dict[str, dict[str, harness.RunStats | str]],
     skipped: list[str],
     py: Interpreter,
     header: dict[str, float],
@@ -811,7 +814,7 @@ def main(argv: list[str] | None = None) -> int:
     except RuntimeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    header = {"startup": timing.bare_start(py.python), "load": timing.warn_if_busy()}
+    header = {"startup": venvs.bare_start(py.python), "load": harness.warn_if_busy()}
     if args.workdir:
         args.workdir.mkdir(parents=True, exist_ok=True)
     root = Path(tempfile.mkdtemp(prefix="fastdiff-bench-", dir=args.workdir))

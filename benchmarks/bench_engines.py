@@ -10,7 +10,7 @@ elements differ, and all of them), it times ``fastdiff compare --engine E`` as
 cold CLI runs, for ``auto`` and for each engine forced (a forced engine scans
 whole differing 4 MiB chunks, without narrowing), and prints the medians.
 Dumps come from ``fastdiff.bench.synth`` (a differing element has its lowest bit
-flipped), timing from ``fastdiff.bench.timing``.
+flipped), timing from ``harness.py``.
 
     python benchmarks/bench_engines.py [--repeat 5] [--max-kib 262144]
 
@@ -28,8 +28,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+import harness  # noqa: E402
+from harness import median, read_once, time_commands  # noqa: E402
+from venvs import prepare_cli  # noqa: E402
+
 from fastdiff.bench import synth  # noqa: E402
-from fastdiff.bench.timing import median, prepare_cli, read_once, time_commands  # noqa: E402
 
 KIB = 1 << 10
 MIB = 1 << 20
@@ -39,7 +42,7 @@ def write_pair(folder: Path, n_bytes: int, diff_bytes: int, density: float) -> t
     """Two float32 runs, equal but for ``density`` of the elements in the last ``diff_bytes``."""
     a, b = folder / "a", folder / "b"
     _, file_b = synth.write_pair(a, b, "x", "f32", n_bytes, seed=7)
-    synth.flip_spread(file_b, "f32", n_bytes - diff_bytes, n_bytes, density)
+    harness.flip_spread(file_b, "f32", n_bytes - diff_bytes, n_bytes, density)
     return a, b
 
 

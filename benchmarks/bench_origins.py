@@ -7,7 +7,7 @@ the advantages and returns that read them, the ISV array from the step
 after: 4,000 buffers that diverge, most of them receivers). Then times, as
 cold processes from a venv with this checkout installed as users install it
 (``pip install .``, not editable; ``--python PATH`` for an interpreter of
-your own, fastdiff from this checkout), interleaved (fastdiff.bench.timing):
+your own, fastdiff from this checkout), interleaved (harness.py):
 
 - ``fastdiff compare A B --schema with-inputs.toml``: the ``rl-state``
   preset written as a schema file, its dataflow (``inputs``) included;
@@ -41,7 +41,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fastdiff.bench import synth, timing
+import harness
+import venvs
+
+from fastdiff.bench import synth
 from fastdiff.presets import RL_STATE
 from fastdiff.schemafile import schema_to_toml
 
@@ -105,7 +108,7 @@ def time_with_cpu(
     for round_ in range(warmup + repeat):
         for key, command in commands.items():
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            seconds = timing.run_once(str(key), command, (code,), timeout)
+            seconds = harness.run_once(str(key), command, (code,), timeout)
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             if round_ >= warmup:
                 wall[key].append(seconds)
@@ -114,23 +117,23 @@ def time_with_cpu(
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = timing.command_benchmark_parser(
+    p = harness.command_benchmark_parser(
         __doc__.splitlines()[0], f"{QUICK_STEPS} steps instead of {STEPS}", "dumps"
     )
     p.add_argument("--python", help="time with this interpreter, fastdiff from this checkout")
     p.add_argument("--venv-dir", type=Path, help="where the benchmark venvs are kept")
-    args = timing.parse_benchmark_args(p, argv)
+    args = harness.parse_benchmark_args(p, argv)
     if args.python:
         python = shutil.which(args.python) or args.python
-        timing.prepare_cli(REPO, python)
+        venvs.prepare_cli(REPO, python)
         fastdiff = [python, "-m", "fastdiff"]
         where = f"`{python}` -m fastdiff, this checkout on PYTHONPATH (compiled first)"
     else:
-        venv_python = timing.prepare_venv(REPO, args.venv_dir, lambda m: print(m, file=sys.stderr))
+        venv_python = venvs.prepare_venv(REPO, args.venv_dir, lambda m: print(m, file=sys.stderr))
         python = str(venv_python)
         fastdiff = [str(venv_python.parent / "fastdiff")]
         where = f"a venv with this checkout installed by `pip install .`: `{fastdiff[0]}`"
-    load = timing.warn_if_busy()
+    load = harness.warn_if_busy()
     steps = QUICK_STEPS if args.quick else STEPS
     root = Path(tempfile.mkdtemp(prefix="fastdiff-bench-origins-", dir=args.workdir))
     extra = shlex.split(args.fastdiff_args)
@@ -142,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         schemas[True].write_text(schema_to_toml(RL_STATE), encoding="utf-8")
         schemas[False].write_text(without_inputs(), encoding="utf-8")
         for workload, (a, b, code) in workloads.items():
-            timing.read_once([a, b])
+            harness.read_once([a, b])
             for fmt in FORMATS:
                 commands = {
                     inputs: [*fastdiff, "compare", str(a), str(b), "--schema", str(schema),
@@ -151,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
                 }  # fmt: skip
                 if fmt == "json":
                     for inputs, command in commands.items():
-                        proc = timing.run_captured(workload, command, (code,), args.timeout)
+                        proc = harness.run_captured(workload, command, (code,), args.timeout)
                         check(workload, proc.stdout, inputs, code)
                 print(f"timing {workload}, {fmt} ...", file=sys.stderr)
                 wall, cpu = time_with_cpu(commands, args.repeat, args.warmup, code, args.timeout)
@@ -177,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     for workload, fmt, wall, cpu in rows:
         cells = []
         for what, times in (("wall", wall), ("CPU", cpu)):
-            with_, without = timing.median(times[True]), timing.median(times[False])
+            with_, without = harness.median(times[True]), harness.median(times[False])
             worst[what] = max(worst[what], with_ / without)
             cells += [
                 f"{with_:.3f} ({min(times[True]):.3f}-{max(times[True]):.3f})",

@@ -46,7 +46,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fastdiff.bench import timing
+import harness
+import venvs
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -86,7 +87,7 @@ def time_jobs(
             out = root / f"job-{round_index}"
             command = [python, "-c", JOB, MODES[tool], str(out), str(count), str(size)]
             os.sync()  # earlier rounds' dirty pages are not this run's to write back
-            t = timing.run_once(tool, command, timeout=600)
+            t = harness.run_once(tool, command, timeout=600)
             if round_index == 0 and tool != "make only":
                 _check(out, tool, count)
             shutil.rmtree(out)
@@ -116,13 +117,13 @@ def compare_times(
     os.sync()
     command = [*fastdiff, "compare", str(runs[0]), str(runs[1]), "--format", "json"]
     with_log = json.loads(subprocess.run(command, capture_output=True, check=True).stdout)
-    timing.read_once(runs, timing.aligned_buffer())
-    fast = timing.median(timing.time_commands({"with": command}, repeat, 1)["with"])
+    harness.read_once(runs, harness.aligned_buffer())
+    fast = harness.median(harness.time_commands({"with": command}, repeat, 1)["with"])
     for run in runs:
         os.rename(run / ".fastdiff-digests.jsonl", root / f"{run.name}.log")
     without = json.loads(subprocess.run(command, capture_output=True, check=True).stdout)
-    timing.read_once(runs, timing.aligned_buffer())
-    slow = timing.median(timing.time_commands({"without": command}, repeat, 1)["without"])
+    harness.read_once(runs, harness.aligned_buffer())
+    slow = harness.median(harness.time_commands({"without": command}, repeat, 1)["without"])
     for run in runs:
         shutil.rmtree(run)
     return fast, slow, with_log, without
@@ -140,18 +141,18 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     say = lambda msg: print(msg, file=sys.stderr)  # noqa: E731
     if args.python:
-        timing.prepare_cli(REPO, args.python)
+        venvs.prepare_cli(REPO, args.python)
         python = args.python
         fastdiff = [python, "-m", "fastdiff"]
         where = f"{python}, this checkout on PYTHONPATH"
     else:
-        venv_python = timing.prepare_venv(REPO, args.venv_dir, say)
+        venv_python = venvs.prepare_venv(REPO, args.venv_dir, say)
         python = str(venv_python)
         fastdiff = [str(venv_python.parent / "fastdiff")]
         where = f"a venv with this checkout installed by `pip install .`: {python}"
     workloads = QUICK if args.quick else WORKLOADS
     gib = 1 / 16 if args.quick else args.compare_gib
-    load = timing.warn_if_busy()
+    load = harness.warn_if_busy()
     lines = [
         f"bench_record: median of {args.repeat} rounds, whole processes; load average "
         f"{load:.2f} at the start; {os.cpu_count()} CPUs",
@@ -166,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         for label, count, size in workloads:
             say(f"recording: {label}")
             times = time_jobs(python, root, count, size, args.repeat, args.warmup)
-            med = {t: timing.median(v) for t, v in times.items()}
+            med = {t: harness.median(v) for t, v in times.items()}
             floor = med["make only"]
             for tool in TOOLS:
                 ratio = med[tool] / med["np.save"]

@@ -3,7 +3,7 @@
 Generates one baseline and 32 candidate runs in the reference layout (batch
 4096, 4 steps, 136 files per run; fastdiff.bench.synth, one seed) in a temporary
 folder; four candidates diverge, at different steps and groups (C, D, E, F).
-Then times, side by side as cold subprocesses (fastdiff.bench.timing, interleaved
+Then times, side by side as cold subprocesses (harness.py, interleaved
 rounds, inputs read into the page cache first):
 
 - ``fastdiff sweep --baseline BASE C1..C32 --format jsonl`` with an empty
@@ -39,7 +39,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fastdiff.bench import synth, timing
+import harness
+import venvs
+
+from fastdiff.bench import synth
 
 REPO = Path(__file__).resolve().parent.parent
 REFERENCE = REPO.parent / "shared" / "reference" / "compare-rl-state.py"
@@ -93,7 +96,7 @@ class Cell:
 
     @property
     def seconds(self) -> float | None:
-        return timing.median(self.times) if self.times else None
+        return harness.median(self.times) if self.times else None
 
 
 def make_runs(root: Path, n_candidates: int, batch: int) -> Setup:
@@ -116,10 +119,12 @@ def make_runs(root: Path, n_candidates: int, batch: int) -> Setup:
         else:
             synth.write_rl_run(folder, batch, STEPS, seed=0)
             candidates.append(Candidate(folder))
-    return Setup(base, candidates, batch, synth.rl_run_bytes(batch, STEPS))
+    return Setup(base, candidates, batch, harness.rl_run_bytes(batch, STEPS))
 
 
-def commands_for(s: Setup, cache_root: Path, fastdiff_args: list[str]) -> dict[str, timing.Command]:
+def commands_for(
+    s: Setup, cache_root: Path, fastdiff_args: list[str]
+) -> dict[str, harness.Command]:
     """Every tool's command. Sweeps exit 1 (some pair diverges); loops exit 0 unless a
     call exits 2 or more (0 and 1 are answers; each call's code is printed for the check)."""
     py = shlex.quote(sys.executable)
@@ -138,7 +143,7 @@ def commands_for(s: Setup, cache_root: Path, fastdiff_args: list[str]) -> dict[s
 
     # The runs were written a moment ago: without --cache-min-age 0 the cache
     # would (rightly) keep no digest of files that may still be changing.
-    commands: dict[str, timing.Command] = {
+    commands: dict[str, harness.Command] = {
         "sweep-cold": f"rm -rf {cold} && {sweep} --cache-dir {cold} --cache-min-age 0",
         "sweep-warm": f"{sweep} --cache-dir {warm} --cache-min-age 0",
         "sweep-no-cache": f"{sweep} --no-cache",
@@ -226,13 +231,13 @@ def check_loop(name: str, stdout: bytes, s: Setup) -> str:
 
 
 def verify(
-    name: str, command: timing.Command, s: Setup, timeout: float, cache_hits: int | None = None
+    name: str, command: harness.Command, s: Setup, timeout: float, cache_hits: int | None = None
 ) -> str:
     """Run a tool once with its output kept; return a problem or ''."""
     ok = (1,) if name.startswith("sweep") else (0,)
     try:
-        proc = timing.run_captured(name, command, ok, timeout)
-    except timing.CommandFailed as exc:
+        proc = harness.run_captured(name, command, ok, timeout)
+    except harness.CommandFailed as exc:
         print(f"  {exc}", file=sys.stderr)
         return f"{exc.status}"
     if b"Traceback (most recent call last)" in proc.stderr:
@@ -242,20 +247,20 @@ def verify(
     else:
         problem = check_loop(name, proc.stdout, s)
     if problem:
-        detail = timing.tail(proc.stderr) or timing.tail(proc.stdout)
+        detail = harness.tail(proc.stderr) or harness.tail(proc.stdout)
         print(f"  {name}: {problem} (exit {proc.returncode})\n{detail}", file=sys.stderr)
     return problem
 
 
 def run_tools(
-    s: Setup, commands: dict[str, timing.Command], args: argparse.Namespace
+    s: Setup, commands: dict[str, harness.Command], args: argparse.Namespace
 ) -> dict[str, Cell]:
     """Check every tool once, then time those that passed, interleaved."""
     cells: dict[str, Cell] = {}
     runs = [s.base, *(c.path for c in s.candidates)]
     files = len(synth.RL_STATE_MEMBERS) * STEPS
-    timing.read_once(runs)
-    chosen: dict[str, timing.Command] = {}
+    harness.read_once(runs)
+    chosen: dict[str, harness.Command] = {}
     for name, command in commands.items():
         hits: int | None = None
         if name == "sweep-cold":
@@ -273,17 +278,17 @@ def run_tools(
         else:
             chosen[name] = command
     ok = {name: (1,) if name.startswith("sweep") else (0,) for name in chosen}
-    timing.read_once(runs)
+    harness.read_once(runs)
     while chosen:
         try:
-            times = timing.time_commands(
+            times = harness.time_commands(
                 chosen, args.repeat, max(args.warmup - 1, 0), ok, args.timeout
             )
-        except timing.CommandFailed as exc:
+        except harness.CommandFailed as exc:
             print(f"  {exc}", file=sys.stderr)
             cells[exc.name] = Cell(note=f"failed: {exc.status}")
             chosen.pop(exc.name)
-            timing.read_once(runs)
+            harness.read_once(runs)
             continue
         for name, values in times.items():
             cells[name] = Cell(times=values)
@@ -334,18 +339,18 @@ def format_targets(cells: dict[str, Cell], n_pairs: int, quick: bool) -> list[st
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = timing.command_benchmark_parser(
+    p = harness.command_benchmark_parser(
         __doc__.splitlines()[0], "8 candidates of batch 512, for a smoke run", "runs"
     )
-    return timing.parse_benchmark_args(p, argv)
+    return harness.parse_benchmark_args(p, argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     n_candidates, batch = (8, 512) if args.quick else (32, 4096)
     fastdiff_args = shlex.split(args.fastdiff_args)
-    startup = timing.prepare_cli(REPO)
-    load = timing.warn_if_busy()
+    startup = venvs.prepare_cli(REPO)
+    load = harness.warn_if_busy()
     if args.workdir:
         args.workdir.mkdir(parents=True, exist_ok=True)
     root = Path(tempfile.mkdtemp(prefix="fastdiff-bench-sweep-", dir=args.workdir))

@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fastdiff.bench import timing
+import harness
 
 REPO = Path(__file__).resolve().parent.parent
 FLOOR = REPO / "benchmarks" / "floor_compare.py"
@@ -102,11 +102,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.size, args.repeat = 64 << 20, 3
     python = sys.executable
-    timing.warn_if_busy()
+    harness.warn_if_busy()
     folder = Path(tempfile.mkdtemp(prefix="fastdiff-bench-torch-"))
     try:
         pairs = write_pairs(folder, args.size, args.tensors)
-        bare = timing.peak_rss("python -c pass", [python, "-c", "pass"]).max_rss
+        bare = harness.peak_rss("python -c pass", [python, "-c", "pass"]).max_rss
         print(f"files: {args.tensors} float32 tensors, {args.size / 2**20:,.0f} MiB per file")
         print(f"python -c pass: peak RSS {bare / 2**20:.1f} MiB\n")
         for title, (a, b, code) in pairs.items():
@@ -125,18 +125,18 @@ def main(argv: list[str] | None = None) -> int:
                 # (the floor hashes whole files, which differ: torch writes a
                 # random id in each archive; its exit code means nothing)
                 if name != "python -c pass" and not name.startswith("floor"):
-                    got = timing.run_captured(name, cmd, ok[name])
+                    got = harness.run_captured(name, cmd, ok[name])
                     if got.returncode != code:
                         raise SystemExit(f"{name} exited {got.returncode} on {title}, not {code}")
-            timing.read_once([a, b])
-            times = timing.time_commands(tools, repeat=args.repeat, ok_codes=ok)
-            rss = {n: timing.peak_rss(n, cmd, ok[n]).max_rss for n, cmd in tools.items()}
-            ours = timing.median(times["fastdiff"])
+            harness.read_once([a, b])
+            times = harness.time_commands(tools, repeat=args.repeat, ok_codes=ok)
+            rss = {n: harness.peak_rss(n, cmd, ok[n]).max_rss for n, cmd in tools.items()}
+            ours = harness.median(times["fastdiff"])
             print(f"### {title}\n")
             print("| tool | median s | x fastdiff | peak RSS MiB | over python |")
             print("| --- | ---: | ---: | ---: | ---: |")
             for name in tools:
-                m = timing.median(times[name])
+                m = harness.median(times[name])
                 print(
                     f"| {name} | {m:.3f} | {m / ours:.2f} | {rss[name] / 2**20:.1f} | "
                     f"{(rss[name] - bare) / 2**20:+.1f} |"

@@ -40,7 +40,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fastdiff.bench import timing
+import harness
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -117,7 +117,7 @@ def time_size(
                 records[mode] = result["records"]
             shutil.rmtree(out, ignore_errors=True)
     return {
-        m: {"step_s": timing.median(per[m]), "min": min(per[m]), "max": max(per[m]),
+        m: {"step_s": harness.median(per[m]), "min": min(per[m]), "max": max(per[m]),
             "bytes": size.get(m, 0.0), "records": records.get(m, 0.0)}
         for m in MODES
     }  # fmt: skip
@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     steps = 8 if args.quick else args.steps
     env_path = os.environ.get("PYTHONPATH", "")
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env_path]))
-    load = timing.warn_if_busy()
+    load = harness.warn_if_busy()
     lines = [
         f"bench_trace: median over {args.repeat} rounds of each job's median step "
         f"({steps} timed steps after {args.warmup_steps}); load average {load:.2f} at the "

@@ -6,8 +6,9 @@ consistency (GB/s is bytes over seconds, the ratio is the quotient of the
 times), that the PNG plot is one that matplotlib reads back, that the
 temporary dumps are removed (or kept with --keep), and that bad input is one
 line and exit 2. The planning (ladder, memory and disk caps, scaling a run's
-shape) and the shared helpers it adds to ``synth`` and ``timing`` are tested
-as library calls. No test asserts a timing.
+shape, its notes as data) and the helpers it uses in ``synth`` and
+``timing`` are tested as library calls (the harness of the scripts in
+benchmarks/ in ``test_bench_harness.py``). No test asserts a timing.
 """
 
 from __future__ import annotations
@@ -29,7 +30,20 @@ from fastdiff.bench import run as bench
 from fastdiff.bench import synth, timing
 from fastdiff.engine.progress import StatusLine
 from fastdiff.errors import FastdiffError
+from fastdiff.model.bench import (
+    BenchCase,
+    BenchNoteKind,
+    BenchPlan,
+    BenchResult,
+    BenchShape,
+    FloorKind,
+    Machine,
+    Measurement,
+    Timing,
+    noisy_load,
+)
 from fastdiff.presets import RL_STATE
+from fastdiff.render.bench import note_text
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = "tests/fixtures"
@@ -325,18 +339,23 @@ def test_ladders() -> None:
     assert bench.jobs_ladder(8) == (1, 2, 4, 8)
 
 
-def plan(**kw: Any) -> bench.BenchPlan:
+def plan(**kw: Any) -> BenchPlan:
     kw.setdefault("mem_available", 64 * GIB)
     kw.setdefault("disk_free", 64 * GIB)
     kw.setdefault("jobs", 2)
-    return bench.plan_bench(**kw)
+    planned, schema = bench.plan_bench(**kw)
+    assert planned.schema == schema.name
+    return planned
+
+
+MAX_SIZE_NOTES = (BenchNoteKind.MAX_SIZE_ROUNDED, BenchNoteKind.MAX_SIZE_LOWERED)
 
 
 def test_plan_keeps_what_fits() -> None:
     p = plan()
     assert p.max_size == p.max_size_requested == GIB
     assert p.sizes == bench.ladder(GIB)
-    assert [n for n in p.notes if "--max-size" in n] == []
+    assert [n for n in p.notes if n.kind in MAX_SIZE_NOTES] == []
 
 
 @pytest.mark.parametrize(
@@ -360,9 +379,10 @@ def test_plan_lowers_max_size_to_fit(
     assert on_disk <= disk / 2
     if mem is not None:
         assert 2 * p.max_size <= mem / 2
-    (note,) = [n for n in p.notes if "--max-size" in n]
-    assert note.startswith("--max-size lowered from 1.0 GiB to ")
-    assert "must fit in half of" in note
+    (note,) = [n for n in p.notes if n.kind in MAX_SIZE_NOTES]
+    assert note.kind is BenchNoteKind.MAX_SIZE_LOWERED
+    assert (note["requested"], note["size"], note["keep"]) == (GIB, p.max_size, keep)
+    assert (note["memory"], note["disk"]) == (mem, disk)
 
 
 def test_plan_refuses_when_nothing_fits() -> None:
@@ -376,15 +396,36 @@ def test_plan_lowers_the_scale_of_a_like_run() -> None:
     assert p.like is not None
     assert p.like.scale < 100
     assert 2 * p.like.bytes <= 2 * MIB
-    (note,) = [n for n in p.notes if n.startswith("--scale")]
-    assert note.startswith("--scale lowered from 100 to ")
-    assert "must fit in half of 4.0 MiB of memory available" in note
+    (note,) = [n for n in p.notes if n.kind is BenchNoteKind.SCALE_LOWERED]
+    assert (note["requested"], note["scale"], note["like"]) == (100.0, p.like.scale, run)
+    assert note["memory"] == 4 * MIB
 
 
 def test_serial_executor_measures_one_job() -> None:
     p = plan(executor="serial", jobs=4)
     assert p.jobs == (1,)
-    assert "--executor serial runs one job: measuring jobs 1 only" in p.notes
+    assert [n.kind for n in p.notes if n.kind is not BenchNoteKind.NOISY_LOAD] == [
+        BenchNoteKind.SERIAL_ONE_JOB
+    ]
+
+
+def test_the_words_of_the_notes() -> None:
+    """The one place the notes' sentences are checked (``render.bench``)."""
+    p = plan(max_size=GIB + 5, mem_available=2 * GIB, disk_free=64 * GIB, keep=True)
+    texts = [note_text(n) for n in p.notes if n.kind in MAX_SIZE_NOTES]
+    assert texts[0] == f"--max-size {GIB + 5} rounded down to {GIB} bytes"
+    assert texts[1].startswith("--max-size lowered from 1.0 GiB to ")
+    assert texts[1].endswith(
+        ": a pair of files must fit in half of 2.0 GiB of memory available and 64.0 GiB free "
+        f"in {p.workdir} (with --keep, every rung's pair stays on disk)"
+    )
+    run = f"{ROOT}/{FIXTURES}/identical/a"
+    p = plan(like=run, scale=100.0, schema=RL_STATE, mem_available=4 * MIB, ladder_on=False)
+    (scaled,) = [note_text(n) for n in p.notes if n.kind is BenchNoteKind.SCALE_LOWERED]
+    assert scaled.startswith(f"--scale lowered from 100 to {p.like.scale:g}: a pair of runs like ")
+    assert "must fit in half of 4.0 MiB of memory available" in scaled
+    p = plan(executor="serial", jobs=4)
+    assert "--executor serial runs one job: measuring jobs 1 only" in map(note_text, p.notes)
 
 
 def test_like_shape_and_scale() -> None:
@@ -423,7 +464,7 @@ def test_like_a_manifest_reads_it_with_the_schema_it_records(tmp_path: Path) -> 
     assert [(f.name, f.dtype) for f in shape.files] == [("logits", "f64")]
     shape, schema = bench.like_shape(str(manifest), RL_STATE)
     assert [(f.name, f.dtype) for f in shape.files] == [("logits", "u8")]
-    assert plan(like=str(manifest), ladder_on=False).schema.name == "my"
+    assert plan(like=str(manifest), ladder_on=False).schema == "my"
 
 
 def test_memory_available(tmp_path: Path) -> None:
@@ -539,27 +580,6 @@ def test_bench_and_plot_modules_do_not_import_matplotlib_at_import() -> None:
     assert os.path.exists(ROOT / "fastdiff" / "bench" / "plot.py")
 
 
-@pytest.mark.parametrize(
-    ("start", "end", "density", "block"),
-    [(0, 64 * KIB, 1.0, 4 * KIB), (1001, 50_001, 0.01, 8 * KIB), (4092, 4096, 0.5, 8)],
-)
-def test_flip_spread_flips_evenly_spaced_elements(
-    tmp_path: Path, start: int, end: int, density: float, block: int
-) -> None:
-    np = pytest.importorskip("numpy")
-    a, b = synth.write_pair(tmp_path / "a", tmp_path / "b", "x", "f32", 64 * KIB)
-    k = synth.flip_spread(b, "f32", start, end, density, block_bytes=block)
-    x, y = np.fromfile(a, np.uint32), np.fromfile(b, np.uint32)
-    first, last = -(-start // 4), end // 4
-    n = last - first
-    assert k == max(1, int(n * density))
-    want = first + np.arange(k) * n // k
-    assert np.array_equal(np.flatnonzero(x != y), want)
-    assert set((x ^ y)[want].tolist()) == {1}
-    with pytest.raises(ValueError, match="hold no whole element"):
-        synth.flip_spread(b, "f32", 5, 7, 1.0)
-
-
 def test_plan_refuses_a_like_run_that_cannot_fit() -> None:
     run = f"{ROOT}/{FIXTURES}/identical/a"  # 136 files
     with pytest.raises(FastdiffError, match="even one element per file does not fit"):
@@ -638,172 +658,44 @@ def test_hash_once_reads_every_byte_on_any_number_of_threads(tmp_path: Path) -> 
         timing.hash_once([a, tmp_path / "nope"], threads=2)
 
 
-def test_peak_rss_is_the_commands_not_the_parents() -> None:
-    """ru_maxrss of a child counts its parent's memory at fork; the starter is small."""
-    ballast = b"x" * (64 * MIB)  # this process is large, whatever pytest loaded
-    bare = timing.peak_rss("bare", [sys.executable, "-S", "-c", "pass"])
-    big = timing.peak_rss("big", [sys.executable, "-S", "-c", "b = b'x' * (96 << 20)"])
-    assert bare.seconds > 0 and bare.max_rss > 0
-    assert bare.max_rss < 48 * MIB < len(ballast)
-    assert big.max_rss - bare.max_rss >= 90 * MIB
-    shell = timing.peak_rss("sh", f"{sys.executable} -S -c \"b = b'x' * (96 << 20)\"")
-    assert shell.max_rss >= 90 * MIB  # a shell string: the largest command it waited for
-    exits = [sys.executable, "-S", "-c", "raise SystemExit(3)"]
-    assert timing.peak_rss("accepted", exits, ok_codes=(3,)).max_rss > 0
-    with pytest.raises(timing.CommandFailed) as failed:
-        timing.peak_rss("fails", exits)
-    assert (failed.value.name, failed.value.returncode, failed.value.command) == (
-        "fails", 3, exits
-    )  # fmt: skip
-
-
-def test_write_sparse_pair(tmp_path: Path) -> None:
-    a, b = synth.write_sparse_pair(tmp_path / "a", tmp_path / "b", "x", 64 * MIB, step=2)
-    assert (a.name, b.name) == ("step_2_x.bin", "step_2_x.bin")
-    for path in (a, b):
-        st = path.stat()
-        assert st.st_size == 64 * MIB
-        assert st.st_blocks * 512 < MIB  # a hole, not 64 MiB of data
-        with open(path, "rb") as f:
-            assert f.read(4096) == bytes(4096)
-    with pytest.raises(ValueError, match="must be >= 0"):
-        synth.write_sparse_pair(tmp_path / "a", tmp_path / "b", "y", -1)
-
-
-def test_venv_folder_is_keyed_on_the_requirements(tmp_path: Path) -> None:
-    (tmp_path / "pyproject.toml").write_text('[project]\ndependencies = ["b>=2", "a"]\n')
-    folder, requirements = timing.venv_folder(tmp_path, tmp_path / "cache")
-    assert requirements == ["a", "b>=2"]
-    assert folder.parent == tmp_path / "cache"
-    assert folder.name.startswith(f"venv-py{sys.version_info.major}{sys.version_info.minor}-")
-    assert timing.venv_folder(tmp_path, tmp_path / "cache")[0] == folder  # reused
-    (tmp_path / "pyproject.toml").write_text('[project]\ndependencies = ["a", "b>=3"]\n')
-    assert timing.venv_folder(tmp_path, tmp_path / "cache")[0] != folder
-    assert timing.bench_cache_dir().name == "fastdiff-bench"
-    assert ROOT not in timing.bench_cache_dir().parents  # outside the checkout
-
-
-def test_copy_source_leaves_out_what_pip_must_not_build_from(tmp_path: Path) -> None:
-    repo = tmp_path / "repo"
-    files = [
-        "pyproject.toml", "README.md", "pkg/__init__.py", "pkg/build/kept.py",
-        "pkg/__pycache__/x.pyc", "build/lib/pkg/stale.py", "pkg.egg-info/PKG-INFO",
-        ".git", "tests/test_x.py", "benchmarks/b.py", ".ruff_cache/x",
-    ]  # fmt: skip
-    for name in files:
-        (repo / name).parent.mkdir(parents=True, exist_ok=True)
-        (repo / name).write_text(name)
-    timing.copy_source(repo, tmp_path / "copy")
-    copied = sorted(
-        str(p.relative_to(tmp_path / "copy")) for p in (tmp_path / "copy").rglob("*") if p.is_file()
-    )
-    assert copied == ["README.md", "pkg/__init__.py", "pkg/build/kept.py", "pyproject.toml"]
-
-
-def test_bench_compare_quick_runs_end_to_end(tmp_path: Path) -> None:
-    """The compare benchmark's script, on the workloads that load neither numpy nor
-    numba, with this interpreter (no venv is built): every tool runs and checks
-    out, the tables and the targets are printed, the dumps are removed."""
-    workloads = ("tiny", "long-1x", "long-8x", "sparse")
-    p = subprocess.run(
-        [
-            sys.executable, "benchmarks/bench_compare.py", "--quick", "--repeat", "1",
-            "--warmup", "0", "--python", sys.executable, "--workdir", str(tmp_path),
-            "--workloads", ",".join(workloads),
-        ],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert p.returncode == 0, p.stderr
-    assert f"`{sys.executable}` (given with --python" in p.stdout
-    rows = [
-        [c.strip() for c in line.strip("|").split("|")]
-        for line in p.stdout.splitlines()
-        if line.startswith("| ") and not line.startswith(("| workload", "| target", "| ---"))
-    ]
-    reference = ["reference"] if "| tiny | reference |" in p.stdout else []
-    timed = [(r[0], r[1]) for r in rows if len(r) == 7]
-    long_tools = ("fastdiff text", "fastdiff json", "floor read+xxh3")
-    assert timed == [
-        *[("tiny", t) for t in ("fastdiff", "python -c pass", "floor read+xxh3", *reference)],
-        *[("long-1x", t) for t in long_tools],
-        *[("long-8x", t) for t in long_tools],
-    ]
-    assert all(float(r[2]) > 0 and r[6] == "" for r in rows if len(r) == 7)  # none failed
-    memory = [(r[0], r[1]) for r in rows if len(r) == 6]
-    assert memory == [("sparse", "fastdiff"), ("sparse", "python -c pass")]
-    verdicts = {r[0]: r[3] for r in rows if len(r) == 4}
-    assert len(verdicts) == 11  # 10 ratios and the peak memory of the sparse pair
-    for label, verdict in verdicts.items():
-        ran = label.startswith(("tiny", "long", "peak RSS"))
-        assert verdict in (("met", "not met") if ran else ("n/a",)), label
-    assert list(tmp_path.iterdir()) == []  # the dumps are gone
-
-
-def test_bench_compare_estimates_only_the_pure_python_baselines(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A 16 MiB pilot's numpy time is mostly its import: scaled to 512 MiB it
-    predicted ~20 s on a busy machine, and the 512 MiB target was then judged
-    against that guess. Only the list-building tools may be estimated."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "bench_compare", ROOT / "benchmarks" / "bench_compare.py"
-    )
-    assert spec is not None and spec.loader is not None
-    bc = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "bench_compare", bc)  # its dataclasses look it up
-    spec.loader.exec_module(bc)
-    a, b = synth.write_pair(tmp_path / "a", tmp_path / "b", "x", "f32", 4 * KIB)
-    w = bc.Workload("big", "big", "pair", True, lambda a, b: None, 0, a=a.parent, b=b.parent)
-    w.nbytes = 1000
-    pilot = bc.Workload("mid", "mid", "pair", True, lambda a, b: None, 0)
-    pilot.nbytes = 1
-    seen = {name: bc.Cell(times=[1.0]) for name in ("numpy-naive", "pure-python", "reference")}
-    commands = {name: ["true"] for name in seen}
-    args = bc.parse_args(["--repeat", "1", "--warmup", "0"])
-    cells = bc.run_workload(w, commands, args, (pilot, seen))
-    assert cells["numpy-naive"].times and cells["numpy-naive"].estimate is None  # measured
-    for name in ("pure-python", "reference"):
-        assert cells[name].estimate == 1000.0 and not cells[name].times
-        assert cells[name].note == "~est (from mid), not run"
-
-
 # --- the plot, drawn from made-up results ----------------------------------------------
 
 
-def made_up(load: float | None, executors: dict[int, str]) -> bench.BenchResult:
+def made_up(load: float | None, executors: dict[int, str]) -> BenchResult:
     """A result of two rungs, both cases, with the jobs values of ``executors``
     (jobs -> what ran) grouped as ``_measure`` groups them; each case its own floor."""
     p = plan(jobs=max(executors), max_size=16 * KIB)
     rows = []
     for size in p.sizes:
-        for case, floor_s in (("identical", 1e-4), ("late-diff", 2e-4)):
+        for case, floor_s in ((BenchCase.IDENTICAL, 1e-4), (BenchCase.LATE_DIFF, 2e-4)):
             alike: dict[tuple[str, int], list[int]] = {}
             for jobs, ran in executors.items():
                 alike.setdefault((ran, 0 if ran == "serial" else jobs), []).append(jobs)
             for (ran, _), values in alike.items():
                 seconds = 1e-3 * values[0]
                 rows.append(
-                    bench.Measurement(
-                        shape="ladder",
+                    Measurement(
+                        shape=BenchShape.LADDER,
                         case=case,
                         size=size,
                         files=1,
                         jobs=values[0],
                         jobs_values=tuple(values),
                         executor=ran,
-                        fastdiff=bench.Timing(seconds, (seconds,), 1),
-                        floor=bench.Timing(floor_s, (floor_s,), 1),
-                        floor_kind="readinto",
-                        floor_candidates=(("readinto", floor_s), ("mmap+xxh3", 2 * floor_s)),
+                        fastdiff=Timing(seconds, (seconds,), 1),
+                        floor=Timing(floor_s, (floor_s,), 1),
+                        floor_kind=FloorKind.READINTO,
+                        floor_candidates=(
+                            (FloorKind.READINTO, floor_s),
+                            (FloorKind.MMAP_XXH3, 2 * floor_s),
+                        ),
                     )
                 )
-    machine = bench.Machine(2, 2, "CPython 3", "Linux", load)
-    return bench.BenchResult(p, machine, tuple(rows), "/nowhere", False, 1.0)
+    machine = Machine(2, 2, "CPython 3", "Linux", load)
+    return BenchResult(p, machine, tuple(rows), "/nowhere", False, 1.0)
 
 
-def plot_lines(result: bench.BenchResult) -> dict[str, list[float]]:
+def plot_lines(result: BenchResult) -> dict[str, list[float]]:
     pytest.importorskip("matplotlib")
     from fastdiff.bench.plot import draw
 
@@ -858,10 +750,10 @@ def test_plot_png_of_made_up_results_reads_back(tmp_path: Path) -> None:
 
 
 def test_noisy_load_is_per_cpu() -> None:
-    assert not bench.noisy_load(None, 2)
-    assert not bench.noisy_load(1.0, 2)
-    assert bench.noisy_load(1.01, 2)
-    assert bench.noisy_load(0.6, None)  # CPUs unknown: counted as one
+    assert not noisy_load(None, 2)
+    assert not noisy_load(1.0, 2)
+    assert noisy_load(1.01, 2)
+    assert noisy_load(0.6, None)  # CPUs unknown: counted as one
 
 
 def test_a_note_is_shown_once_on_a_terminal(tmp_path: Path) -> None:
@@ -894,3 +786,23 @@ def test_a_note_is_shown_once_on_a_terminal(tmp_path: Path) -> None:
     piped = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert piped.returncode == 0
     assert (piped.stderr.count(note), piped.stdout.count(note)) == (1, 1)
+
+
+def test_the_results_are_model_values() -> None:
+    """The plan and the results are ``model.bench`` values: equal by their
+    fields, copied with ``replace``, plain data with ``as_dict``; their kinds
+    are members, each the string the JSON writes."""
+    result = made_up(None, {1: "serial"})
+    again = made_up(None, {1: "serial"})
+    assert result == again and hash(result) == hash(again)
+    m = result.measurements[0]
+    assert m.replace(size=8) != m and m.replace(size=8).size == 8
+    doc = m.as_dict()
+    assert doc["fastdiff"] == {"seconds": m.fastdiff.seconds, "times": m.fastdiff.times, "loops": 1}
+    assert (doc["shape"], doc["case"], doc["floor_kind"]) == ("ladder", "identical", "readinto")
+    assert BenchCase.of("late-diff") is BenchCase.LATE_DIFF
+    assert BenchShape.ALL == ("ladder", "like", "checkpoint")
+    assert FloorKind.ALL == ("readinto", "mmap+xxh3")
+    with pytest.raises(ValueError, match="is no BenchCase"):
+        BenchCase.of("early-diff")
+    assert all(isinstance(n.kind, BenchNoteKind) for n in plan(max_size=GIB + 5).notes)

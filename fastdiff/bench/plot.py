@@ -12,11 +12,13 @@ import os
 from typing import TYPE_CHECKING
 
 from ..errors import FastdiffError
+from ..model.bench import BenchCase, BenchShape, noisy_load
+from ..render.bench import format_size, jobs_label
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from .run import BenchResult, Measurement
+    from ..model.bench import BenchResult, Measurement
 
 
 def write_plot(result: BenchResult, path: str | os.PathLike[str]) -> None:
@@ -36,7 +38,7 @@ def _configuration(m: Measurement) -> tuple[str, int]:
 def _configuration_label(ms: list[Measurement]) -> str:
     """``jobs 2, thread``; ``jobs 1-2, serial`` where the rows say so alike, else
     ``serial`` (the jobs values that run serially can change with the size)."""
-    labels = {m.jobs_label for m in ms}
+    labels = {jobs_label(m) for m in ms}
     if ms[0].executor == "serial" and len(labels) > 1:
         return "serial"
     return f"jobs {labels.pop()}, {ms[0].executor}"
@@ -44,8 +46,6 @@ def _configuration_label(ms: list[Measurement]) -> str:
 
 def load_note(result: BenchResult) -> str | None:
     """What the plot says of the load average when it makes timings noisy, else None."""
-    from .run import noisy_load
-
     mc = result.machine
     if mc.load_average is None or not noisy_load(mc.load_average, mc.cpus):
         return None
@@ -67,12 +67,10 @@ def draw(result: BenchResult) -> Figure:
         from ..render.plot import MISSING
 
         raise FastdiffError(MISSING) from None
-    from .run import format_size
-
     fig = Figure(figsize=(9, 5.5), layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
-    ladder = [m for m in result.measurements if m.shape == "ladder"]
+    ladder = [m for m in result.measurements if m.shape is BenchShape.LADDER]
     # Rows of jobs values that ran alike are one row already; across sizes, the
     # same way of running (serial) is one line.
     keys = sorted({_configuration(m) for m in result.measurements}, key=lambda k: (k[1], k[0]))
@@ -81,11 +79,11 @@ def draw(result: BenchResult) -> Figure:
         key: _configuration_label([m for m in result.measurements if _configuration(m) == key])
         for key in keys
     }
-    styles = {"identical": "-", "late-diff": "--"}
-    markers = {"identical": "o", "late-diff": "s"}
-    for case in ("identical", "late-diff"):
+    styles = {BenchCase.IDENTICAL: "-", BenchCase.LATE_DIFF: "--"}
+    markers = {BenchCase.IDENTICAL: "o", BenchCase.LATE_DIFF: "s"}
+    for case in BenchCase.ALL:
         for key in keys:
-            ms = sorted((m for m in ladder if m.case == case and _configuration(m) == key),
+            ms = sorted((m for m in ladder if m.case is case and _configuration(m) == key),
                         key=lambda m: m.size)  # fmt: skip
             if ms:
                 ax.plot(
@@ -98,10 +96,10 @@ def draw(result: BenchResult) -> Figure:
                 )
     # The floor of each case: the faster way of reading both files once (readinto,
     # or mmap+xxh3), timed in the same rounds as the case; the same for all its rows.
-    floor_styles = {"identical": ":", "late-diff": "-."}
-    floor_colors = {"identical": "black", "late-diff": "dimgray"}
-    for case in ("identical", "late-diff"):
-        floors = {m.size: m.floor_gbs for m in ladder if m.case == case}
+    floor_styles = {BenchCase.IDENTICAL: ":", BenchCase.LATE_DIFF: "-."}
+    floor_colors = {BenchCase.IDENTICAL: "black", BenchCase.LATE_DIFF: "dimgray"}
+    for case in BenchCase.ALL:
+        floors = {m.size: m.floor_gbs for m in ladder if m.case is case}
         if floors:
             sizes = sorted(floors)
             ax.plot(
@@ -113,18 +111,18 @@ def draw(result: BenchResult) -> Figure:
                 label=f"floor, {case}: read both files",
             )
     for m in result.measurements:
-        if m.shape == "like":
+        if m.shape is BenchShape.LIKE:
             ax.plot(
                 [m.size],
                 [m.gbs],
-                marker="*" if m.case == "identical" else "X",
+                marker="*" if m.case is BenchCase.IDENTICAL else "X",
                 markersize=13,
                 linestyle="none",
                 color=colors[_configuration(m)],
                 label=f"like run, {m.case}, {labels[_configuration(m)]}",
             )
-    for case in ("identical", "late-diff"):
-        like = [m for m in result.measurements if m.shape == "like" and m.case == case]
+    for case in BenchCase.ALL:
+        like = [m for m in result.measurements if m.shape is BenchShape.LIKE and m.case is case]
         if like:
             ax.plot([like[0].size], [like[0].floor_gbs], marker="_", markersize=16,
                     markeredgewidth=2, linestyle="none", color=floor_colors[case],

@@ -1,11 +1,12 @@
 """How fast this machine compares dumps: a ladder of sizes, timed in-process.
 
-``plan_bench`` turns a request into a plan: the ladder of buffer sizes (4
-KiB, x4 at each rung, up to the largest size that free memory and disk
-allow), the ``jobs`` values (1, 2, 4, ... up to the cores), and optionally a
-run shaped like a real one (``like_shape``: same file names, dtypes and
-sizes, scaled). ``run_bench`` writes synthetic dumps (``synth``) into a
-temporary folder, one rung at a time, and times with ``timing.time_calls``:
+``plan_bench`` turns a request into a plan (``model.bench.BenchPlan``): the
+ladder of buffer sizes (4 KiB, x4 at each rung, up to the largest size that
+free memory and disk allow), the ``jobs`` values (1, 2, 4, ... up to the
+cores), and optionally a run shaped like a real one (``like_shape``: same
+file names, dtypes and sizes, scaled). ``run_bench`` writes synthetic dumps
+(``synth``) into a temporary folder, one rung at a time, and times with
+``timing.time_calls``:
 
 - fastdiff: one library call ``compare_runs(A, B, CompareOptions(...))``
   per sample, in this process, so neither the interpreter start nor the
@@ -19,13 +20,12 @@ temporary folder, one rung at a time, and times with ``timing.time_calls``:
 Each rung is measured twice: the runs identical, then with one element of
 B flipped near the end (``synth.late_offset``). Inputs are read once right
 before timing, since this kind of VM drops files idle for a minute from the
-page cache. Results are frozen dataclasses; ``render_bench_text`` and
-``render_bench_json`` are pure functions of them (``plot`` draws them).
+page cache. The plan and the results are values of ``model.bench``;
+``render.bench`` says them in text and JSON (``plot`` draws them).
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import platform
@@ -33,14 +33,31 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from ..dtypes import get_dtype
 from ..engine.pool import SERIAL_MAX_BYTES
 from ..errors import FastdiffError
+from ..model.bench import (
+    LADDER_DTYPE,
+    LADDER_NAME,
+    BenchCase,
+    BenchNoteKind,
+    BenchPlan,
+    BenchResult,
+    BenchShape,
+    FloorKind,
+    LikeFile,
+    LikeShape,
+    Machine,
+    Measurement,
+    Timing,
+    noisy_load,
+)
+from ..model.findings import Note
+from ..model.statuses import Verdict
 from ..presets import DEFAULT_PRESET, preset
 from ..schema import Schema
 from ..sources import open_run
@@ -50,108 +67,17 @@ from . import synth, timing
 if TYPE_CHECKING:
     from ..compare import CompareOptions
 
-#: 3: jobs values that run alike are one result (``jobs_values``); 2: the floor
-#: is the faster of two ways to read the runs (``floor_kind``,
-#: ``floor_candidates``); version 1's was the readinto loop alone.
-BENCH_SCHEMA_VERSION = 3
-
 MIN_SIZE = 4 << 10
 DEFAULT_MAX_SIZE = 1 << 30
 LADDER_FACTOR = 4
-#: Element type and buffer name of the ladder's dumps (one file per run).
-LADDER_DTYPE = "f32"
-LADDER_NAME = "buffer"
 LADDER_SCHEMA = Schema("bench", (), default_dtype=LADDER_DTYPE)
 #: A sample of a quick call loops it until the sample takes this long.
 MIN_SAMPLE_S = 0.01
 #: Of free memory and of free disk, at most this share is used for dumps.
 BUDGET_SHARE = 0.5
-#: A load average above this per CPU means other work is running: timings are noisy.
-NOISY_LOAD_PER_CPU = 0.5
-
-Case = Literal["identical", "late-diff"]
-Shape = Literal["ladder", "like", "checkpoint"]
-
-METHOD = (
-    "fastdiff: one in-process library call per sample, "
-    "fastdiff.compare.compare_runs(A, B, CompareOptions(executor=..., jobs=N)), without "
-    "the digest cache; not counted: the interpreter start and the imports that a CLI run "
-    "pays once (numpy and numba load only when a pair differs)"
-)
-FLOOR = (
-    "floor: the faster (lower median) of two ways of reading both runs once, timed in the "
-    "same rounds: readinto, a plain readinto loop into a reused page-aligned 1 MiB buffer, "
-    "one thread; mmap+xxh3, xxh3_64 over a memory map of each file, the files dealt out to "
-    "as many threads as the largest jobs value"
-)
-STATISTIC = (
-    "per case: a check run, a calibration (a sample of a quick call times a loop of calls), "
-    "{warmup} untimed round(s), then the median of {repeat} samples taken in interleaved "
-    "rounds (each floor and each jobs value once per round)"
-)
-GBS = "GB/s: 10^9 bytes of both runs (A + B) per second; x floor: fastdiff time / floor time"
-ALIKE = (
-    "one row per way fastdiff ran: jobs values that ran alike, in this thread (executor auto "
-    "below {threshold} to hash in all, or one job), were timed once, as one row (jobs 1-2, "
-    "serial)"
-)
-LATE = (
-    "late-diff: one element of B has its lowest bit flipped 4 KiB before the end of "
-    "the file (the last element below 8 KiB); on a like run, in the last step's largest file"
-)
 
 
 # --- the plan ----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class LikeFile:
-    step: int
-    name: str
-    dtype: str
-    size: int
-
-
-@dataclass(frozen=True)
-class LikeShape:
-    """A run's file list, sizes scaled (and rounded down to whole elements)."""
-
-    run: str
-    files: tuple[LikeFile, ...]
-    scale: float
-    source_bytes: int  # the real run's bytes
-
-    @property
-    def bytes(self) -> int:
-        return sum(f.size for f in self.files)
-
-
-@dataclass(frozen=True)
-class BenchPlan:
-    sizes: tuple[int, ...]  # ladder rungs, bytes per file; () without the ladder
-    jobs: tuple[int, ...]
-    executor: str
-    chunk_size: int
-    repeat: int
-    warmup: int
-    workdir: str  # where the temporary folder is made
-    keep: bool
-    max_size_requested: int
-    max_size: int
-    like: LikeShape | None
-    #: Bytes of the synthetic safetensors checkpoint to time (0: none).
-    checkpoint: int
-    scale_requested: float | None
-    schema: Schema  # classifies and compares the like run
-    memory_available: int | None
-    disk_free: int
-    notes: tuple[str, ...]  # what was lowered, and why
-
-
-def noisy_load(load: float | None, cpus: int | None) -> bool:
-    """Whether a load average says other work is running (over
-    ``NOISY_LOAD_PER_CPU`` per CPU): timings taken now are noisy."""
-    return load is not None and load > NOISY_LOAD_PER_CPU * (cpus or 1)
 
 
 def ladder(max_size: int, min_size: int = MIN_SIZE, factor: int = LADDER_FACTOR) -> tuple[int, ...]:
@@ -223,8 +149,8 @@ def scale_shape(shape: LikeShape, scale: float) -> LikeShape:
         n = math.floor(f.size * scale) // itemsize * itemsize
         if f.size and not n:
             n = itemsize
-        files.append(replace(f, size=n))
-    return replace(shape, files=tuple(files), scale=scale)
+        files.append(f.replace(size=n))
+    return shape.replace(files=tuple(files), scale=scale)
 
 
 _MIN_SCALE = 1e-9
@@ -253,8 +179,11 @@ def plan_bench(
     checkpoint: int = 0,
     mem_available: int | Literal["probe"] | None = "probe",
     disk_free: int | None = None,
-) -> BenchPlan:
-    """Check a request and fit it to this machine (raises FastdiffError).
+) -> tuple[BenchPlan, Schema]:
+    """Check a request and fit it to this machine (raises FastdiffError);
+    return the plan and the schema that reads the like run (``schema``,
+    else the one a --like manifest records, else rl-state; the plan holds
+    its name).
 
     A pair of runs must fit in half of the available memory (so both stay
     in the page cache) and in half of the free disk; with ``keep``, every
@@ -314,7 +243,8 @@ def plan_bench(
     where = (
         f"{format_bytes(mem)} of memory available and " if mem is not None else ""
     ) + f"{format_bytes(disk)} free in {folder}"
-    notes: list[str] = []
+    room_fields = {"memory": mem, "disk": disk, "folder": folder}
+    notes: list[Note] = []
 
     shape = None
     if like is not None:
@@ -332,8 +262,14 @@ def plan_bench(
                 fit = float(f"{fit * 0.9:.3g}")
             fit = max(fit, _MIN_SCALE)
             notes.append(
-                f"--scale lowered from {scale:g} to {fit:g}: a pair of runs like {like} "
-                f"({format_bytes(2 * scaled.bytes)}) must fit in half of {where}"
+                Note.of(
+                    BenchNoteKind.SCALE_LOWERED,
+                    requested=scale,
+                    scale=fit,
+                    like=like,
+                    bytes=2 * scaled.bytes,
+                    **room_fields,
+                )
             )
             scaled = scale_shape(shape, fit)
         shape = scaled
@@ -353,7 +289,7 @@ def plan_bench(
             return 2 * s <= mem_budget and on_disk <= disk_budget
 
         if size != max_size:
-            notes.append(f"--max-size {max_size} rounded down to {size} bytes")
+            notes.append(Note.of(BenchNoteKind.MAX_SIZE_ROUNDED, requested=max_size, size=size))
         room = min(mem_budget, disk_budget - kept_like) / 2
         lowered = size if fits(size) else _round_down(int(min(size, room)))
         while lowered >= MIN_SIZE and not fits(lowered):
@@ -364,9 +300,13 @@ def plan_bench(
             )
         if lowered != size:
             notes.append(
-                f"--max-size lowered from {format_bytes(max_size)} to {format_bytes(lowered)}: "
-                f"a pair of files must fit in half of {where}"
-                + (" (with --keep, every rung's pair stays on disk)" if keep else "")
+                Note.of(
+                    BenchNoteKind.MAX_SIZE_LOWERED,
+                    requested=max_size,
+                    size=lowered,
+                    keep=keep,
+                    **room_fields,
+                )
             )
         size = lowered
         sizes = ladder(size)
@@ -374,14 +314,13 @@ def plan_bench(
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     cpus = os.cpu_count()
     if load is not None and noisy_load(load, cpus):
-        notes.append(
-            f"load average {load:.2f} on {cpus} CPUs: other work is running, timings will be noisy"
-        )
+        notes.append(Note.of(BenchNoteKind.NOISY_LOAD, load=load, cpus=cpus))
     jobs_list = jobs_ladder(jobs or default_jobs())
     if executor == "serial" and jobs_list != (1,):
-        notes.append("--executor serial runs one job: measuring jobs 1 only")
+        notes.append(Note.of(BenchNoteKind.SERIAL_ONE_JOB))
         jobs_list = (1,)
-    return BenchPlan(
+    chosen = schema if schema is not None else preset(DEFAULT_PRESET)
+    plan = BenchPlan(
         sizes=sizes,
         jobs=jobs_list,
         executor=executor,
@@ -395,95 +334,13 @@ def plan_bench(
         like=shape,
         checkpoint=checkpoint,
         scale_requested=scale if like is not None else None,
-        schema=schema if schema is not None else preset(DEFAULT_PRESET),
+        schema=chosen.name,
         memory_available=mem,
         disk_free=disk,
         notes=tuple(notes),
+        serial_max_bytes=SERIAL_MAX_BYTES,
     )
-
-
-# --- results -----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Timing:
-    seconds: float  # median, per call
-    times: tuple[float, ...]  # every sample, per call
-    loops: int  # calls per sample
-
-
-@dataclass(frozen=True)
-class Measurement:
-    shape: Shape
-    case: Case
-    size: int  # bytes per run (one file per run on the ladder)
-    files: int  # files per run
-    jobs: int  # the jobs value timed: the first of ``jobs_values``
-    jobs_values: tuple[int, ...]  # the plan's jobs values that ran alike, as this one
-    executor: str  # what compare_runs ran on: serial, thread or process
-    fastdiff: Timing
-    floor: Timing  # the faster of the candidates
-    floor_kind: str  # which one: "readinto" or "mmap+xxh3"
-    floor_candidates: tuple[tuple[str, float], ...]  # (kind, median s) of each
-
-    @property
-    def jobs_label(self) -> str:
-        """``2``, or ``1-4`` for jobs values 1, 2 and 4 that ran alike."""
-        first, last = self.jobs_values[0], self.jobs_values[-1]
-        return str(first) if first == last else f"{first}-{last}"
-
-    @property
-    def bytes(self) -> int:
-        """Both runs, A + B."""
-        return 2 * self.size
-
-    @property
-    def gbs(self) -> float:
-        return self.bytes / self.fastdiff.seconds / 1e9
-
-    @property
-    def floor_gbs(self) -> float:
-        return self.bytes / self.floor.seconds / 1e9
-
-    @property
-    def ratio(self) -> float:
-        """fastdiff time over the floor's: 1.0 is as fast as reading both runs."""
-        return self.fastdiff.seconds / self.floor.seconds
-
-
-@dataclass(frozen=True)
-class Machine:
-    cpus: int | None
-    jobs_available: int
-    python: str
-    platform: str
-    load_average: float | None
-
-    @staticmethod
-    def probe() -> Machine:
-        from ..engine.pool import default_jobs
-
-        try:
-            load: float | None = os.getloadavg()[0]
-        except OSError:  # pragma: no cover - not Unix
-            load = None
-        return Machine(
-            cpus=os.cpu_count(),
-            jobs_available=default_jobs(),
-            python=f"{platform.python_implementation()} {platform.python_version()}",
-            platform=platform.platform(),
-            load_average=load,
-        )
-
-
-@dataclass(frozen=True)
-class BenchResult:
-    plan: BenchPlan
-    machine: Machine
-    measurements: tuple[Measurement, ...]
-    folder: str  # where the dumps were written
-    kept: bool
-    elapsed_s: float
+    return plan, chosen
 
 
 # --- running -----------------------------------------------------------------
@@ -499,8 +356,8 @@ def _options(plan: BenchPlan, schema: Schema | None, jobs: int) -> CompareOption
 
 def _measure(
     plan: BenchPlan,
-    shape: Shape,
-    case: Case,
+    shape: BenchShape,
+    case: BenchCase,
     run_a: Path,
     run_b: Path,
     paths: Sequence[Path],
@@ -510,13 +367,13 @@ def _measure(
     """Check, then time fastdiff at every jobs value and both floors, interleaved."""
     from ..compare import compare_runs
 
-    expected = "identical" if case == "identical" else "diverged"
+    expected = Verdict.IDENTICAL if case is BenchCase.IDENTICAL else Verdict.DIVERGED
     total = sum(p.stat().st_size for p in paths)
     size, files = total // 2, len(paths) // 2
     threads = max(plan.jobs)
-    floors: dict[str, Callable[[], int]] = {
-        "readinto": lambda: timing.read_once(paths, buf),
-        "mmap+xxh3": lambda: timing.hash_once(paths, threads),
+    floors: dict[FloorKind, Callable[[], int]] = {
+        FloorKind.READINTO: lambda: timing.read_once(paths, buf),
+        FloorKind.MMAP_XXH3: lambda: timing.hash_once(paths, threads),
     }
     for kind, floor_call in floors.items():  # the first also fills the page cache
         read = floor_call()
@@ -584,10 +441,31 @@ def _settle() -> None:
         os.sync()
 
 
-def run_bench(plan: BenchPlan, progress: Callable[[str], None] | None = None) -> BenchResult:
-    """Write the dumps, time every case, remove the dumps (unless ``plan.keep``)."""
+def probe_machine() -> Machine:
+    """This machine: its CPUs, the jobs this process may use, the interpreter,
+    the platform and the load average now."""
+    from ..engine.pool import default_jobs
+
+    try:
+        load: float | None = os.getloadavg()[0]
+    except OSError:  # pragma: no cover - not Unix
+        load = None
+    return Machine(
+        cpus=os.cpu_count(),
+        jobs_available=default_jobs(),
+        python=f"{platform.python_implementation()} {platform.python_version()}",
+        platform=platform.platform(),
+        load_average=load,
+    )
+
+
+def run_bench(
+    plan: BenchPlan, schema: Schema, progress: Callable[[str], None] | None = None
+) -> BenchResult:
+    """Write the dumps, time every case, remove the dumps (unless ``plan.keep``);
+    ``schema`` reads the like run (``plan_bench`` chose it)."""
     say = progress or (lambda _msg: None)
-    machine = Machine.probe()
+    machine = probe_machine()
     t0 = time.perf_counter()
     root = Path(tempfile.mkdtemp(prefix="fastdiff-bench-", dir=plan.workdir))
     out: list[Measurement] = []
@@ -601,15 +479,19 @@ def run_bench(plan: BenchPlan, progress: Callable[[str], None] | None = None) ->
             pa, pb = synth.write_pair(a, b, LADDER_NAME, LADDER_DTYPE, size)
             _settle()
             say(f"[{i}/{steps}] {format_bytes(size)}: timing identical runs")
-            out += _measure(plan, "ladder", "identical", a, b, [pa, pb], LADDER_SCHEMA, buf)
+            out += _measure(
+                plan, BenchShape.LADDER, BenchCase.IDENTICAL, a, b, [pa, pb], LADDER_SCHEMA, buf
+            )
             itemsize = get_dtype(LADDER_DTYPE).itemsize
             synth.flip_element(pb, synth.late_offset(size, itemsize), LADDER_DTYPE)
             say(f"[{i}/{steps}] {format_bytes(size)}: timing a late difference")
-            out += _measure(plan, "ladder", "late-diff", a, b, [pa, pb], LADDER_SCHEMA, buf)
+            out += _measure(
+                plan, BenchShape.LADDER, BenchCase.LATE_DIFF, a, b, [pa, pb], LADDER_SCHEMA, buf
+            )
             if not plan.keep:
                 shutil.rmtree(folder)
         if plan.like is not None:
-            out += _bench_like(plan, plan.like, root / "like", steps, say, buf)
+            out += _bench_like(plan, schema, plan.like, root / "like", steps, say, buf)
         if plan.checkpoint:
             out += _bench_checkpoint(plan, root / "checkpoint", steps, say, buf)
     finally:
@@ -620,6 +502,7 @@ def run_bench(plan: BenchPlan, progress: Callable[[str], None] | None = None) ->
 
 def _bench_like(
     plan: BenchPlan,
+    schema: Schema,
     shape: LikeShape,
     folder: Path,
     steps: int,
@@ -635,7 +518,7 @@ def _bench_like(
     _settle()
     paths = [*paths_a, *paths_b]
     say(f"{label}: timing identical runs")
-    out = _measure(plan, "like", "identical", a, b, paths, plan.schema, buf)
+    out = _measure(plan, BenchShape.LIKE, BenchCase.IDENTICAL, a, b, paths, schema, buf)
     # The difference goes near the end of the last step's largest file.
     last = max(shape.files, key=lambda f: (f.step, f.size))
     if last.size:
@@ -643,7 +526,7 @@ def _bench_like(
         target = b / synth.dump_name(last.step, last.name)
         synth.flip_element(target, synth.late_offset(last.size, itemsize), last.dtype)
         say(f"{label}: timing a late difference")
-        out += _measure(plan, "like", "late-diff", a, b, paths, plan.schema, buf)
+        out += _measure(plan, BenchShape.LIKE, BenchCase.LATE_DIFF, a, b, paths, schema, buf)
     return out
 
 
@@ -657,184 +540,8 @@ def _bench_checkpoint(
     a, b = synth.write_checkpoint_pair(folder / "a", folder / "b", plan.checkpoint)
     _settle()
     say(f"{label}: timing identical checkpoints")
-    out = _measure(plan, "checkpoint", "identical", a, b, [a, b], None, buf)
+    out = _measure(plan, BenchShape.CHECKPOINT, BenchCase.IDENTICAL, a, b, [a, b], None, buf)
     synth.flip_element(b, synth.late_offset(os.path.getsize(b), 4), "f32")
     say(f"{label}: timing a late difference")
-    out += _measure(plan, "checkpoint", "late-diff", a, b, [a, b], None, buf)
+    out += _measure(plan, BenchShape.CHECKPOINT, BenchCase.LATE_DIFF, a, b, [a, b], None, buf)
     return out
-
-
-# --- rendering ---------------------------------------------------------------
-
-
-def format_seconds(s: float) -> str:
-    if s >= 1:
-        return f"{s:.2f} s"
-    if s >= 1e-3:
-        return f"{s * 1e3:.2f} ms"
-    return f"{s * 1e6:.0f} µs"
-
-
-def plan_dict(plan: BenchPlan) -> dict[str, Any]:
-    like = plan.like
-    return {
-        "sizes": list(plan.sizes),
-        "max_size_requested": plan.max_size_requested,
-        "max_size": plan.max_size,
-        "jobs": list(plan.jobs),
-        "executor": plan.executor,
-        "chunk_size": plan.chunk_size,
-        "repeat": plan.repeat,
-        "warmup": plan.warmup,
-        "dtype": LADDER_DTYPE,
-        "like": None
-        if like is None
-        else {
-            "run": like.run,
-            "files": len(like.files),
-            "bytes": like.bytes,
-            "source_bytes": like.source_bytes,
-            "scale_requested": plan.scale_requested,
-            "scale": like.scale,
-            "schema": plan.schema.name,
-        },
-        "checkpoint": plan.checkpoint,
-        "memory_available": plan.memory_available,
-        "disk_free": plan.disk_free,
-        "notes": list(plan.notes),
-    }
-
-
-def measurement_dict(m: Measurement) -> dict[str, Any]:
-    return {
-        "shape": m.shape,
-        "case": m.case,
-        "size": m.size,
-        "files": m.files,
-        "bytes": m.bytes,
-        "jobs": m.jobs,
-        "jobs_values": list(m.jobs_values),
-        "executor": m.executor,
-        "seconds": m.fastdiff.seconds,
-        "gbs": m.gbs,
-        "times": list(m.fastdiff.times),
-        "loops": m.fastdiff.loops,
-        "floor_seconds": m.floor.seconds,
-        "floor_gbs": m.floor_gbs,
-        "floor_times": list(m.floor.times),
-        "floor_loops": m.floor.loops,
-        "floor_kind": m.floor_kind,
-        "floor_candidates": dict(m.floor_candidates),
-        "ratio_to_floor": m.ratio,
-    }
-
-
-def bench_dict(r: BenchResult) -> dict[str, Any]:
-    mc = r.machine
-    return {
-        "schema_version": BENCH_SCHEMA_VERSION,
-        "machine": {
-            "cpus": mc.cpus,
-            "jobs_available": mc.jobs_available,
-            "python": mc.python,
-            "platform": mc.platform,
-            "load_average": mc.load_average,
-        },
-        "method": {
-            "fastdiff": METHOD,
-            "floor": FLOOR,
-            "statistic": STATISTIC.format(repeat=r.plan.repeat, warmup=r.plan.warmup),
-            "gbs": GBS,
-            "jobs": ALIKE.format(threshold=format_size(SERIAL_MAX_BYTES)),
-            "late_diff": LATE,
-        },
-        "plan": plan_dict(r.plan),
-        "folder": r.folder,
-        "kept": r.kept,
-        "elapsed_s": r.elapsed_s,
-        "results": [measurement_dict(m) for m in r.measurements],
-    }
-
-
-def render_bench_json(r: BenchResult, indent: int | None = 2) -> str:
-    return json.dumps(bench_dict(r), indent=indent, allow_nan=False) + "\n"
-
-
-def format_size(n: int) -> str:
-    """``4 KiB``, ``1.5 MiB``: binary units, no trailing ``.0``."""
-    return format_bytes(n).replace(".0 ", " ")
-
-
-def _shape_label(m: Measurement, plan: BenchPlan) -> str:
-    if m.shape == "ladder":
-        return format_size(m.size)
-    if m.shape == "checkpoint":
-        return f"checkpoint {format_size(m.size)}"
-    return f"like x{plan.like.scale:g}" if plan.like else "like"
-
-
-def render_bench_text(r: BenchResult, notes: bool = True) -> str:
-    """The text report; ``notes``: with the plan's notes (what was lowered,
-    a noisy load), which the CLI leaves out when it has just printed them
-    on the terminal the report goes to."""
-    mc, plan = r.machine, r.plan
-    load = f", load average {mc.load_average:.2f} at start" if mc.load_average is not None else ""
-    lines = [
-        f"fastdiff bench: {mc.python}, {mc.cpus} CPUs ({mc.jobs_available} usable){load}; "
-        f"{r.elapsed_s:.0f} s",
-        METHOD + ".",
-        FLOOR + ".",
-        STATISTIC.format(repeat=plan.repeat, warmup=plan.warmup) + ".",
-        GBS + ".",
-        ALIKE.format(threshold=format_size(SERIAL_MAX_BYTES)) + ".",
-        LATE + ".",
-        f"executor {plan.executor}"
-        + (
-            f" (in-process below {format_bytes(SERIAL_MAX_BYTES)} to hash in all, else threads)"
-            if plan.executor == "auto"
-            else ""
-        )
-        + f"; dumps in {r.folder} ({'kept' if r.kept else 'removed'}).",
-    ]
-    if plan.like is not None:
-        like = plan.like
-        lines.append(
-            f"like: {like.run}, {len(like.files)} files per run, {format_bytes(like.bytes)} "
-            f"per run (x{like.scale:g} of {format_bytes(like.source_bytes)})."
-        )
-    lines += [f"note: {n}" for n in plan.notes] if notes else []
-    rows = [
-        [
-            "size", "case", "jobs", "executor", "fastdiff", "GB/s",
-            "floor", "floor GB/s", "floor kind", "x floor",
-        ]
-    ]  # fmt: skip
-    for m in r.measurements:
-        rows.append(
-            [
-                _shape_label(m, plan),
-                m.case,
-                m.jobs_label,
-                m.executor,
-                format_seconds(m.fastdiff.seconds),
-                f"{m.gbs:.2f}",
-                format_seconds(m.floor.seconds),
-                f"{m.floor_gbs:.2f}",
-                m.floor_kind,
-                f"{m.ratio:.2f}",
-            ]
-        )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    right = {0, 2, 4, 5, 6, 7, 9}
-
-    def line(cells: list[str]) -> str:
-        padded = [
-            c.rjust(w) if i in right else c.ljust(w)
-            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-        ]
-        return "| " + " | ".join(padded) + " |"
-
-    rule = ["-" * (w - 1) + ":" if i in right else "-" * w for i, w in enumerate(widths)]
-    lines += ["", line(rows[0]), "| " + " | ".join(rule) + " |"]
-    lines += [line(row) for row in rows[1:]]
-    return "\n".join(lines) + "\n"

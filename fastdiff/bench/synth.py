@@ -16,10 +16,12 @@ Four shapes are offered:
   repeated random block, so memory stays bounded whatever the size;
 - :func:`write_files`: any list of (step, name, dtype, size), such as the
   shape of a real run (``fastdiff bench --like RUN``);
-- :func:`write_sparse_pair`: one identical pair of zeros, sparse, for sizes
-  the disk need not hold.
+- :func:`write_checkpoint_pair`: a safetensors checkpoint pair, shaped like
+  a small transformer's.
 
 :func:`flip_element` injects a difference into a file already written.
+What only the scripts of ``benchmarks/`` write (a sparse pair, differences
+spread over a range) is in ``benchmarks/harness.py``.
 
 numpy is imported only inside the functions that generate content.
 """
@@ -110,17 +112,6 @@ def dump_name(step: int, name: str) -> str:
 def rl_elements(name: str, batch: int) -> int:
     """Elements in one file of RL buffer ``name`` for a given batch size."""
     return RL_ISV_ELEMENTS if name == "isv_full" else batch
-
-
-def rl_run_bytes(batch: int = 4096, steps: int = 4) -> int:
-    """Bytes in one run folder written by :func:`write_rl_run`."""
-    per_step = sum(rl_elements(n, batch) * ITEMSIZE[d] for n, d in RL_STATE_MEMBERS)
-    return per_step * steps
-
-
-def folder_bytes(folder: str | os.PathLike[str]) -> int:
-    """Total size of the ``step_*_*.bin`` files directly in ``folder``."""
-    return sum(p.stat().st_size for p in Path(folder).glob("step_*_*.bin") if p.is_file())
 
 
 def _itemsize(dtype: str) -> int:
@@ -292,30 +283,6 @@ def write_pair(
     return path_a, path_b
 
 
-def write_sparse_pair(
-    folder_a: str | os.PathLike[str],
-    folder_b: str | os.PathLike[str],
-    name: str,
-    n_bytes: int,
-    step: int = 0,
-) -> tuple[Path, Path]:
-    """Write ``step_<step>_<name>.bin`` of ``n_bytes`` zero bytes into both
-    folders as sparse files (one hole, no data blocks): an identical pair of
-    any size that costs no disk space, though reading it still fills the page
-    cache. Returns the paths of the A and B files.
-    """
-    if n_bytes < 0:
-        raise ValueError(f"n_bytes={n_bytes} must be >= 0")
-    paths = []
-    for folder in (folder_a, folder_b):
-        path = Path(folder) / dump_name(step, name)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "wb") as f:
-            f.truncate(n_bytes)
-        paths.append(path)
-    return paths[0], paths[1]
-
-
 def late_offset(n_bytes: int, itemsize: int = 4) -> int:
     """Byte offset of a difference "near the end" of an ``n_bytes`` buffer:
     4 KiB before the end, or the last element when the buffer is under 8 KiB."""
@@ -359,48 +326,6 @@ def write_files(
         file_seed = zlib.crc32(f"{seed}/{step}/{name}".encode())
         written.append(write_buffer(out / dump_name(step, name), dtype, n_bytes, seed=file_seed))
     return written
-
-
-def flip_spread(
-    path: str | os.PathLike[str],
-    dtype: str,
-    start: int,
-    end: int,
-    density: float,
-    block_bytes: int = DEFAULT_BLOCK_BYTES,
-) -> int:
-    """Flip the lowest bit of a share ``density`` of the elements in bytes
-    [start, end) of an existing file, evenly spaced; return how many.
-
-    At least one element is flipped; ``density=1`` flips every element in
-    the range. The file is changed in place, a block at a time, so memory
-    stays bounded whatever the range.
-    """
-    import numpy as np
-
-    itemsize = _itemsize(dtype)
-    if not 0 < density <= 1:
-        raise ValueError(f"density must be in (0, 1], got {density}")
-    size = os.path.getsize(path)
-    first, last = -(-start // itemsize), end // itemsize  # whole elements in the range
-    if not 0 <= start < end <= size or first >= last:
-        raise ValueError(f"bytes {start}..{end} hold no whole element of a {size}-byte file")
-    n = last - first
-    k = max(1, int(n * density))
-    per_block = max(1, block_bytes // itemsize)
-    with open(path, "r+b") as f:
-        fd = f.fileno()
-        for e0 in range(first, last, per_block):
-            e1 = min(e0 + per_block, last)
-            # flipped elements are first + (j * n) // k for j in 0..k-1; those in [e0, e1):
-            j0, j1 = -(-(e0 - first) * k // n), -(-(e1 - first) * k // n)
-            if j0 == j1:
-                continue
-            index = first + np.arange(j0, j1, dtype=np.int64) * n // k
-            data = bytearray(os.pread(fd, (e1 - e0) * itemsize, e0 * itemsize))
-            np.frombuffer(data, dtype=np.uint8)[(index - e0) * itemsize] ^= 1
-            os.pwrite(fd, data, e0 * itemsize)
-    return k
 
 
 # --- safetensors checkpoints ---------------------------------------------------------

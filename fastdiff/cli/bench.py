@@ -92,15 +92,16 @@ ARGUMENTS = (
 
 
 def run(args: Namespace) -> int:
-    from ..bench.run import plan_bench, render_bench_json, render_bench_text, run_bench
+    from ..bench.run import plan_bench, run_bench
     from ..engine.progress import StatusLine
+    from ..render.bench import note_text, render_bench_json, render_bench_text
     from .common import given_schema
 
     if args.plot is not None:  # checked before a long benchmark, as compare checks it
         from .output import check_plot_path
 
         check_plot_path(args.plot, (args.like,) if args.like is not None else ())
-    plan = plan_bench(
+    plan, schema = plan_bench(
         max_size=args.max_size,
         jobs=args.jobs,
         executor=args.executor,
@@ -116,10 +117,10 @@ def run(args: Namespace) -> int:
         checkpoint=args.checkpoint,
     )
     for note in plan.notes:
-        print(f"fastdiff: {note}", file=sys.stderr)
+        print(f"fastdiff: {note_text(note)}", file=sys.stderr)
     status = StatusLine() if sys.stderr.isatty() else None
     try:
-        result = run_bench(plan, status.show if status else None)
+        result = run_bench(plan, schema, status.show if status else None)
     finally:
         if status is not None:
             status.close()
