@@ -417,9 +417,11 @@ class NoteKind(Member):
     DATAFLOW_UNUSABLE: ClassVar[NoteKind]
     SEQUENCE_UNUSABLE: ClassVar[NoteKind]
     SEQUENCE_LINES_IGNORED: ClassVar[NoteKind]
+    IGNORED: ClassVar[NoteKind]
 
 
 # how buffers were read (stages.verdict, stages.prepare)
+NoteKind.IGNORED = NoteKind("ignored")  # n: buffers left out, patterns: the globs (--ignore)
 NoteKind.RAW_BYTES = NoteKind("raw_bytes")  # names: buffers in no group compared as raw bytes
 NoteKind.DTYPE_UNSET = NoteKind("dtype_unset")  # schema, unset: ((name, dtype read as), ...)
 NoteKind.UNDECIDED = NoteKind(
