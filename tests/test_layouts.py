@@ -125,6 +125,8 @@ def test_megatron_root_every_saved_step(tmp_path):
     assert code == 0 and {x["step"] for x in rep["buffers"]} == {100}
     text = cli("compare", a, b).stdout
     assert "mp_rank_00_001.model_optim_rng.args.lr [value]  DIVERGED: A=0.0001 B=0.0002" in text
+    # the verdict's group table says which parallel ranks each group is
+    assert "(tensor-parallel rank 1, pipeline-parallel rank 0)" in text
 
 
 # --- DeepSpeed ---------------------------------------------------------------------------
@@ -294,3 +296,16 @@ def test_hostile_json_and_pickles_in_a_step_folder(tmp_path):
     rep = json.loads(r.stdout)
     assert any("trainer_state.json" in e["path"] for e in rep["errors"])
     assert by_key(rep)[(1, "optimizer.w")]["status"] == "equal"
+
+
+def test_parallel_ranks_of_checkpoint_names():
+    from fastdiff.model.findings import parallel_ranks
+
+    assert parallel_ranks("mp_rank_01_002_003.model_optim_rng.w") == (
+        ("tensor", 1), ("pipeline", 2), ("expert", 3)
+    )  # fmt: skip
+    assert parallel_ranks("mp_rank_00.model_optim_rng.w") == (("tensor", 0),)
+    assert parallel_ranks("mp_rank_03_model_states.module.w") == (("model", 3),)
+    assert parallel_ranks("zero_pp_rank_5_mp_rank_01_optim_states.x") == (("data", 5), ("model", 1))
+    for other in ("model.w", "mp_rank_x.w", "mp_rank_1_2_3_4.w", "zero_pp_rank_x"):
+        assert parallel_ranks(other) == ()

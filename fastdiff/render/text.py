@@ -736,6 +736,8 @@ def _verdict_lines(report: Report, verbose: bool = False) -> list[str]:
     for g in listed:
         state = GROUP_STATUS[g.status].label
         tail = f": {', '.join(map(display_path, g.diverged))}" if g.diverged else ""
+        ranks = parallel_ranks_text(g.key)
+        tail += f" ({ranks})" if ranks else ""
         out.append(f"  {keys[g.key]:>{key_w}}  {titles[g.key]:<{width}}{state}{tail}")
     if len(listed) < len(report.groups):
         shown = {g.key for g in listed}
@@ -764,6 +766,24 @@ def _verdict_lines(report: Report, verbose: bool = False) -> list[str]:
             text, width=88, subsequent_indent="  ", break_on_hyphens=False
         )  # "rounding-size" stays whole
     return out
+
+
+#: How the text says each kind of parallel rank (``findings.parallel_ranks``).
+_RANK_WORDS = {
+    "tensor": "tensor-parallel", "pipeline": "pipeline-parallel", "expert": "expert-parallel",
+    "data": "ZeRO data-parallel", "model": "model-parallel",
+}  # fmt: skip
+
+
+def parallel_ranks_text(name: str) -> str | None:
+    """Which parallel ranks a checkpoint's group (its file or folder) holds:
+    ``tensor-parallel rank 1, pipeline-parallel rank 0``; None for none."""
+    from ..model.findings import parallel_ranks
+
+    ranks = parallel_ranks(name)
+    if not ranks:
+        return None
+    return ", ".join(f"{_RANK_WORDS[kind]} rank {n}" for kind, n in ranks)
 
 
 def _listed_groups(report: Report, verbose: bool) -> list[GroupVerdict]:
