@@ -58,11 +58,13 @@ class CompareOptions:
     or its fields as keywords (``atol=``, ``rtol=``, ``ulp=``,
     ``nan_equal=``, ``rounding_ulp=``, ``int_tolerance=``), not both. ``engine``: auto | numba |
     numpy | python; ``executor``: auto | serial | thread | process; ``jobs``:
-    None for the cores this process may use. A value of the wrong type is a
+    None for the cores this process may use; ``ignore``: glob patterns of
+    buffer names left out of the comparison (with the schema's ``ignore``),
+    their count said in a note. A value of the wrong type is a
     ``TypeError`` here, not an error deep inside a comparison.
     """
 
-    __slots__ = ("chunk_size", "engine", "executor", "jobs", "schema", "tolerance")
+    __slots__ = ("chunk_size", "engine", "executor", "ignore", "jobs", "schema", "tolerance")
 
     schema: Schema | None
     tolerance: Tolerance
@@ -70,6 +72,7 @@ class CompareOptions:
     engine: str
     executor: str
     jobs: int | None
+    ignore: tuple[str, ...]
 
     def __init__(
         self,
@@ -86,6 +89,7 @@ class CompareOptions:
         nan_equal: bool | None = None,
         rounding_ulp: int | None = None,
         int_tolerance: bool | None = None,
+        ignore: tuple[str, ...] | list[str] = (),
     ) -> None:
         given = {k: v for k, v in zip(TOLERANCE_KEYWORDS, (atol, rtol, ulp, nan_equal,
                                                           rounding_ulp, int_tolerance), strict=True)
@@ -120,6 +124,9 @@ class CompareOptions:
         self.engine = engine
         self.executor = executor
         self.jobs = jobs
+        if isinstance(ignore, str) or not all(isinstance(g, str) and g for g in ignore):
+            raise TypeError(f"CompareOptions: ignore must be glob strings, got {ignore!r}")
+        self.ignore = tuple(dict.fromkeys(ignore))
 
     def _fields(self) -> dict[str, object]:
         return {name: getattr(self, name) for name in _OPTION_FIELDS}
@@ -149,7 +156,7 @@ class CompareOptions:
         return f"CompareOptions({inner})"
 
 
-_OPTION_FIELDS = ("schema", "tolerance", "chunk_size", "engine", "executor", "jobs")
+_OPTION_FIELDS = ("schema", "tolerance", "chunk_size", "engine", "executor", "jobs", "ignore")
 
 
 def _tolerance(given: dict[str, object]) -> Tolerance:

@@ -225,7 +225,8 @@ class Schema(Value):
 
     __slots__ = (
         "_exact", "_glob_index", "_globs", "_inputs", "_int_tolerant", "_layouts",
-        "_prefix_lengths", "_unset", "default_dtype", "groups", "inputs_complete", "name",
+        "_prefix_lengths", "_unset", "default_dtype", "groups", "ignore", "inputs_complete",
+        "name",
     )  # fmt: skip
 
     def __init__(
@@ -234,11 +235,15 @@ class Schema(Value):
         groups: tuple[Group, ...],
         default_dtype: str = "u8",
         inputs_complete: bool = False,
+        ignore: tuple[str, ...] = (),
     ) -> None:
         self.name = name
         self.groups = groups
         self.default_dtype = default_dtype
         self.inputs_complete = inputs_complete
+        #: Glob patterns of buffer names left out of every comparison
+        #: (``ignore = [...]`` in a schema file; ``--ignore`` adds to them).
+        self.ignore = ignore
         exact: dict[str, tuple[str, str]] = {}
         globs: list[tuple[str, str, str]] = []
         layouts: dict[str, Layout] = {}  # by pattern: only members that have one
@@ -399,7 +404,7 @@ class Schema(Value):
         return None
 
     def with_default_dtype(self, dtype: str) -> Schema:
-        return Schema(self.name, self.groups, dtype, self.inputs_complete)
+        return Schema(self.name, self.groups, dtype, self.inputs_complete, self.ignore)
 
     @property
     def order(self) -> dict[str, int]:

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from .tomllines import TomlLines
 
 
-_TOP_KEYS = {"name", "default_dtype", "group", "schema_version", "inputs_complete"}
+_TOP_KEYS = {"name", "default_dtype", "group", "schema_version", "inputs_complete", "ignore"}
 _GROUP_KEYS = {"key", "title", "hint", "members"}
 _MEMBER_KEYS = {"dtype", "shape", "fields", "inputs", "int_tolerance"}
 _TABLES = (
@@ -191,9 +191,13 @@ def parse_schema(
     complete = doc.get("inputs_complete", False)
     if not isinstance(complete, bool):
         raise fail(None, ("inputs_complete",), "must be true or false")
+    ignore = doc.get("ignore", [])
+    if not isinstance(ignore, list) or not all(isinstance(g, str) and g for g in ignore):
+        raise fail(None, ("ignore",), 'must be a list of buffer names or globs, such as ["args.*"]')
     schema = Schema(
-        name=name, groups=tuple(groups), default_dtype=default_dtype, inputs_complete=complete
-    )
+        name=name, groups=tuple(groups), default_dtype=default_dtype, inputs_complete=complete,
+        ignore=tuple(dict.fromkeys(ignore)),
+    )  # fmt: skip
     if schema.has_inputs:
         _check_inputs(schema, owner, lines, origin, warnings)
     return schema
@@ -475,6 +479,8 @@ def schema_to_toml(schema: Schema) -> str:
     out += [f"name = {q(schema.name)}", f"default_dtype = {q(schema.default_dtype)}"]
     if schema.inputs_complete:
         out.append("inputs_complete = true")
+    if schema.ignore:
+        out.append(f"ignore = {value(list(schema.ignore))}")
     for g in schema.groups:
         out += [
             "",

@@ -235,6 +235,10 @@ class RunStats(Value):
 # --- computing ---------------------------------------------------------------
 
 
+#: The dtypes of values beside the tensors (``sources.buffers.Value``).
+_VALUES = ("value", "label")
+
+
 def _tally(files: Iterable[tuple[BufferRef, str]]) -> Tally:
     """Tally of (file, dtype) pairs."""
     n = elements = size = bad = 0
@@ -266,7 +270,12 @@ def run_stats(
         raise ValueError(f"--top must be >= 0, got {top}")
     order = schema.order
     classify = schema.classify
-    classified = [(f, g, f.dtype or d) for f in listing.files for g, d in (classify(f.name),)]
+    classified = [
+        (f, g, f.dtype or d)
+        for f in listing.files
+        if f.dtype not in _VALUES  # values beside the tensors hold no elements to count
+        for g, d in (classify(f.name),)
+    ]
 
     def sort_key(key: str, name: str = "") -> tuple[int, str]:
         return order[key], name

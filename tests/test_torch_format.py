@@ -63,7 +63,14 @@ def compare(a: Path | str, b: Path | str, *more: str) -> tuple[int, dict[str, An
 
 
 def buffers(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {b["name"]: b for b in report["buffers"]}
+    """The tensors' (and numpy arrays') buffers, by name: the values beside
+    them (dtype ``value`` or ``label``) are ``values``'."""
+    return {b["name"]: b for b in report["buffers"] if b["dtype"] not in ("value", "label")}
+
+
+def values(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The values beside the tensors, by name."""
+    return {b["name"]: b for b in report["buffers"] if b["dtype"] in ("value", "label")}
 
 
 def diverged(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -115,11 +122,10 @@ def test_checkpoint_nested_names_and_left_out_values() -> None:
     assert list(d) == ["optimizer.state.3.exp_avg_sq"]
     assert d["optimizer.state.3.exp_avg_sq"]["first_index_nd"] == [1]
     assert buffers(rep)["optimizer.state.0.step"]["dtype"] == "f32"
-    # The numbers and strings (lr, betas, epoch, ...) are counted, not compared.
-    skipped = {s["path"]: s["reason"] for s in rep["skipped"]}
-    reason = skipped[str(DATA / "checkpoint_a.pt")]
-    assert reason.endswith("not tensors (numbers, strings, ...) are not compared")
-    assert int(reason.split()[0]) > 10
+    # The numbers and strings (lr, betas, epoch, ...) are values, compared too.
+    vals = values(rep)
+    assert len(vals) > 10 and all(v["status"] == "equal" for v in vals.values())
+    assert {"epoch", "optimizer.param_groups.0.lr"} <= set(vals)
 
 
 DTYPES_WRITTEN = [
@@ -196,7 +202,8 @@ def test_every_pickle_protocol_reads_alike(protocol: int) -> None:
     rc, rep, err = compare(DATA / "protocol_2.pt", DATA / f"protocol_{protocol}.pt")
     assert rc == 0, err
     assert set(buffers(rep)) == {"w", "p"}
-    assert rep["skipped"][0]["reason"].startswith("3 values")
+    vals = values(rep)  # the values beside them, compared too
+    assert len(vals) == 3 and all(v["status"] == "equal" for v in vals.values())
 
 
 def test_run_folders_of_step_files() -> None:
@@ -500,14 +507,19 @@ def test_names_of_code_are_read_as_records_and_nothing_runs(tmp_path: Path, case
     bad = write_archive(tmp_path / "bad.pt", evil, {"0": FLOATS})
     good = write_archive(tmp_path / "good.pt", _one_tensor(), {"0": FLOATS})
     rc, rep, err = compare(bad, good)
-    assert rc == 0, err
-    assert [b["name"] for b in rep["buffers"]] == ["a"]
+    assert rc in (0, 1), err  # 1 when the record holds values (run A's alone)
+    assert buffers(rep)["a"]["status"] == "equal" and list(buffers(rep)) == [
+        "a"
+    ]  # the record's arguments are values, in run A only
+    assert all(v["status"] == "only_in_a" for v in values(rep).values())
+    assert rc == (1 if values(rep) else 0)
     (reason,) = [x["reason"] for x in rep["skipped"] if x["path"] == str(bad)]
     assert f"the pickle names {named}, read as records of data: nothing of them was run" in reason
     # Alone, it is read too: no tensor to compare, and said so.
     alone = write_archive(tmp_path / "alone.pt", make(marker))
     rc, rep, err = compare(alone, good)
-    assert rc == 2 and "run A holds no tensors" in err
+    # values alone (the record's arguments), or nothing at all to compare
+    assert (rc == 1 and list(buffers(rep)) == ["a"]) or (rc == 2 and "holds no tensors" in err)
     assert not marker.exists()
 
 
@@ -1184,7 +1196,7 @@ def test_numpy_arrays_in_a_pickle_read_as_pickle_loads_them(
     value = arr.reshape(-1)[0] if scalar and count else arr  # a numpy scalar, or an array
     p = _np_archive(TMP / "np.pt", {"x": value, "n": 1}, protocol, deflate)
     oracle = np.asarray(pickle.loads(_pickle_of(p))["x"])  # numpy's own reading of the bytes
-    (ref,) = read_file(str(p), 0).buffers
+    (ref,) = [r for r in read_file(str(p), 0).buffers if r.name == "x"]
     assert isinstance(ref, BufferRef) and ref.name == "x"
     held = np.asarray(value)  # as pickled: a scalar is in the machine's byte order
     order = "be" if held.dtype.str[0] == ">" else ""
@@ -1213,11 +1225,15 @@ def test_the_numpy_rng_state_is_compared_like_a_tensor(tmp_path: Path) -> None:
         b = _np_archive(tmp_path / f"b{protocol}.pt", {"rng_state": {"np": changed}}, protocol)
         rc, rep, err = compare(a, b)
         assert rc == 1, err
-        (row,) = rep["buffers"]
+        (row,) = buffers(rep).values()
         assert (row["name"], row["status"], row["dtype"]) == ("rng_state.np.1", "diverged", "u32")
         assert row["shape"] == [624] and row["n_diff"] == 1 and row["first_index_nd"] == [417]
-        (reason,) = [x["reason"] for x in rep["skipped"] if x["path"] == str(a)]
-        assert reason == "4 values that are not tensors (numbers, strings, ...) are not compared"
+        vals = values(rep)  # its other four parts are values: the name a label
+        assert {n: v["dtype"] for n, v in vals.items()} == {
+            "rng_state.np.0": "label", "rng_state.np.2": "value", "rng_state.np.3": "value",
+            "rng_state.np.4": "value",
+        }  # fmt: skip
+        assert all(v["status"] == "equal" for v in vals.values())
         assert compare(a, a)[0] == 0
 
 
@@ -1301,7 +1317,7 @@ def test_a_wrapper_of_several_tensors_names_each(tmp_path: Path) -> None:
     attrs += tensor("1", 1, 0, (), ())
     pkl = pickled(dict_of(("w", _wrapper(attrs, b"cfloat8\nFloat8Tensor\n"))))
     p = write_archive(tmp_path / "a.pt", pkl, {"0": FLOATS, "1": FLOATS[:4]})
-    refs = {r.name: r for r in read_file(str(p), 0).buffers}
+    refs = {r.name: r for r in read_file(str(p), 0).buffers if r.dtype not in ("value", "label")}
     assert set(refs) == {"w._data", "w._scale"} and read_all(refs["w._data"]) == FLOATS
 
 
@@ -1662,10 +1678,11 @@ def _leaves(obj: Any, torch: Any) -> int:
     return 1
 
 
-def test_left_out_values_are_counted_exactly(torch: Any) -> None:
+def test_every_value_beside_the_tensors_is_compared(torch: Any) -> None:
     obj = torch.load(DATA / "checkpoint_a.pt", weights_only=True)
-    r = fastdiff("stats", DATA / "checkpoint_a.pt")
-    assert f"{_leaves(obj, torch):,} values that are not tensors" in r.stdout
+    rc, rep, err = compare(DATA / "checkpoint_a.pt", DATA / "checkpoint_a.pt")
+    assert rc == 0, err
+    assert len(values(rep)) == _leaves(obj, torch)
 
 
 @pytest.mark.parametrize(

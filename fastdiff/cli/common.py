@@ -217,6 +217,18 @@ SELECTION = (
 )
 
 
+#: --ignore (compare, sweep, watch): names left out, with a schema file's ``ignore``.
+IGNORE = Arg(
+    "--ignore",
+    action=APPEND,
+    type=name_glob,
+    metavar="GLOB",
+    help="leave out the buffers and values whose name matches GLOB (as --names; "
+    "with a schema file's ignore = [...]); repeatable; the report says how many",
+    group=SELECTION,
+)
+
+
 def selection_options(first: bool = True) -> tuple[Arg, ...]:
     """--steps and --names (compare, sweep), and ``first``: --first (compare)."""
     out = (
@@ -238,6 +250,7 @@ def selection_options(first: bool = True) -> tuple[Arg, ...]:
             "schema; quote it); repeatable, any of them",
             group=SELECTION,
         ),
+        IGNORE,
     )
     if not first:
         return out
@@ -407,6 +420,7 @@ def options_of(args: Namespace) -> CompareOptions:
             engine=getattr(args, "engine", "auto"),
             executor=executor,
             jobs=args.jobs,
+            ignore=tuple(getattr(args, "ignore", None) or ()),
         )
     except ValueError as exc:
         raise FastdiffError(str(exc)) from exc

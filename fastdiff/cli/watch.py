@@ -8,6 +8,7 @@ import time
 from ..errors import EXIT_INTERRUPTED, FastdiffError
 from ..options import EXECUTORS
 from .common import (
+    IGNORE,
     PLOT,
     VERBOSE,
     common_options,
@@ -148,6 +149,7 @@ ARGUMENTS = (
     ),
     VERBOSE,
     PLOT,
+    IGNORE,
     *common_options(EXECUTORS),
     *compare_options(default_cache=False),
 )

@@ -430,7 +430,9 @@ FACTS: tuple[Fact, ...] = (
     Fact("first_diff", merge=FIRST, index=True, result=False),  # first beyond tolerance
     Fact("first_any", merge=FIRST, index=True, result=False),  # first that differs at all
     Fact("first_index", DERIVED, derive=first_index),
-    # the values and bit patterns (hex) of A and B at first_index
+    # the values and bit patterns (hex) of A and B at first_index; for a value
+    # beside the tensors (dtype "value" or "label"), its value in each run,
+    # equal or not (bytes as text, undecodable bytes as \x escapes)
     Fact("a", READ, json=json_number),
     Fact("b", READ, json=json_number),
     Fact("a_bits", READ),

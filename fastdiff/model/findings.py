@@ -417,9 +417,11 @@ class NoteKind(Member):
     DATAFLOW_UNUSABLE: ClassVar[NoteKind]
     SEQUENCE_UNUSABLE: ClassVar[NoteKind]
     SEQUENCE_LINES_IGNORED: ClassVar[NoteKind]
+    IGNORED: ClassVar[NoteKind]
 
 
 # how buffers were read (stages.verdict, stages.prepare)
+NoteKind.IGNORED = NoteKind("ignored")  # n: buffers left out, patterns: the globs (--ignore)
 NoteKind.RAW_BYTES = NoteKind("raw_bytes")  # names: buffers in no group compared as raw bytes
 NoteKind.DTYPE_UNSET = NoteKind("dtype_unset")  # schema, unset: ((name, dtype read as), ...)
 NoteKind.UNDECIDED = NoteKind(
@@ -505,3 +507,30 @@ def _frozen(value: Any) -> Any:
     if isinstance(value, dict):
         return tuple((k, _frozen(v)) for k, v in value.items())
     return value
+
+
+# --- the parallel ranks a checkpoint's names give ------------------------------------
+
+#: The kinds of parallel rank (``parallel_ranks``), in the order names give them.
+TENSOR, PIPELINE, EXPERT, DATA, MODEL = "tensor", "pipeline", "expert", "data", "model"
+
+
+def parallel_ranks(name: str) -> tuple[tuple[str, int], ...]:
+    """The parallel ranks the first part of a buffer's name (its file or
+    folder in a training checkpoint) gives, as (kind, rank) pairs; () for
+    none. Megatron-LM's ``mp_rank_<TT>[_<PPP>][_<EEE>]`` folders: tensor,
+    pipeline, expert; DeepSpeed's ``mp_rank_<M>_model_states``: model;
+    ``zero_pp_rank_<D>_mp_rank_<M>_optim_states``: data, model."""
+    parts = name.split(".", 1)[0].split("_")
+    digits = [p for p in parts if p.isascii() and p.isdigit()]
+    if parts[:2] == ["mp", "rank"] and len(parts) > 2:
+        rest = parts[2:]
+        n = next((i for i, p in enumerate(rest) if not (p.isascii() and p.isdigit())), len(rest))
+        if n == 0 or n > 3:
+            return ()
+        if n < len(rest):  # a DeepSpeed file: mp_rank_<M>_model_states
+            return ((MODEL, int(rest[0])),) if n == 1 else ()
+        return tuple(zip((TENSOR, PIPELINE, EXPERT), map(int, rest[:n]), strict=False))
+    if parts[:3] == ["zero", "pp", "rank"] and len(digits) == 2 and parts[4:6] == ["mp", "rank"]:
+        return ((DATA, int(digits[0])), (MODEL, int(digits[1])))
+    return ()

@@ -91,6 +91,7 @@ class Status(Member):
     ONLY_IN_B: ClassVar[Status]
     MALFORMED: ClassVar[Status]
     ERROR: ClassVar[Status]
+    LABEL_DIFFERS: ClassVar[Status]
 
 
 Status.EQUAL = Status("equal")  # every element is bitwise equal
@@ -101,6 +102,9 @@ Status.ONLY_IN_A = Status("only_in_a")
 Status.ONLY_IN_B = Status("only_in_b")
 Status.MALFORMED = Status("malformed")  # not whole elements, or not the schema's shape
 Status.ERROR = Status("error")  # could not be read or compared
+# a label (a string or bytes beside the tensors: a path, a host name, a
+# date) whose values differ: listed with both, never a divergence
+Status.LABEL_DIFFERS = Status("label_differs")
 
 #: Buffer statuses, in the order a step's counts are given.
 STATUS_ORDER: tuple[Status, ...] = Status.ALL

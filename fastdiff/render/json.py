@@ -75,6 +75,21 @@ def _facts_dict(facts: tuple[Any, ...]) -> dict[str, Any]:
 _SHARED = {id(facts): _facts_dict(facts) for facts in (NOTHING_DIFFERS, UNKNOWN)}
 
 
+#: The dtypes of values beside the tensors (``sources.buffers.Value``).
+_VALUE_KINDS = frozenset({"value", "label"})
+
+
+def _plain_json(value: Any) -> Any:
+    """A value beside the tensors as JSON: numbers (non-finite ones as
+    strings), booleans, null; a string as valid UTF-8 text; bytes as text,
+    those that are not UTF-8 as ``\\x`` escapes."""
+    if isinstance(value, bytes):
+        return json_text(value.decode("utf-8", "backslashreplace"))
+    if isinstance(value, str):
+        return json_text(value)
+    return json_number(value)
+
+
 def buffer_dict(b: BufferResult) -> dict[str, Any]:
     """A buffer's JSON object: identity (its ``rank`` in a run of several),
     status, role (where the schema declares its inputs), facts (in ``FACTS``
@@ -98,6 +113,8 @@ def buffer_dict(b: BufferResult) -> dict[str, Any]:
         d["size_b"] = b.size_b
     shared = _SHARED.get(id(b.facts))
     d.update(_facts_dict(b.facts) if shared is None else shared)
+    if b.dtype in _VALUE_KINDS:  # a value beside the tensors: both values, as JSON holds them
+        d["a"], d["b"] = _plain_json(b.a), _plain_json(b.b)
     put_text(d, "path_a", b.path_a)
     put_text(d, "path_b", b.path_b)
     message = buffer_message(b)

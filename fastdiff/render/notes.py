@@ -308,6 +308,13 @@ def _sequence_lines_ignored(n: Note) -> str:
     )
 
 
+def _ignored(n: Note) -> str:
+    k = n["n"]
+    what = "buffer or value" if k == 1 else "buffers and values"
+    patterns = ", ".join(list(n["patterns"]))
+    return f"{k:,} {what} left out of the comparison (--ignore {patterns})"
+
+
 #: The words of each kind of note.
 NOTE_TEXT: dict[NoteKind, Callable[[Note], str]] = {
     NoteKind.RAW_BYTES: _raw_bytes,
@@ -333,6 +340,7 @@ NOTE_TEXT: dict[NoteKind, Callable[[Note], str]] = {
     NoteKind.DATAFLOW_UNUSABLE: _dataflow_unusable,
     NoteKind.SEQUENCE_UNUSABLE: _sequence_unusable,
     NoteKind.SEQUENCE_LINES_IGNORED: _sequence_lines_ignored,
+    NoteKind.IGNORED: _ignored,
 }
 
 

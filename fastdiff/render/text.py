@@ -311,7 +311,37 @@ def format_buffer(b: BufferResult) -> str:
     return line if role is None else f"{line}; {role}"
 
 
+#: The dtypes of values beside the tensors (``sources.buffers.Value``).
+VALUE_KINDS = ("value", "label")
+
+
+def value_text(value: object) -> str:
+    """A value beside the tensors as a line shows it: numbers, booleans and
+    None as Python writes them, strings and bytes quoted (escaped)."""
+    if isinstance(value, str | bytes):
+        return display_path(repr(value))
+    return repr(value)
+
+
+def _format_value(b: BufferResult) -> str:
+    """A value's line: its name, ``[value]`` or ``[label]``, its status and
+    both values (the one of a run that holds it, for a value in one run)."""
+    head = f"{'  ' + display_path(b.group):>5}  {display_path(b.name)} [{b.dtype}]"
+    word = STATUS[b.status]
+    if b.status == "only_in_a":
+        return f"{head}  {word.label}: A={value_text(b.a)}"
+    if b.status == "only_in_b":
+        return f"{head}  {word.label}: B={value_text(b.b)}"
+    if b.status == "equal":
+        return f"{head}  {word.label} ({value_text(b.a)})"
+    if b.status in ("malformed", "error"):
+        return f"{head}  {word.label}: {display_path(b.message or '')}"
+    return f"{head}  {word.label}: A={value_text(b.a)} B={value_text(b.b)}"
+
+
 def _format_buffer(b: BufferResult) -> str:
+    if b.dtype in VALUE_KINDS:
+        return _format_value(b)
     kind = b.dtype if b.shape is None else f"{b.dtype}, {tuple(b.shape)}"
     head = f"{'  ' + display_path(b.group):>5}  {display_path(b.name)} [{kind}]"
     word = STATUS[b.status]
@@ -460,7 +490,7 @@ def listed_buffers(
         if status == "equal":
             continue
         key = (b.rank, b.name)
-        if first is None or b.step <= first or status in TROUBLE:
+        if first is None or b.step <= first or status in TROUBLE or status == "label_differs":
             listed = True
         else:
             listed = b.diverges and key not in diverged
@@ -673,6 +703,12 @@ def _verdict_lines(report: Report, verbose: bool = False) -> list[str]:
                 return [
                     f"VERDICT: {word.phrase}: {counted}, {which} only {WITHIN_TOLERANCE.phrase}"
                 ]
+            labels = sum(b.status == "label_differs" for b in report.buffers)
+            if labels:  # labels differ (a path, a date): listed above, no divergence
+                return [
+                    f"VERDICT: {word.phrase}: {counted}, every one bit-for-bit {EQUAL.phrase} "
+                    f"but {plural(labels, 'label')} (listed above, not compared for the verdict)"
+                ]
             verb = "is" if n == 1 else "are"
             return [f"VERDICT: {word.phrase}: {counted} {verb} bit-for-bit {EQUAL.phrase}"]
         return [
@@ -700,6 +736,8 @@ def _verdict_lines(report: Report, verbose: bool = False) -> list[str]:
     for g in listed:
         state = GROUP_STATUS[g.status].label
         tail = f": {', '.join(map(display_path, g.diverged))}" if g.diverged else ""
+        ranks = parallel_ranks_text(g.key)
+        tail += f" ({ranks})" if ranks else ""
         out.append(f"  {keys[g.key]:>{key_w}}  {titles[g.key]:<{width}}{state}{tail}")
     if len(listed) < len(report.groups):
         shown = {g.key for g in listed}
@@ -728,6 +766,24 @@ def _verdict_lines(report: Report, verbose: bool = False) -> list[str]:
             text, width=88, subsequent_indent="  ", break_on_hyphens=False
         )  # "rounding-size" stays whole
     return out
+
+
+#: How the text says each kind of parallel rank (``findings.parallel_ranks``).
+_RANK_WORDS = {
+    "tensor": "tensor-parallel", "pipeline": "pipeline-parallel", "expert": "expert-parallel",
+    "data": "ZeRO data-parallel", "model": "model-parallel",
+}  # fmt: skip
+
+
+def parallel_ranks_text(name: str) -> str | None:
+    """Which parallel ranks a checkpoint's group (its file or folder) holds:
+    ``tensor-parallel rank 1, pipeline-parallel rank 0``; None for none."""
+    from ..model.findings import parallel_ranks
+
+    ranks = parallel_ranks(name)
+    if not ranks:
+        return None
+    return ", ".join(f"{_RANK_WORDS[kind]} rank {n}" for kind, n in ranks)
 
 
 def _listed_groups(report: Report, verbose: bool) -> list[GroupVerdict]:

@@ -92,10 +92,18 @@ MALFORMED = Word(
     "MALFORMED",
 )
 ERROR = Word(Status.ERROR, "error", "the buffer could not be read or compared", "ERROR")
+LABEL_DIFFERS = Word(
+    Status.LABEL_DIFFERS,
+    "label differs",
+    "a label (a string or bytes beside the tensors: a path, a host name, a date) differs; "
+    "listed with both values, it is no divergence",
+    "LABEL DIFFERS",
+)
 
 #: Buffer statuses' words, in the order a step's counts are given.
 STATUSES = (
     EQUAL, WITHIN_TOLERANCE, DIVERGED, LENGTH_MISMATCH, ONLY_IN_A, ONLY_IN_B, MALFORMED, ERROR,
+    LABEL_DIFFERS,
 )  # fmt: skip
 STATUS = _lookup(STATUSES)
 

@@ -115,6 +115,31 @@ class Inline(Codec):
         return ("inline", len(self.data), self.digest)
 
 
+class Value(Inline):
+    """A value beside the tensors of a checkpoint (a number, a boolean, None,
+    a string, bytes: an optimizer's ``lr``, a step counter, a path), held as
+    it was read: ``kind`` is ``"value"`` (state: a difference is a
+    divergence) or ``"label"`` (a string or bytes: a difference is listed,
+    never a divergence), ``value`` the plain value; its bytes (``data``) are
+    its type and ``repr``, so two values are equal when their types and
+    values are (``1`` is not ``1.0`` nor ``True``; a NaN equals a NaN)."""
+
+    __slots__ = ("kind", "value")
+
+    def __init__(self, kind: str, value: object) -> None:
+        super().__init__(value_bytes(value))
+        self.kind = kind
+        self.value = value
+
+
+def value_bytes(value: object) -> bytes:
+    """A plain value's bytes as ``Value`` holds them: its type's name and its
+    ``repr`` (bytes as themselves, after the type's name)."""
+    if type(value) is bytes:
+        return b"bytes:" + value
+    return f"{type(value).__name__}:{value!r}".encode("utf-8", "surrogatepass")
+
+
 class BufferRef:
     """One buffer of a run, as the listing saw it (an immutable value).
 

@@ -149,6 +149,12 @@ FORMATS: dict[str, Format] = {
         "a raw dump: one buffer's elements, their type from the schema",
         suffixes=(".bin",), dump=BUFFER,
     ),
+    "checkpoint": Format(
+        "checkpoint", "fastdiff.sources.stepfolders",
+        "a training checkpoint folder (Megatron-LM's iter_<N>, DeepSpeed's global_step<N>, "
+        "the Hugging Face Trainer's checkpoint-<N>), or a root of such step folders",
+        open="open_checkpoint", folder="is_checkpoint_folder",
+    ),
     "safetensors": Format(
         "safetensors", "fastdiff.sources.safetensors",
         "a safetensors file, or a checkpoint folder of them (model.safetensors, or shards "

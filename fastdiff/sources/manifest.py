@@ -54,6 +54,11 @@ READ_VERSIONS = (1, 2)
 _HEX = "0123456789abcdef"
 
 
+#: The dtypes of values beside the tensors (``buffers.Value``), which a
+#: manifest records as their digests, as it does a tensor's.
+_VALUES = ("value", "label")
+
+
 def _is_hex32(text: object) -> bool:
     """32 lowercase hex digits: one xxh3-128 digest as a manifest writes it."""
     return isinstance(text, str) and len(text) == 32 and not text.strip(_HEX)
@@ -265,7 +270,8 @@ def parse_manifest(doc: object, path: str) -> Manifest:
                 raise _fail(path, f"{where}offset {offset} is out of range")
             shape = _shape(path, entry.get("shape"), where)
         if header:
-            if not isinstance(dtype, str) or dtype not in DTYPES:
+            # a value beside the tensors (``buffers.Value``): its digest alone
+            if not isinstance(dtype, str) or (dtype not in DTYPES and dtype not in _VALUES):
                 raise _fail(path, f"{where}unknown dtype {dtype!r}")
         elif schema is not None:
             want = schema.classify(buffer)[1]

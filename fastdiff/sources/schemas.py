@@ -236,7 +236,9 @@ def merge_dataflows(first: Schema, other: Schema) -> Schema:
             declared = None if found is None else tuple(found)
             out.append(m if declared == m.inputs else m.replace(inputs=declared))
         merged.append(Group(g.key, g.title, g.hint, tuple(out)))
-    return Schema(first.name, tuple(merged), first.default_dtype, first.inputs_complete)
+    return Schema(
+        first.name, tuple(merged), first.default_dtype, first.inputs_complete, first.ignore
+    )
 
 
 #: The name of the schema whose groups come from buffer names.

@@ -1166,7 +1166,28 @@ def _part(key: object) -> str:
     return str(key)
 
 
-def walk(root: object) -> tuple[list[tuple[str, Tensor | Array]], int]:
+#: What a leaf that is not a tensor is, for ``walk``'s ``values``: a number,
+#: a boolean or None is state (``VALUE``); a string, bytes or a name (a
+#: torch dtype, a class or function given as a value) a label (``LABEL``).
+VALUE, LABEL = "value", "label"
+
+
+def leaf_value(obj: object) -> tuple[str, object]:
+    """(``VALUE`` or ``LABEL``, the plain value) of a leaf ``walk`` reaches
+    that is not a tensor: a name (a torch dtype, a class or a function given
+    as a value) is the label of its qualified name."""
+    kind = type(obj)
+    if kind is int or kind is float or kind is bool or obj is None:
+        return VALUE, obj
+    if kind is str or kind is bytes:
+        return LABEL, obj
+    name = getattr(obj, "name", None)
+    return LABEL, name if isinstance(name, str) else kind.__name__
+
+
+def walk(
+    root: object, values: list[tuple[str, object]] | None = None
+) -> tuple[list[tuple[str, Tensor | Array]], int]:
     """The tensors and numpy arrays of an unpickled object by dotted name
     (dict keys and list indices joined by dots: ``model.fc.weight``,
     ``opt.state.0.exp_avg``, ``rng.np.1``; a lone tensor or array is
@@ -1178,7 +1199,11 @@ def walk(root: object) -> tuple[list[tuple[str, Tensor | Array]], int]:
     by key, another state as the value it is, its items by index. A
     wrapper tensor (``DTensor``) is its local tensor (``Tensor.wrapper``
     keeps the rest, not walked).
-    Raises PickleRefused past the caps, or for a name twice or empty."""
+    ``values``: where to add each other leaf too, as (dotted name, leaf),
+    in pickle order (its name unique among the tensors' and values'; the
+    count is then of the leaves left out, those with no name to give: none
+    but a lone value). Raises PickleRefused past the caps, or for a name
+    twice or empty."""
     found: list[tuple[str, Tensor | Array]] = []
     names: set[str] = set()
     others = 0
@@ -1203,7 +1228,7 @@ def walk(root: object) -> tuple[list[tuple[str, Tensor | Array]], int]:
                 raise PickleRefused(f"a tensor whose name has an empty part ({_shown(name)!r})")
             if name in names:
                 raise PickleRefused(f"two tensors are named {_shown(name)!r}")
-            if len(found) >= MAX_TENSORS:
+            if len(found) + (len(values) if values else 0) >= MAX_TENSORS:
                 raise PickleRefused(f"over {MAX_TENSORS:,} tensors and numpy arrays")
             names.add(name)
             found.append((name, obj))  # type: ignore[arg-type]
@@ -1215,17 +1240,30 @@ def walk(root: object) -> tuple[list[tuple[str, Tensor | Array]], int]:
                 visit(value, (*parts, part), length + len(part) + 1, depth + 1)
         elif kind is Record:
             if obj.args is None:  # type: ignore[attr-defined]
-                others += 1  # a name: a class or function given as a value
+                leaf(obj, parts)  # a name: a class or function given as a value
                 return
             record(obj, parts, length, depth)  # type: ignore[arg-type]
         elif kind in _LEAF_TYPES:
-            others += 1
+            leaf(obj, parts)
         else:  # a storage left as a value
             what = getattr(obj, "key", None) or kind.__name__
             raise PickleRefused(
                 f"the pickle holds storage {_shown(str(what))} as a value (torch.save writes "
                 "storages inside tensors only)"
             )
+
+    def leaf(obj: object, parts: tuple[str, ...]) -> None:
+        nonlocal others
+        if values is None or not parts or any(not p for p in parts):
+            others += 1
+            return
+        name = ".".join(parts)
+        if name in names:
+            raise PickleRefused(f"two tensors or values are named {_shown(name)!r}")
+        if len(found) + len(values) >= MAX_TENSORS:
+            raise PickleRefused(f"over {MAX_TENSORS:,} tensors, numpy arrays and values")
+        names.add(name)
+        values.append((name, obj))
 
     def entries(obj: dict[object, object], parts: tuple[str, ...], length: int, depth: int) -> None:
         for key, value in obj.items():

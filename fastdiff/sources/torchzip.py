@@ -50,9 +50,9 @@ import os
 import zlib
 
 from ..dtypes import DTYPES
-from .buffers import BufferRef, Inline, Strided, Unread, step_filter
+from .buffers import BufferRef, Inline, Strided, Unread, Value, step_filter
 from .run import RunSource, container_listing, refused
-from .torchpickle import MAX_TENSORS, Array, PickleRefused, Storage, load, walk
+from .torchpickle import MAX_TENSORS, Array, PickleRefused, Storage, leaf_value, load, walk
 from .ziparchive import ZipError, read_members
 
 TYPE_CHECKING = False
@@ -287,8 +287,9 @@ def read_archive(path: str, step: int, fd: int, st: os.stat_result) -> Archive:
         return s
 
     names: list[str] = []
+    leaves: list[tuple[str, object]] = []
     try:
-        found, left_out = walk(load(data, storage, names))
+        found, left_out = walk(load(data, storage, names), leaves)
     except PickleRefused as exc:
         raise TorchError(f"data.pkl: {exc}") from None
     placed = []
@@ -331,7 +332,29 @@ def read_archive(path: str, step: int, fd: int, st: os.stat_result) -> Archive:
         if count[view] > 1:
             first.setdefault(view, ref)
         out.append(ref)
+    out += value_refs(leaves, path, step, st, pkl.data_offset)
     return Archive(out + unread, left_out, tuple(names))
+
+
+def value_refs(
+    leaves: list[tuple[str, object]], path: str, step: int, st: os.stat_result, at: int
+) -> list[BufferRef]:
+    """The values beside the tensors (``walk``'s leaves) as buffers of their
+    file: dtype ``value`` or ``label``, shape ``()``, their bytes held
+    (``buffers.Value``), found at offset ``at`` (the pickle that holds
+    them: what the file's identity is checked against)."""
+    dev, ino, mtime, ctime, file_size = (
+        st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size
+    )  # fmt: skip
+    refs = []
+    for name, leaf in leaves:
+        kind, value = leaf_value(leaf)
+        codec = Value(kind, value)
+        refs.append(BufferRef(
+            path, step, name, len(codec.data), dev, ino, mtime, ctime, offset=at,
+            file_size=file_size, dtype=kind, shape=(), codec=codec,
+        ))  # fmt: skip
+    return refs
 
 
 def names_note(names: tuple[str, ...]) -> str:

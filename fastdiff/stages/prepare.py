@@ -69,13 +69,32 @@ def prepare(
     pair_cs = pair_chunk_size(src_a, src_b, opts)
     both = paired and src_a.listing.readable and src_b.listing.readable
     pairs = pair_runs(src_a.listing, src_b.listing, schema, rank) if both else ()
+    notes: tuple[Note, ...] = ()
+    patterns = (*schema.ignore, *(p for p in opts.ignore if p not in schema.ignore))
+    if patterns and pairs:
+        pairs, notes = _ignoring(pairs, patterns)
     decided, problems, to_hash = size_stage(pairs)
     # A manifest's digests are all it has: they keep their chunk size. A
     # folder's (a recorder's digest log) are used at the pair's, else hashed.
     return Prepared(
         _side_chunk_size(src_a, pair_cs), _side_chunk_size(src_b, pair_cs), decided, problems,
-        to_hash, header_notes(pairs, schema),
+        to_hash, notes + header_notes(pairs, schema),
     )  # fmt: skip
+
+
+def _ignoring(
+    pairs: tuple[Pair, ...], patterns: tuple[str, ...]
+) -> tuple[tuple[Pair, ...], tuple[Note, ...]]:
+    """The pairs whose names match none of ``patterns`` (globs, as
+    ``--names`` takes them), and a note of how many were left out (none
+    when no pair was): they are neither read nor judged."""
+    from fnmatch import fnmatchcase
+
+    kept = tuple(p for p in pairs if not any(fnmatchcase(p.name, g) for g in patterns))
+    n = len(pairs) - len(kept)
+    if not n:
+        return pairs, ()
+    return kept, (Note.of(NoteKind.IGNORED, n=n, patterns=list(patterns)),)
 
 
 def _side_chunk_size(src: RunSource, pair_cs: int) -> int:

@@ -15,6 +15,7 @@ from ..model.results import COUNT_FIELDS, BufferResult, Problem
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..schema import Layout
+    from ..sources.buffers import BufferRef
     from .pair import Pair
 
 
@@ -37,12 +38,65 @@ def size_problem(
     """Why a file of ``size`` bytes is malformed as ``dtype`` (and the
     schema's ``layout``), as the size stage says it; None if it is not.
     ``compared``: the message says that nothing was compared for it."""
+    if dtype in VALUE_KINDS:  # a value beside the tensors: its bytes are its own
+        return None
     itemsize = get_dtype(dtype).itemsize
     if size % itemsize:
         return malformed_message(size, itemsize, dtype, compared)
     if layout is None:
         return None
     return layout.misfit_message(size, itemsize, dtype, compared)
+
+
+#: The dtypes of values beside the tensors (``sources.buffers.Value``):
+#: their own values decide them here, nothing is hashed.
+VALUE_KINDS = frozenset({"value", "label"})
+
+
+def _held(ref: BufferRef | None) -> tuple[bytes | None, object]:
+    """(bytes, plain value) a value's buffer holds; (None, None) for none
+    (a manifest's entry: its digest alone)."""
+    codec = None if ref is None else ref.codec
+    if codec is None or not hasattr(codec, "value"):
+        return None, None
+    return codec.data, codec.value  # type: ignore[attr-defined]
+
+
+def _same_value(a: BufferRef, b: BufferRef, da: bytes | None, db: bytes | None) -> bool:
+    """Whether two values are the same: their bytes, or, where a side holds
+    a digest alone (a manifest's), the other's bytes hashed alike."""
+    if da is not None and db is not None:
+        return da == db
+    if a.digest is not None and b.digest is not None:
+        return a.digest.size == b.digest.size and a.digest.chunks == b.digest.chunks
+    known, data = (a, db) if da is None else (b, da)
+    if known.digest is None or data is None:
+        return False
+    from .hash import chunk_digests
+
+    chunks = chunk_digests([memoryview(data)], known.digest.chunk_size)
+    return known.digest.size == len(data) and known.digest.chunks == chunks
+
+
+def value_result(p: Pair) -> BufferResult:
+    """A value's result from the two values: ``equal`` when their types and
+    values are; else ``diverged`` for a value (a number, a boolean, None:
+    state), ``label_differs`` for a label (a string, bytes: never a
+    divergence); in one run only, as for any buffer. Both values are the
+    result's facts ``a`` and ``b`` (None for a run without it)."""
+    (da, va), (db, vb) = _held(p.a), _held(p.b)
+    values = {"a": va, "b": vb}
+    if p.a is None:
+        return p.result("only_in_b", n_elements_b=1, **values)
+    if p.b is None:
+        return p.result("only_in_a", n_elements_a=1, **values)
+    if _same_value(p.a, p.b, da, db):
+        zeros = dict.fromkeys(COUNT_FIELDS, 0)
+        return p.result("equal", n_elements_a=1, n_elements_b=1, **values, **zeros)
+    status = "diverged" if p.dtype == "value" else "label_differs"
+    counts = dict.fromkeys(COUNT_FIELDS, 0)
+    counts["n_diff"] = 1
+    return p.result(status, n_elements_a=1, n_elements_b=1, first_index=0, **values, **counts)
 
 
 def size_stage(
@@ -59,6 +113,9 @@ def size_stage(
             continue
         if p.differs is not None:  # the headers disagree: they differ, whatever the bytes
             decided.append(p.result("diverged", change=p.differs))
+            continue
+        if p.dtype in VALUE_KINDS:
+            decided.append(value_result(p))
             continue
         itemsize = itemsizes.get(p.dtype)
         if itemsize is None:
