@@ -1,11 +1,13 @@
-"""Write a DCP checkpoint with DTensors under ``torch.distributed.run``
+"""Write DCP checkpoints with DTensors under ``torch.distributed.run``
 (gloo, CPU): ``python -m torch.distributed.run --nproc_per_node N
-write_dcp.py OUT [CHANGE]``.
+write_dcp.py SPEC...``, each SPEC ``OUT[|flip][|NAME:I,J]``.
 
-The global tensors are fixed (seeded); ``CHANGE`` (``name:i,j``) adds one
-to one element at those global coordinates before saving. Tensors:
-``rows`` Shard(0), ``cols`` Shard(1), ``rep`` Replicate(), ``half`` bf16
-Shard(0), ``vec`` a 1-d Shard(0), and plain values ``step`` and ``lr``.
+The global tensors are fixed (seeded); ``NAME:I,J`` adds one to one element
+at those global coordinates before saving. Tensors: ``model.rows``
+Shard(0), ``model.cols`` Shard(1) (``flip``: the other way round),
+``model.rep`` Replicate(), ``model.half`` bf16 Shard(0), ``model.vec`` a
+1-d Shard(0), and plain values ``step`` and ``lr``. One launch writes
+every SPEC (torchrun is slow to start).
 """
 
 from __future__ import annotations
@@ -37,23 +39,30 @@ PLACEMENT = {
 }  # fmt: skip
 
 
-def main() -> None:
-    out = sys.argv[1]
-    change = sys.argv[2] if len(sys.argv) > 2 else ""
-    dist.init_process_group("gloo")
-    n = dist.get_world_size()
-    mesh = init_device_mesh("cpu", (n,))
+def save(spec: str, mesh: object) -> None:
+    out, *options = spec.split("|")
     tensors = global_tensors()
-    if change:
-        name, at = change.split(":")
-        index = tuple(int(i) for i in at.split(","))
-        tensors[name][index] += 1
+    placement = dict(PLACEMENT)
+    for option in options:
+        if option == "flip":
+            placement["model.rows"], placement["model.cols"] = Shard(1), Shard(0)
+        elif option:
+            name, at = option.split(":")
+            index = tuple(int(i) for i in at.split(","))
+            tensors[name][index] += 1
     state: dict[str, object] = {
-        name: distribute_tensor(t, mesh, [PLACEMENT[name]]) for name, t in tensors.items()
+        name: distribute_tensor(t, mesh, [placement[name]]) for name, t in tensors.items()
     }
     state["step"] = 100
     state["lr"] = 0.001
     dcp.save(state, checkpoint_id=out)
+
+
+def main() -> None:
+    dist.init_process_group("gloo")
+    mesh = init_device_mesh("cpu", (dist.get_world_size(),))
+    for spec in sys.argv[1:]:
+        save(spec, mesh)
     dist.destroy_process_group()
 
 
