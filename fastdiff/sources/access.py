@@ -15,10 +15,12 @@ A buffer that is a plain byte range of its file is read with ``reader``'s
 - ``Pieces``: a buffer of several files (a distributed checkpoint's
   tensor, one chunk per rank): a range of its bytes in global order is cut
   into boxes of whole rows, and each box's intersection with each piece is
-  read with ``preadv`` where it is one byte range of both, else copied
-  through numpy from a read-only map of the piece (a column-sharded
-  tensor's rows). Each piece's file is opened when first read and checked
-  to be the file listed, then and after use.
+  read with ``preadv``: straight into place where it is one byte range of
+  both, else (a column-sharded tensor's rows) into this thread's buffer 4
+  and spread over the box's rows through numpy; an intersection that is
+  no byte range of its piece is copied from a read-only map of it. Each
+  piece's file is opened when first read and checked to be the file
+  listed, then and after use.
 - ``Inline``: bytes decoded when the file was listed (a numpy array that a
   ``torch.save`` pickle holds as text): copied from where they are held;
   the file is still opened and checked to be the one listed.
@@ -412,14 +414,22 @@ class _Assemble:
                     continue
                 import numpy as np
 
+                put = tuple(slice(a, b) for a, b in zip(in_box_lo, in_box_hi, strict=True))
+                target = np.frombuffer(out, dtype=np.uint8).reshape(*box, w)
+                if src is not None and n * w <= READ_SIZE:
+                    # One byte range of the piece (whole rows of a column shard):
+                    # read, then spread over the box's rows.
+                    got = read_exact(self._fd(i), buffer(4)[: n * w], p.offset + src * w, p.path)
+                    shape = tuple(b - a for a, b in zip(lo, hi, strict=True))
+                    target[put] = np.frombuffer(got, dtype=np.uint8).reshape(*shape, w)
+                    del target
+                    continue
                 m = self._map(i)
                 mapped.add(i)
                 base = p.offset - p.offset % PAGE
                 cells = np.frombuffer(m, dtype=np.uint8, count=p.size, offset=p.offset - base)
                 source = cells.reshape(*p.shape, w)
-                target = np.frombuffer(out, dtype=np.uint8).reshape(*box, w)
                 take = tuple(slice(a, b) for a, b in zip(local_lo, local_hi, strict=True))
-                put = tuple(slice(a, b) for a, b in zip(in_box_lo, in_box_hi, strict=True))
                 target[put] = source[take]
                 del cells, source, target
             done += count * w
