@@ -251,3 +251,30 @@ def test_megatron_torch_dist_reads_common_pt_too(ckpt: Path, tmp_path: Path) -> 
     buffers = by_name(report)
     assert buffers[(0, "rng_state")]["first_index"] == 1
     assert all(buf["status"] == "equal" for (_, n), buf in buffers.items() if n != "rng_state")
+
+
+def test_only_the_differing_chunk_reaches_a_kernel(ckpt: Path) -> None:
+    # model.cols is 5 x 11 f32 (220 bytes), sharded by columns over 2 and 4 ranks.
+    code, report = compare(ckpt / "r2/base", ckpt / "r4/cols", "--chunk-size", "64")
+    assert code == 1
+    assert 0 < report["work"]["bytes_scanned"] <= 2 * 64
+
+
+def test_worker_processes_read_the_pieces_too(ckpt: Path) -> None:
+    code, report = compare(ckpt / "r3/base", ckpt / "r4/cols", "--executor", "process")
+    assert code == 1
+    assert by_name(report)[(0, "model.cols")]["first_index_nd"] == [3, 9]
+
+
+def test_a_manifest_of_one_layout_compares_with_a_run_of_another(
+    ckpt: Path, tmp_path: Path
+) -> None:
+    manifest = tmp_path / "r2.manifest.json"
+    done = fastdiff("hash", ckpt / "r2/base", "-o", manifest)
+    assert done.returncode == 0, done.stderr
+    code, report = compare(manifest, ckpt / "r4/base")
+    assert code == 0
+    code, report = compare(manifest, ckpt / "r4/cols")
+    assert code == 1
+    diverged = [b["name"] for b in report["buffers"] if b["status"] != "equal"]
+    assert diverged == ["model.cols"]

@@ -20,7 +20,9 @@ A buffer that is a plain byte range of its file is read with ``reader``'s
   and spread over the box's rows through numpy; an intersection that is
   no byte range of its piece is copied from a read-only map of it. Each
   piece's file is opened when first read and checked to be the file
-  listed, then and after use.
+  listed, then and after use. A buffer whose pieces each hold consecutive
+  elements (a row-sharded or replicated tensor) is hashed as plain byte
+  ranges are, straight from memory maps of its pieces (``runs_of``).
 - ``Inline``: bytes decoded when the file was listed (a numpy array that a
   ``torch.save`` pickle holds as text): copied from where they are held;
   the file is still opened and checked to be the one listed.
@@ -37,7 +39,7 @@ import mmap
 import os
 import zlib
 
-from .buffers import Deflate, Inline, Pieces, Strided
+from .buffers import BufferRef, Deflate, Inline, Pieces, Strided
 from .reader import (
     CANCEL,
     PAGE,
@@ -57,8 +59,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from types import TracebackType
-
-    from .buffers import BufferRef
 
 
 class BadData(OSError):
@@ -492,10 +492,45 @@ def decoder(fd: int, f: BufferRef) -> _Inflater | _Gather | _Held | _Assemble:
     raise TypeError(f"no decoder for {f.codec!r}")
 
 
+def runs_of(f: BufferRef) -> list[tuple[int, BufferRef]] | None:
+    """A buffer of several files whose pieces each hold consecutive elements
+    of the global order (rows of a row-sharded tensor, a replicated one):
+    ``(where each piece starts in the buffer, the piece as a plain byte
+    range of its file)``, in order; None for any other."""
+    c = f.codec
+    assert isinstance(c, Pieces)
+    out = []
+    for p in c.pieces:
+        at = _run(p.start, tuple(s + n for s, n in zip(p.start, p.shape, strict=True)), c.shape)
+        if at is None:
+            return None
+        ref = BufferRef(p.path, f.step, f.name, p.size, p.dev, p.ino, p.mtime_ns, p.ctime_ns,
+                        offset=p.offset, file_size=p.file_size)  # fmt: skip
+        out.append((at * c.itemsize, ref))
+    out.sort(key=lambda item: item[0])
+    return out
+
+
+def _run_views(runs: list[tuple[int, BufferRef]], start: int, end: int) -> Iterator[memoryview]:
+    """Views of bytes ``start:end`` of a buffer of consecutive pieces
+    (``runs_of``), straight from each piece's file (``reader.views``: memory
+    maps, no copy), each file checked when opened and after use."""
+    for at, ref in runs:
+        lo, hi = max(start, at), min(end, at + ref.size)
+        if lo >= hi:
+            continue
+        with open_dump(ref) as piece_fd:
+            yield from views(piece_fd, ref, lo - at, hi - at)
+
+
 def decoded_views(fd: int, f: BufferRef, start: int, end: int) -> Iterator[memoryview]:
     """Views of the decoded bytes ``start:end`` of a buffer with a codec, in
     pieces of ``READ_SIZE`` in this thread's buffer 0 (each valid until the
     next); a whole buffer read is checked to its end (``finish``)."""
+    if isinstance(f.codec, Pieces) and (runs := runs_of(f)) is not None:
+        yield from _run_views(runs, start, end)
+        check_unchanged(fd, f)
+        return
     dec = decoder(fd, f)
     ok = False
     try:

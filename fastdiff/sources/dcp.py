@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 
 from ..model.results import Problem
 from .buffers import BufferRef, Piece, Pieces, RunListing, Unread, step_filter
@@ -256,20 +257,6 @@ class StepRead:
         self.values: dict[str, object] = {}
 
 
-def _read_regular(path: str, cap: int) -> bytes:
-    from .reader import read_regular
-
-    def read(fd: int, st: os.stat_result) -> bytes:
-        if st.st_size > cap:
-            raise DcpError(f"{st.st_size:,} bytes, over the {cap:,} fastdiff reads")
-        data = os.pread(fd, st.st_size, 0)
-        if len(data) != st.st_size:
-            raise DcpError("it ended early (it changed while read)")
-        return data
-
-    return read_regular(path, read, DcpError)
-
-
 def read_step(folder: str, step: int) -> StepRead:
     """The buffers of DCP folder ``folder`` (at ``step``); raises OSError for
     a ``.metadata`` that cannot be read, DcpError (or PickleRefused) for one
@@ -282,6 +269,8 @@ def read_step(folder: str, step: int) -> StepRead:
     meta_fd = open_fd(meta_path)
     try:
         meta_st = os.fstat(meta_fd)
+        if not stat.S_ISREG(meta_st.st_mode):
+            raise DcpError("it is not a regular file")
         if meta_st.st_size > MAX_PICKLE:
             raise DcpError(f"{meta_st.st_size:,} bytes, over the {MAX_PICKLE:,} fastdiff reads")
         data = os.pread(meta_fd, meta_st.st_size, 0)
@@ -298,8 +287,6 @@ def read_step(folder: str, step: int) -> StepRead:
             try:
                 fd = open_fd(path)
                 st = os.fstat(fd)
-                import stat
-
                 if not stat.S_ISREG(st.st_mode):
                     os.close(fd)
                     raise DcpError(f"{name} is not a regular file")
