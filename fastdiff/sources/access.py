@@ -338,6 +338,54 @@ def _run(lo: tuple[int, ...], hi: tuple[int, ...], shape: tuple[int, ...]) -> in
     return at
 
 
+#: A row at least this long is copied by a slice of its own; shorter ones
+#: through numpy (a Python loop per short row would cost more than the copy).
+_ROW_COPY = 2048
+
+
+def _spread(
+    out: memoryview, src: memoryview, box: tuple[int, ...], lo: tuple[int, ...],
+    hi: tuple[int, ...], w: int,
+) -> None:  # fmt: skip
+    """Copy ``src`` (the elements of box ``lo:hi`` of ``box``, in row-major
+    order, of ``w`` bytes each) into their places in ``out`` (the whole
+    ``box``, row-major)."""
+    dims = len(box)
+    d = dims - 1
+    inner = 1
+    while d >= 0 and lo[d] == 0 and hi[d] == box[d]:
+        inner *= box[d]
+        d -= 1
+    # Dimensions after d are whole: a run is (hi[d] - lo[d]) * inner elements.
+    run = (hi[d] - lo[d]) * inner * w
+    strides = [0] * dims
+    step = w
+    for k in range(dims - 1, -1, -1):
+        strides[k] = step
+        step *= box[k]
+    first = sum(lo[k] * strides[k] for k in range(d + 1))
+    outer = [range(lo[k], hi[k]) for k in range(d)]
+    count = 1
+    for r in outer:
+        count *= len(r)
+    if run < _ROW_COPY and count > 1:
+        import numpy as np
+
+        target = np.frombuffer(out, dtype=np.uint8).reshape(*box, w)
+        put = tuple(slice(a, b) for a, b in zip(lo, hi, strict=True))
+        shape = tuple(b - a for a, b in zip(lo, hi, strict=True))
+        target[put] = np.frombuffer(src, dtype=np.uint8).reshape(*shape, w)
+        return
+    from itertools import product
+
+    pos = 0
+    base = first - sum(lo[k] * strides[k] for k in range(d))
+    for index in product(*outer):
+        at = base + sum(i * s for i, s in zip(index, strides, strict=False))
+        out[at : at + run] = src[pos : pos + run]
+        pos += run
+
+
 class _Assemble:
     """The bytes of a buffer of several files (``Pieces``), in global order:
     each read cut into boxes (``_boxes``), each box filled from the pieces
@@ -387,7 +435,7 @@ class _Assemble:
             raise Cancelled("interrupted")
         shape, pieces = c.shape, c.pieces
         done = 0
-        mapped: set[int] = set()
+        touched: list[tuple[int, int, int]] = []  # (piece, where in its map, bytes)
         for starts, stops in _boxes(offset // w, (offset + len(into)) // w, shape):
             box = tuple(b - a for a, b in zip(starts, stops, strict=True))
             count = 1
@@ -412,30 +460,33 @@ class _Assemble:
                     read_exact(self._fd(i), out[dst * w : (dst + n) * w], p.offset + src * w,
                                p.path)  # fmt: skip
                     continue
+                if src is not None:
+                    # One byte range of the piece (whole rows of a column shard),
+                    # spread over the box's rows, straight from a map of it.
+                    m = self._map(i)
+                    base = p.offset - p.offset % PAGE
+                    at = p.offset - base + src * w
+                    touched.append((i, at, n * w))
+                    _spread(out, memoryview(m)[at : at + n * w], box, in_box_lo, in_box_hi, w)
+                    continue
                 import numpy as np
 
-                put = tuple(slice(a, b) for a, b in zip(in_box_lo, in_box_hi, strict=True))
-                target = np.frombuffer(out, dtype=np.uint8).reshape(*box, w)
-                if src is not None and n * w <= READ_SIZE:
-                    # One byte range of the piece (whole rows of a column shard):
-                    # read, then spread over the box's rows.
-                    got = read_exact(self._fd(i), buffer(4)[: n * w], p.offset + src * w, p.path)
-                    shape = tuple(b - a for a, b in zip(lo, hi, strict=True))
-                    target[put] = np.frombuffer(got, dtype=np.uint8).reshape(*shape, w)
-                    del target
-                    continue
                 m = self._map(i)
-                mapped.add(i)
                 base = p.offset - p.offset % PAGE
+                touched.append((i, 0, len(m)))
                 cells = np.frombuffer(m, dtype=np.uint8, count=p.size, offset=p.offset - base)
                 source = cells.reshape(*p.shape, w)
+                target = np.frombuffer(out, dtype=np.uint8).reshape(*box, w)
+                put = tuple(slice(a, b) for a, b in zip(in_box_lo, in_box_hi, strict=True))
                 take = tuple(slice(a, b) for a, b in zip(local_lo, local_hi, strict=True))
                 target[put] = source[take]
                 del cells, source, target
             done += count * w
         if _DONTNEED is not None:
-            for i in mapped:  # their pages stay in the page cache, not in this process
-                self._maps[i].madvise(_DONTNEED)
+            # The pages mapped stay in the page cache, not in this process.
+            for i, at, length in touched:
+                start = at - at % mmap.PAGESIZE
+                self._maps[i].madvise(_DONTNEED, start, at + length - start)
         return into
 
     def finish(self) -> None:
