@@ -363,11 +363,9 @@ def _spread(
     for k in range(dims - 1, -1, -1):
         strides[k] = step
         step *= box[k]
-    first = sum(lo[k] * strides[k] for k in range(d + 1))
-    outer = [range(lo[k], hi[k]) for k in range(d)]
     count = 1
-    for r in outer:
-        count *= len(r)
+    for k in range(d):
+        count *= hi[k] - lo[k]
     if run < _ROW_COPY and count > 1:
         import numpy as np
 
@@ -376,12 +374,11 @@ def _spread(
         shape = tuple(b - a for a, b in zip(lo, hi, strict=True))
         target[put] = np.frombuffer(src, dtype=np.uint8).reshape(*shape, w)
         return
-    from itertools import product
-
+    offsets = [lo[d] * strides[d]]
+    for k in range(d):  # where each run starts in ``out``, in order
+        offsets = [o + i * strides[k] for o in offsets for i in range(lo[k], hi[k])]
     pos = 0
-    base = first - sum(lo[k] * strides[k] for k in range(d))
-    for index in product(*outer):
-        at = base + sum(i * s for i, s in zip(index, strides, strict=False))
+    for at in offsets:
         out[at : at + run] = src[pos : pos + run]
         pos += run
 
@@ -460,14 +457,11 @@ class _Assemble:
                     read_exact(self._fd(i), out[dst * w : (dst + n) * w], p.offset + src * w,
                                p.path)  # fmt: skip
                     continue
-                if src is not None:
-                    # One byte range of the piece (whole rows of a column shard),
-                    # spread over the box's rows, straight from a map of it.
-                    m = self._map(i)
-                    base = p.offset - p.offset % PAGE
-                    at = p.offset - base + src * w
-                    touched.append((i, at, n * w))
-                    _spread(out, memoryview(m)[at : at + n * w], box, in_box_lo, in_box_hi, w)
+                if src is not None and n * w <= READ_SIZE:
+                    # One byte range of the piece (whole rows of a column shard):
+                    # read, then spread over the box's rows.
+                    got = read_exact(self._fd(i), buffer(4)[: n * w], p.offset + src * w, p.path)
+                    _spread(out, got, box, in_box_lo, in_box_hi, w)
                     continue
                 import numpy as np
 
