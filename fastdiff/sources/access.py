@@ -12,6 +12,17 @@ A buffer that is a plain byte range of its file is read with ``reader``'s
 - ``Strided``: a tensor view of a storage (``torch.save`` of a transposed or
   sliced tensor): its elements are gathered in logical order from a
   read-only map of the storage, through numpy (imported only here).
+- ``Pieces``: a buffer of several files (a distributed checkpoint's
+  tensor, one chunk per rank): a range of its bytes in global order is cut
+  into boxes of whole rows, and each box's intersection with each piece is
+  read with ``preadv``: straight into place where it is one byte range of
+  both, else (a column-sharded tensor's rows) into this thread's buffer 4
+  and spread over the box's rows through numpy; an intersection that is
+  no byte range of its piece is copied from a read-only map of it. Each
+  piece's file is opened when first read and checked to be the file
+  listed, then and after use. A buffer whose pieces each hold consecutive
+  elements (a row-sharded or replicated tensor) is hashed as plain byte
+  ranges are, straight from memory maps of its pieces (``runs_of``).
 - ``Inline``: bytes decoded when the file was listed (a numpy array that a
   ``torch.save`` pickle holds as text): copied from where they are held;
   the file is still opened and checked to be the one listed.
@@ -25,9 +36,10 @@ read any buffer.
 from __future__ import annotations
 
 import mmap
+import os
 import zlib
 
-from .buffers import Deflate, Inline, Strided
+from .buffers import BufferRef, Deflate, Inline, Pieces, Strided
 from .reader import (
     CANCEL,
     PAGE,
@@ -37,6 +49,7 @@ from .reader import (
     buffer,
     check_unchanged,
     open_dump,
+    open_fd,
     read_at,
     read_exact,
     views,
@@ -46,8 +59,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from types import TracebackType
-
-    from .buffers import BufferRef
 
 
 class BadData(OSError):
@@ -270,6 +281,230 @@ class _Gather:
             pass
 
 
+def _boxes(
+    lo: int, hi: int, shape: tuple[int, ...]
+) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """The elements ``lo:hi`` (in row-major order) of an array of ``shape``
+    as boxes, in order, each ``(starts, stops)``: a fixed index on the
+    first dimensions, a range on the next, all of the rest (so each box is
+    one run of consecutive elements); at most two per dimension."""
+    out: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+
+    def volume(dims: tuple[int, ...]) -> int:
+        n = 1
+        for d in dims:
+            n *= d
+        return n
+
+    def cut(d: int, prefix: tuple[int, ...], a: int, b: int) -> None:
+        if a >= b:
+            return
+        rest = shape[d:]
+        if a == 0 and b == volume(rest):
+            out.append(((*prefix, *(0,) * len(rest)), (*(i + 1 for i in prefix), *rest)))
+            return
+        inner = shape[d + 1 :]
+        size = volume(inner)
+        i0, r0 = divmod(a, size)
+        i1, r1 = divmod(b, size)
+        if i0 == i1:
+            cut(d + 1, (*prefix, i0), r0, r1)
+            return
+        if r0:
+            cut(d + 1, (*prefix, i0), r0, size)
+            i0 += 1
+        if i1 > i0:
+            out.append(((*prefix, i0, *(0,) * len(inner)), (*(i + 1 for i in prefix), i1, *inner)))
+        if r1:
+            cut(d + 1, (*prefix, i1), 0, r1)
+
+    cut(0, (), lo, hi)
+    return out
+
+
+def _run(lo: tuple[int, ...], hi: tuple[int, ...], shape: tuple[int, ...]) -> int | None:
+    """Where the box ``lo:hi`` of an array of ``shape`` starts (its first
+    element's row-major index) when its elements are consecutive; None
+    when they are not."""
+    dims = len(shape)
+    d = 0
+    while d < dims and hi[d] - lo[d] == 1:
+        d += 1
+    if any(lo[k] != 0 or hi[k] != shape[k] for k in range(d + 1, dims)):
+        return None
+    at = 0
+    for k in range(dims):
+        at = at * shape[k] + lo[k]
+    return at
+
+
+#: A row at least this long is copied by a slice of its own; shorter ones
+#: through numpy (a Python loop per short row would cost more than the copy).
+_ROW_COPY = 2048
+
+
+def _spread(
+    out: memoryview, src: memoryview, box: tuple[int, ...], lo: tuple[int, ...],
+    hi: tuple[int, ...], w: int,
+) -> None:  # fmt: skip
+    """Copy ``src`` (the elements of box ``lo:hi`` of ``box``, in row-major
+    order, of ``w`` bytes each) into their places in ``out`` (the whole
+    ``box``, row-major)."""
+    dims = len(box)
+    d = dims - 1
+    inner = 1
+    while d >= 0 and lo[d] == 0 and hi[d] == box[d]:
+        inner *= box[d]
+        d -= 1
+    # Dimensions after d are whole: a run is (hi[d] - lo[d]) * inner elements.
+    run = (hi[d] - lo[d]) * inner * w
+    strides = [0] * dims
+    step = w
+    for k in range(dims - 1, -1, -1):
+        strides[k] = step
+        step *= box[k]
+    count = 1
+    for k in range(d):
+        count *= hi[k] - lo[k]
+    if run < _ROW_COPY and count > 1:
+        import numpy as np
+
+        target = np.frombuffer(out, dtype=np.uint8).reshape(*box, w)
+        put = tuple(slice(a, b) for a, b in zip(lo, hi, strict=True))
+        shape = tuple(b - a for a, b in zip(lo, hi, strict=True))
+        target[put] = np.frombuffer(src, dtype=np.uint8).reshape(*shape, w)
+        return
+    offsets = [lo[d] * strides[d]]
+    for k in range(d):  # where each run starts in ``out``, in order
+        offsets = [o + i * strides[k] for o in offsets for i in range(lo[k], hi[k])]
+    pos = 0
+    for at in offsets:
+        out[at : at + run] = src[pos : pos + run]
+        pos += run
+
+
+class _Assemble:
+    """The bytes of a buffer of several files (``Pieces``), in global order:
+    each read cut into boxes (``_boxes``), each box filled from the pieces
+    it meets (module docstring)."""
+
+    __slots__ = ("_fds", "_maps", "codec", "f")
+
+    def __init__(self, f: BufferRef) -> None:
+        assert isinstance(f.codec, Pieces)
+        self.f = f
+        self.codec = f.codec
+        self._fds: dict[int, int] = {}  # piece index -> open descriptor
+        self._maps: dict[int, mmap.mmap] = {}
+
+    def _fd(self, i: int) -> int:
+        fd = self._fds.get(i)
+        if fd is None:
+            piece = self.codec.pieces[i]
+            fd = open_fd(piece.path)
+            self._fds[i] = fd
+            check_unchanged(fd, piece)  # type: ignore[arg-type]
+        return fd
+
+    def _map(self, i: int) -> mmap.mmap:
+        m = self._maps.get(i)
+        if m is None:
+            piece = self.codec.pieces[i]
+            base = piece.offset - piece.offset % PAGE
+            try:
+                m = mmap.mmap(self._fd(i), piece.offset - base + piece.size, flags=mmap.MAP_SHARED,
+                              prot=mmap.PROT_READ, offset=base)  # fmt: skip
+            except ValueError:
+                raise FileChanged(
+                    "ended early; the file changed while it was read", piece.path
+                ) from None
+            self._maps[i] = m
+        return m
+
+    def read_into(self, into: memoryview, offset: int) -> memoryview:
+        c = self.codec
+        w = c.itemsize
+        if offset % w or len(into) % w:
+            raise ValueError(f"reads of pieces must be whole elements: {offset}, {len(into)}")
+        if offset + len(into) > self.f.size:
+            raise ValueError(f"read past the end of {self.f.path}: {offset + len(into)} bytes")
+        if CANCEL._set:
+            raise Cancelled("interrupted")
+        shape, pieces = c.shape, c.pieces
+        done = 0
+        touched: list[tuple[int, int, int]] = []  # (piece, where in its map, bytes)
+        for starts, stops in _boxes(offset // w, (offset + len(into)) // w, shape):
+            box = tuple(b - a for a, b in zip(starts, stops, strict=True))
+            count = 1
+            for n in box:
+                count *= n
+            out = into[done : done + count * w]
+            for i, p in enumerate(pieces):
+                lo = tuple(max(a, s) for a, s in zip(starts, p.start, strict=True))
+                hi = tuple(min(b, s + n) for b, s, n in zip(stops, p.start, p.shape, strict=True))
+                if any(a >= b for a, b in zip(lo, hi, strict=True)):
+                    continue
+                local_lo = tuple(a - s for a, s in zip(lo, p.start, strict=True))
+                local_hi = tuple(b - s for b, s in zip(hi, p.start, strict=True))
+                in_box_lo = tuple(a - s for a, s in zip(lo, starts, strict=True))
+                in_box_hi = tuple(b - s for b, s in zip(hi, starts, strict=True))
+                src = _run(local_lo, local_hi, p.shape)
+                dst = _run(in_box_lo, in_box_hi, box)
+                n = 1
+                for a, b in zip(lo, hi, strict=True):
+                    n *= b - a
+                if src is not None and dst is not None:
+                    read_exact(self._fd(i), out[dst * w : (dst + n) * w], p.offset + src * w,
+                               p.path)  # fmt: skip
+                    continue
+                if src is not None and n * w <= READ_SIZE:
+                    # One byte range of the piece (whole rows of a column shard):
+                    # read, then spread over the box's rows.
+                    got = read_exact(self._fd(i), buffer(4)[: n * w], p.offset + src * w, p.path)
+                    _spread(out, got, box, in_box_lo, in_box_hi, w)
+                    continue
+                import numpy as np
+
+                m = self._map(i)
+                base = p.offset - p.offset % PAGE
+                touched.append((i, 0, len(m)))
+                cells = np.frombuffer(m, dtype=np.uint8, count=p.size, offset=p.offset - base)
+                source = cells.reshape(*p.shape, w)
+                target = np.frombuffer(out, dtype=np.uint8).reshape(*box, w)
+                put = tuple(slice(a, b) for a, b in zip(in_box_lo, in_box_hi, strict=True))
+                take = tuple(slice(a, b) for a, b in zip(local_lo, local_hi, strict=True))
+                target[put] = source[take]
+                del cells, source, target
+            done += count * w
+        if _DONTNEED is not None:
+            # The pages mapped stay in the page cache, not in this process.
+            for i, at, length in touched:
+                start = at - at % mmap.PAGESIZE
+                self._maps[i].madvise(_DONTNEED, start, at + length - start)
+        return into
+
+    def finish(self) -> None:
+        pass
+
+    def close(self, check: bool = True) -> None:
+        """Unmap and close every piece's file; ``check``: each file read is
+        first checked to be the one listed (FileChanged)."""
+        try:
+            if check:
+                for i, fd in self._fds.items():
+                    check_unchanged(fd, self.codec.pieces[i])  # type: ignore[arg-type]
+        finally:
+            for m in self._maps.values():
+                try:  # noqa: SIM105 - a consumer may still hold a view
+                    m.close()
+                except BufferError:
+                    pass
+            self._maps.clear()
+            for fd in self._fds.values():
+                os.close(fd)
+            self._fds.clear()
+
+
 class _Held:
     """The bytes of an ``Inline`` buffer, held since the file was listed."""
 
@@ -289,8 +524,10 @@ class _Held:
         pass
 
 
-def decoder(fd: int, f: BufferRef) -> _Inflater | _Gather | _Held:
+def decoder(fd: int, f: BufferRef) -> _Inflater | _Gather | _Held | _Assemble:
     """The decoder of a buffer with a codec."""
+    if isinstance(f.codec, Pieces):
+        return _Assemble(f)
     if isinstance(f.codec, Deflate):
         return _Inflater(fd, f)
     if isinstance(f.codec, Strided):
@@ -300,23 +537,64 @@ def decoder(fd: int, f: BufferRef) -> _Inflater | _Gather | _Held:
     raise TypeError(f"no decoder for {f.codec!r}")
 
 
+def runs_of(f: BufferRef) -> list[tuple[int, BufferRef]] | None:
+    """A buffer of several files whose pieces each hold consecutive elements
+    of the global order (rows of a row-sharded tensor, a replicated one):
+    ``(where each piece starts in the buffer, the piece as a plain byte
+    range of its file)``, in order; None for any other."""
+    c = f.codec
+    assert isinstance(c, Pieces)
+    out = []
+    for p in c.pieces:
+        at = _run(p.start, tuple(s + n for s, n in zip(p.start, p.shape, strict=True)), c.shape)
+        if at is None:
+            return None
+        ref = BufferRef(p.path, f.step, f.name, p.size, p.dev, p.ino, p.mtime_ns, p.ctime_ns,
+                        offset=p.offset, file_size=p.file_size)  # fmt: skip
+        out.append((at * c.itemsize, ref))
+    out.sort(key=lambda item: item[0])
+    return out
+
+
+def _run_views(runs: list[tuple[int, BufferRef]], start: int, end: int) -> Iterator[memoryview]:
+    """Views of bytes ``start:end`` of a buffer of consecutive pieces
+    (``runs_of``), straight from each piece's file (``reader.views``: memory
+    maps, no copy), each file checked when opened and after use."""
+    for at, ref in runs:
+        lo, hi = max(start, at), min(end, at + ref.size)
+        if lo >= hi:
+            continue
+        with open_dump(ref) as piece_fd:
+            yield from views(piece_fd, ref, lo - at, hi - at)
+
+
 def decoded_views(fd: int, f: BufferRef, start: int, end: int) -> Iterator[memoryview]:
     """Views of the decoded bytes ``start:end`` of a buffer with a codec, in
     pieces of ``READ_SIZE`` in this thread's buffer 0 (each valid until the
     next); a whole buffer read is checked to its end (``finish``)."""
+    if isinstance(f.codec, Pieces) and (runs := runs_of(f)) is not None:
+        yield from _run_views(runs, start, end)
+        check_unchanged(fd, f)
+        return
     dec = decoder(fd, f)
+    ok = False
     try:
         into = buffer(0)
         pos = start
+        # Whole elements per piece, for a buffer of several files.
+        size = READ_SIZE - READ_SIZE % f.codec.itemsize if isinstance(dec, _Assemble) else READ_SIZE
         while pos < end:
-            n = min(READ_SIZE, end - pos)
+            n = min(size, end - pos)
             yield dec.read_into(into[:n], pos)
             pos += n
         if start == 0 and end == f.size:
             dec.finish()
+        ok = True
     finally:
         if isinstance(dec, _Gather):
             dec.close()
+        elif isinstance(dec, _Assemble):
+            dec.close(check=ok)
     check_unchanged(fd, f)
 
 
@@ -349,13 +627,15 @@ class open_buffer:  # used as a function: ``with open_buffer(f) as reader``
     """A ``BufferReader`` of a buffer's file, opened read-only and checked
     when opened and after use (``open_dump``)."""
 
-    __slots__ = ("dump",)
+    __slots__ = ("dump", "reader")
 
     def __init__(self, f: BufferRef) -> None:
         self.dump = open_dump(f)
+        self.reader: BufferReader | None = None
 
     def __enter__(self) -> BufferReader:
-        return BufferReader(self.dump.__enter__(), self.dump.f)
+        self.reader = BufferReader(self.dump.__enter__(), self.dump.f)
+        return self.reader
 
     def __exit__(
         self,
@@ -363,7 +643,12 @@ class open_buffer:  # used as a function: ``with open_buffer(f) as reader``
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.dump.__exit__(exc_type, exc, tb)
+        dec = None if self.reader is None else self.reader._decoder
+        try:
+            if isinstance(dec, _Assemble):  # its pieces' files, checked too
+                dec.close(check=exc_type is None)
+        finally:
+            self.dump.__exit__(exc_type, exc, tb)
 
 
 def buffer_views(

@@ -5,7 +5,8 @@ A ``BufferRef`` says where one buffer's bytes are: the file that holds them
 and length of the buffer in that file, and what the file's own header says
 of it (dtype and shape), if it has one. A raw ``.bin`` dump is a buffer
 that is the whole file; a tensor of a safetensors file is a range of it;
-a member of a compressed ``.npz`` is a stream (``Codec``); a numpy array
+a member of a compressed ``.npz`` is a stream (``Codec``); a tensor of a
+distributed checkpoint is pieces of several files (``Pieces``); a numpy array
 pickled as text inside a ``torch.save`` archive is bytes decoded when the
 archive was listed (``Inline``). Every stage
 takes buffer references, never paths: digests and cache entries are keyed
@@ -138,6 +139,78 @@ def value_bytes(value: object) -> bytes:
     if type(value) is bytes:
         return b"bytes:" + value
     return f"{type(value).__name__}:{value!r}".encode("utf-8", "surrogatepass")
+
+
+class Piece:
+    """One piece of a buffer that spans several files (``Pieces``): a byte
+    range of a file that holds the box of the buffer's elements from
+    ``start`` (the global index of its first element) of extent ``shape``,
+    in row-major order. ``path`` and ``dev``, ``ino``, ``file_size``,
+    ``mtime_ns``, ``ctime_ns``: its file, as ``stat`` saw it when the run
+    was listed (a reader checks it is still that file, as it does a
+    buffer's own); ``offset``, ``size``: the range."""
+
+    __slots__ = (
+        "ctime_ns", "dev", "file_size", "ino", "mtime_ns", "offset", "path", "shape", "size",
+        "start",
+    )  # fmt: skip
+
+    def __init__(
+        self, path: str, dev: int, ino: int, file_size: int, mtime_ns: int, ctime_ns: int,
+        offset: int, size: int, start: tuple[int, ...], shape: tuple[int, ...],
+    ) -> None:  # fmt: skip
+        self.path = path
+        self.dev = dev
+        self.ino = ino
+        self.file_size = file_size
+        self.mtime_ns = mtime_ns
+        self.ctime_ns = ctime_ns
+        self.offset = offset
+        self.size = size
+        self.start = start
+        self.shape = shape
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        """Its identity: its file's (as ``BufferRef.file_key``), its range and its box."""
+        return (
+            self.dev, self.ino, self.file_size, self.mtime_ns, self.ctime_ns, self.offset,
+            self.size, self.start, self.shape,
+        )  # fmt: skip
+
+    def __repr__(self) -> str:
+        return f"Piece({self.path!r}, offset={self.offset}, size={self.size}, start={self.start})"
+
+    def __reduce__(self) -> tuple[type[Piece], tuple[object, ...]]:
+        return Piece, (
+            self.path, self.dev, self.ino, self.file_size, self.mtime_ns, self.ctime_ns,
+            self.offset, self.size, self.start, self.shape,
+        )  # fmt: skip
+
+
+class Pieces(Codec):
+    """A buffer assembled from pieces of several files (a tensor of a
+    ``torch.distributed.checkpoint``, saved as one chunk per rank): its
+    bytes are the elements of ``itemsize`` bytes of the global ``shape`` in
+    row-major order, each in exactly one ``Piece`` (boxes that tile the
+    global shape, checked when the run was listed). Every stage reads the
+    buffer in global order, so every index is the global one. ``key``: each
+    piece's identity (``Piece.key``): a digest cached for the buffer is
+    used only while every piece is still the file it was."""
+
+    __slots__ = ("itemsize", "pieces", "shape")
+
+    def __init__(self, itemsize: int, shape: tuple[int, ...], pieces: tuple[Piece, ...]) -> None:
+        self.itemsize = itemsize
+        self.shape = shape
+        self.pieces = pieces
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        return ("pieces", self.itemsize, self.shape, tuple(p.key for p in self.pieces))
+
+    def __repr__(self) -> str:
+        return f"Pieces{self.key[1:]}"
 
 
 class BufferRef:

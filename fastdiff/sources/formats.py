@@ -178,6 +178,12 @@ FORMATS: dict[str, Format] = {
         suffixes=(".npy",), dump=BUFFER, magic=((0, NPY_MAGIC),),
         open="open_source", read="file_buffers",
     ),
+    "dcp": Format(
+        "dcp", "fastdiff.sources.dcp",
+        "a torch.distributed.checkpoint folder (.metadata and __<rank>_<n>.distcp files; "
+        "Megatron-LM torch_dist with common.pt), or a root of step-<N>/ ones",
+        open="open_source", folder="is_dcp_folder",
+    ),
     "manifest": Format(
         "manifest", "fastdiff.sources.manifest", "a digest manifest written by 'fastdiff hash'",
         open="open_source",

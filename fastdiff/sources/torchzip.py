@@ -88,16 +88,19 @@ class Archive:
     """What one archive holds: its buffers, how many values that are not
     tensors it holds (not compared), and the qualified names its pickle
     reads as records (classes and functions fastdiff does not know, none
-    of them run), in the order they first appear."""
+    of them run), in the order they first appear. ``root``: what the pickle
+    holds, as data (``torchpickle.load``): the values beside the tensors."""
 
-    __slots__ = ("buffers", "left_out", "names")
+    __slots__ = ("buffers", "left_out", "names", "root")
 
     def __init__(
-        self, buffers: list[BufferRef | Unread], left_out: int, names: tuple[str, ...] = ()
-    ) -> None:
+        self, buffers: list[BufferRef | Unread], left_out: int, names: tuple[str, ...] = (),
+        root: object = None,
+    ) -> None:  # fmt: skip
         self.buffers = buffers
         self.left_out = left_out
         self.names = names
+        self.root = root
 
 
 def _member_bytes(fd: int, m: ZipMember, cap: int) -> bytes:
@@ -250,14 +253,19 @@ def _storage_problem(m: ZipMember | None, key: str, kind: StorageType, numel: in
     return None
 
 
-def read_archive(path: str, step: int, fd: int, st: os.stat_result) -> Archive:
-    """The buffers of an open ``torch.save`` archive (at ``step``); raises TorchError."""
+def read_archive(
+    path: str, step: int, fd: int, st: os.stat_result, base: int = 0, size: int | None = None
+) -> Archive:
+    """The buffers of an open ``torch.save`` archive (at ``step``); raises
+    TorchError. ``base``, ``size``: where the archive lies in the file, when
+    it is inside another (a distributed checkpoint's chunk); the whole file
+    by default."""
     try:
-        members = read_members(fd, st.st_size, MAX_MEMBERS)
+        members = read_members(fd, st.st_size if size is None else size, MAX_MEMBERS, base=base)
     except ZipError as exc:
         from .formats import LEGACY_TORCH
 
-        if os.pread(fd, len(LEGACY_TORCH), 0) == LEGACY_TORCH:
+        if os.pread(fd, len(LEGACY_TORCH), base) == LEGACY_TORCH:
             raise TorchError(
                 "a torch.save file of the legacy format (torch before 1.6, or "
                 "_use_new_zipfile_serialization=False): fastdiff reads the zip format torch.save "
@@ -289,7 +297,8 @@ def read_archive(path: str, step: int, fd: int, st: os.stat_result) -> Archive:
     names: list[str] = []
     leaves: list[tuple[str, object]] = []
     try:
-        found, left_out = walk(load(data, storage, names), leaves)
+        root = load(data, storage, names)
+        found, left_out = walk(root, leaves)
     except PickleRefused as exc:
         raise TorchError(f"data.pkl: {exc}") from None
     placed = []
@@ -333,7 +342,7 @@ def read_archive(path: str, step: int, fd: int, st: os.stat_result) -> Archive:
             first.setdefault(view, ref)
         out.append(ref)
     out += value_refs(leaves, path, step, st, pkl.data_offset)
-    return Archive(out + unread, left_out, tuple(names))
+    return Archive(out + unread, left_out, tuple(names), root)
 
 
 def value_refs(

@@ -72,10 +72,11 @@ def _pread(fd: int, n: int, offset: int) -> bytes:
     return data
 
 
-def _end_record(fd: int, size: int, max_members: int) -> tuple[int, int, int]:
-    """(number of members, central directory size, its offset)."""
+def _end_record(fd: int, size: int, max_members: int, base: int = 0) -> tuple[int, int, int]:
+    """(number of members, central directory size, its offset) of the
+    archive of ``size`` bytes at ``base`` in the file (offsets from there)."""
     start = max(0, size - _TAIL)
-    tail = _pread(fd, size - start, start)
+    tail = _pread(fd, size - start, base + start)
     at = tail.rfind(_EOCD)
     while at >= 0 and len(tail) - at < 22:
         at = tail.rfind(_EOCD, 0, at)
@@ -93,13 +94,13 @@ def _end_record(fd: int, size: int, max_members: int) -> tuple[int, int, int]:
         # zip64: a locator right before the end record points at its twin.
         if end_at < 20:
             raise ZipError("a zip64 archive without its zip64 locator")
-        loc = _pread(fd, 20, end_at - 20)
+        loc = _pread(fd, 20, base + end_at - 20)
         if loc[:4] != _LOCATOR64:
             raise ZipError("a zip64 archive without its zip64 locator")
         (rec_offset,) = struct.unpack("<Q", loc[8:16])
         if rec_offset + 56 > end_at - 20:
             raise ZipError("the zip64 end record lies outside the archive")
-        rec = _pread(fd, 56, rec_offset)
+        rec = _pread(fd, 56, base + rec_offset)
         if rec[:4] != _EOCD64:
             raise ZipError("the zip64 end record is missing where its locator points")
         count, _, cd_size, cd_offset = struct.unpack("<QQQQ", rec[24:56])
@@ -144,15 +145,18 @@ def _zip64_extra(extra: bytes, stored: int, size: int, offset: int) -> tuple[int
 
 
 def read_members(
-    fd: int, size: int, max_members: int = MAX_MEMBERS, local: bool = True
+    fd: int, size: int, max_members: int = MAX_MEMBERS, local: bool = True, base: int = 0
 ) -> list[ZipMember]:
     """The members of an open archive of ``size`` bytes, in archive order,
     each checked (module docstring), at most ``max_members`` of them;
     raises ZipError. ``local=False``: from the central directory alone,
     their local headers neither read nor checked (their ``data_offset`` is
-    -1): enough to tell what the archive holds by its names."""
-    count, cd_size, cd_offset = _end_record(fd, size, min(max_members, MAX_MEMBERS))
-    directory = _pread(fd, cd_size, cd_offset)
+    -1): enough to tell what the archive holds by its names. ``base``: where
+    the archive starts in the file (an archive inside another file, as a
+    distributed checkpoint's chunks are); the members' offsets are the
+    file's."""
+    count, cd_size, cd_offset = _end_record(fd, size, min(max_members, MAX_MEMBERS), base)
+    directory = _pread(fd, cd_size, base + cd_offset)
     members: list[ZipMember] = []
     names: set[str] = set()
     pos = 0
@@ -189,19 +193,19 @@ def read_members(
         if offset + 30 > cd_offset:
             raise ZipError(f"member {name!r}'s local header lies outside the members' area")
         if not local:
-            members.append(ZipMember(name, method, crc, stored, usize, offset, -1))
+            members.append(ZipMember(name, method, crc, stored, usize, base + offset, -1))
             continue
-        header = _pread(fd, 30, offset)
+        header = _pread(fd, 30, base + offset)
         if header[:4] != _LOCAL:
             raise ZipError(f"member {name!r}: no local header where the directory points")
         (local_method,) = struct.unpack("<H", header[8:10])
         ln_name, ln_extra = struct.unpack("<HH", header[26:30])
-        if local_method != method or _pread(fd, ln_name, offset + 30) != raw_name:
+        if local_method != method or _pread(fd, ln_name, base + offset + 30) != raw_name:
             raise ZipError(f"member {name!r}: its local header disagrees with the directory")
         data = offset + 30 + ln_name + ln_extra
         if data + stored > cd_offset:
             raise ZipError(f"member {name!r}'s data runs past the members' area")
-        members.append(ZipMember(name, method, crc, stored, usize, offset, data))
+        members.append(ZipMember(name, method, crc, stored, usize, base + offset, base + data))
     if pos != len(directory):
         raise ZipError("the central directory holds more than its records")
     if not local:

@@ -1,0 +1,280 @@
+"""torch.distributed.checkpoint (DCP) folders as runs, through the command line.
+
+The checkpoints are written by torch itself: ``tests/dcp/write_dcp.py``
+under ``torch.distributed.run`` with gloo on CPU, DTensors on a mesh of 2,
+3 and 4 ranks (``Shard(0)``, ``Shard(1)``, ``Replicate()``, bf16), once
+per test session (torchrun is slow to start), with one element changed at
+known global coordinates. Every index the JSON report gives must be the
+global one, whatever the two layouts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("torch.distributed.checkpoint")
+
+sys.path.insert(0, str(Path(__file__).parent))
+from helpers import fastdiff  # noqa: E402
+
+WRITER = Path(__file__).parent / "dcp" / "write_dcp.py"
+NAMES = ("model.cols", "model.half", "model.rep", "model.rows", "model.vec")
+
+
+def _torchrun(ranks: int, specs: list[str], cwd: Path) -> None:
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone",
+         f"--nproc_per_node={ranks}", str(WRITER), *specs],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    if done.returncode:
+        pytest.fail(f"torchrun of {ranks} ranks failed:\n{done.stderr[-3000:]}")
+
+
+@pytest.fixture(scope="session")
+def ckpt(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The checkpoints, written once: ``r<N>/base`` (N ranks), ``r<N>/<what>``
+    with one element changed, ``r2/flip`` (rows and columns sharded the
+    other way round), and roots ``root_a``, ``root_b`` of ``step-<N>``
+    folders."""
+    root = tmp_path_factory.mktemp("dcp")
+    _torchrun(2, [
+        f"{root}/r2/base", f"{root}/r2/rows|model.rows:11,2", f"{root}/r2/flip",
+        f"{root}/root_a/step-100", f"{root}/root_a/step-200",
+    ], root)  # fmt: skip
+    _torchrun(3, [f"{root}/r3/base", f"{root}/r3/half|model.half:7,5"], root)
+    _torchrun(4, [
+        f"{root}/r4/base", f"{root}/r4/cols|model.cols:3,9",
+        f"{root}/r4/flipcols|flip|model.cols:3,9",
+        f"{root}/root_b/step-100", f"{root}/root_b/step-200|model.rows:11,2",
+    ], root)  # fmt: skip
+    return root
+
+
+def compare(a: Path, b: Path, *more: str) -> tuple[int, dict[str, Any]]:
+    done = fastdiff("compare", a, b, "--format", "json", *more)
+    assert done.returncode in (0, 1), done.stderr
+    return done.returncode, json.loads(done.stdout)
+
+
+def by_name(report: dict[str, Any]) -> dict[tuple[int, str], dict[str, Any]]:
+    return {(b["step"], b["name"]): b for b in report["buffers"]}
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("root_a/step-100", "root_a/step-200"),  # the same layout
+        ("r2/base", "r3/base"),
+        ("r2/base", "r4/base"),
+        ("r3/base", "r4/base"),
+        ("r2/base", "r2/flip"),  # rows against columns
+        ("r2/flip", "r4/base"),
+    ],
+)
+def test_the_same_tensors_in_any_layout_are_identical(ckpt: Path, a: str, b: str) -> None:
+    code, report = compare(ckpt / a, ckpt / b)
+    assert code == 0
+    assert report["verdict"] == "identical"
+    assert sorted(n for _, n in by_name(report)) == sorted(NAMES)
+    assert all(b["status"] == "equal" for b in report["buffers"])
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "name", "at", "shape", "dtype"),
+    [
+        ("r2/base", "r2/rows", "model.rows", [11, 2], [13, 7], "f32"),  # same layout
+        ("r3/base", "r2/rows", "model.rows", [11, 2], [13, 7], "f32"),  # 3 ranks against 2
+        ("r4/base", "r3/half", "model.half", [7, 5], [9, 6], "bf16"),
+        ("r2/base", "r4/cols", "model.cols", [3, 9], [5, 11], "f32"),  # columns, 2 against 4
+        ("r2/flip", "r4/cols", "model.cols", [3, 9], [5, 11], "f32"),  # rows against columns
+        ("r4/cols", "r4/flipcols", "model.cols", None, [5, 11], "f32"),  # changed alike
+    ],
+)
+def test_one_element_changed_is_found_at_its_global_index(
+    ckpt: Path, a: str, b: str, name: str, at: list[int] | None, shape: list[int], dtype: str
+) -> None:
+    code, report = compare(ckpt / a, ckpt / b)
+    buffers = by_name(report)
+    if at is None:
+        assert code == 0 and buffers[(0, name)]["status"] == "equal"
+        return
+    assert code == 1
+    assert report["first_divergent_step"] == 0
+    diverged = {n for (_, n), buf in buffers.items() if buf["status"] != "equal"}
+    assert diverged == {name}
+    buf = buffers[(0, name)]
+    assert buf["dtype"] == dtype
+    assert buf["shape"] == shape
+    assert buf["n_diff"] == 1
+    assert buf["first_index_nd"] == at
+    assert buf["first_index"] == at[0] * shape[1] + at[1]
+    assert buf["max_abs_delta_index_nd"] == at
+    assert buf["rows"] == [at[0]]
+    assert abs(buf["b"] - buf["a"] - 1) < 0.02  # bf16: one more, rounded
+
+
+def test_a_root_of_step_folders_is_a_run_of_those_steps(ckpt: Path) -> None:
+    code, report = compare(ckpt / "root_a", ckpt / "root_b")
+    assert code == 1
+    assert report["first_divergent_step"] == 200
+    buffers = by_name(report)
+    assert {s for s, _ in buffers} == {100, 200}
+    assert all(b["status"] == "equal" for (s, _), b in buffers.items() if s == 100)
+    assert buffers[(200, "model.rows")]["first_index_nd"] == [11, 2]
+
+
+def test_a_root_lists_only_the_steps_asked_for(ckpt: Path) -> None:
+    code, report = compare(ckpt / "root_a", ckpt / "root_b", "--steps", "100")
+    assert code == 0
+    assert {b["step"] for b in report["buffers"]} == {100}
+
+
+def test_the_values_beside_the_tensors_are_counted(ckpt: Path) -> None:
+    _, report = compare(ckpt / "r2/base", ckpt / "r3/base")
+    said = [s for s in report["skipped"] if "not tensors" in json.dumps(s)]
+    assert len(said) == 2  # step and lr, in each run
+
+
+def _copy(ckpt: Path, tmp_path: Path, which: str = "r2/base") -> Path:
+    run = tmp_path / "run"
+    shutil.copytree(ckpt / which, run)
+    return run
+
+
+class _System:
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return os.system, (f"echo ran > {self.marker}",)
+
+
+def _nested() -> bytes:
+    deep: list[object] = []
+    for _ in range(50_000):
+        deep = [deep]
+    return b"\x80\x02" + b"]" * 50_000 + b"a" * 49_999 + b"."
+
+
+HOSTILE = {
+    "os.system": lambda marker, good: pickle.dumps(_System(marker), protocol=2),
+    "deep nesting": lambda marker, good: _nested(),
+    "a pickle bomb": lambda marker, good: b"\x80\x02" + b"]" * 5_000_000,
+    "truncated": lambda marker, good: good[: len(good) // 2],
+    "empty": lambda marker, good: b"",
+    "not a pickle": lambda marker, good: b"PK\x03\x04 not a pickle",
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_a_hostile_metadata_is_refused_in_one_line(ckpt: Path, tmp_path: Path, case: str) -> None:
+    run = _copy(ckpt, tmp_path)
+    marker = tmp_path / "marker"
+    meta = run / ".metadata"
+    meta.write_bytes(HOSTILE[case](marker, meta.read_bytes()))
+    done = fastdiff("compare", ckpt / "r2/base", run)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert str(meta) in lines[0]
+    assert "Traceback" not in done.stderr
+    assert not marker.exists()  # nothing of the pickle ran
+
+
+def test_a_missing_chunk_file_is_an_error_for_its_tensors(ckpt: Path, tmp_path: Path) -> None:
+    run = _copy(ckpt, tmp_path)
+    (run / "__1_0.distcp").unlink()
+    done = fastdiff("compare", ckpt / "r2/base", run, "--format", "json")
+    assert done.returncode == 2
+    report = json.loads(done.stdout)
+    assert report["errors"]
+    assert any("__1_0.distcp" in e["message"] for e in report["errors"])
+
+
+def test_a_chunk_path_outside_the_folder_is_refused(ckpt: Path, tmp_path: Path) -> None:
+    run = _copy(ckpt, tmp_path)
+    meta = run / ".metadata"
+    data = meta.read_bytes().replace(b"__1_0.distcp", b"../1_0.distc")  # the same length
+    meta.write_bytes(data)
+    done = fastdiff("compare", ckpt / "r2/base", run, "--format", "json")
+    assert done.returncode == 2
+    assert "not one of the folder's" in done.stdout
+
+
+def test_a_chunk_rewritten_since_it_was_cached_is_read_again(ckpt: Path, tmp_path: Path) -> None:
+    run = _copy(ckpt, tmp_path)
+    cache = ["--cache", "--cache-dir", str(tmp_path / "cache"), "--cache-min-age", "0"]
+    code, _ = compare(ckpt / "r2/base", run, *cache)
+    assert code == 0
+    # The same size, one byte of model.rows[9, 3] (its second chunk) changed: a new mtime.
+    import torch.distributed.checkpoint as dcp
+
+    state = {"model.rows": torch.zeros(13, 7)}
+    with warnings.catch_warnings():  # no process group: a single process, as meant
+        warnings.simplefilter("ignore")
+        dcp.load(state, checkpoint_id=str(run))
+    target = run / "__1_0.distcp"
+    blob = bytearray(target.read_bytes())
+    old = state["model.rows"][9, 3].numpy().tobytes()
+    at = blob.find(old)
+    assert at > 0
+    blob[at + 3] ^= 0x40
+    target.write_bytes(bytes(blob))
+    code, report = compare(ckpt / "r2/base", run, *cache)
+    assert code == 1
+    assert by_name(report)[(0, "model.rows")]["first_index_nd"] == [9, 3]
+
+
+def test_megatron_torch_dist_reads_common_pt_too(ckpt: Path, tmp_path: Path) -> None:
+    a = tmp_path / "a"
+    b = tmp_path / "b"
+    for run, value in ((a, 1.0), (b, 2.0)):
+        shutil.copytree(ckpt / "r2/base", run)
+        common = {"iteration": 100, "rng_state": torch.tensor([1.0, value, 3.0])}
+        torch.save(common, run / "common.pt")
+        (run / "metadata.json").write_text('{"sharded_backend": "torch_dist"}')
+    code, report = compare(a, b)
+    assert code == 1
+    buffers = by_name(report)
+    assert buffers[(0, "rng_state")]["first_index"] == 1
+    assert all(buf["status"] == "equal" for (_, n), buf in buffers.items() if n != "rng_state")
+
+
+def test_only_the_differing_chunk_reaches_a_kernel(ckpt: Path) -> None:
+    # model.cols is 5 x 11 f32 (220 bytes), sharded by columns over 2 and 4 ranks.
+    code, report = compare(ckpt / "r2/base", ckpt / "r4/cols", "--chunk-size", "64")
+    assert code == 1
+    assert 0 < report["work"]["bytes_scanned"] <= 2 * 64
+
+
+def test_worker_processes_read_the_pieces_too(ckpt: Path) -> None:
+    code, report = compare(ckpt / "r3/base", ckpt / "r4/cols", "--executor", "process")
+    assert code == 1
+    assert by_name(report)[(0, "model.cols")]["first_index_nd"] == [3, 9]
+
+
+def test_a_manifest_of_one_layout_compares_with_a_run_of_another(
+    ckpt: Path, tmp_path: Path
+) -> None:
+    manifest = tmp_path / "r2.manifest.json"
+    done = fastdiff("hash", ckpt / "r2/base", "-o", manifest)
+    assert done.returncode == 0, done.stderr
+    code, report = compare(manifest, ckpt / "r4/base")
+    assert code == 0
+    code, report = compare(manifest, ckpt / "r4/cols")
+    assert code == 1
+    diverged = [b["name"] for b in report["buffers"] if b["status"] != "equal"]
+    assert diverged == ["model.cols"]
