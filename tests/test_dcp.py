@@ -30,6 +30,7 @@ from helpers import fastdiff  # noqa: E402
 
 WRITER = Path(__file__).parent / "dcp" / "write_dcp.py"
 NAMES = ("model.cols", "model.half", "model.rep", "model.rows", "model.vec")
+VALUES = ("lr", "step")  # BYTE_IO items: values of the run
 
 
 def _torchrun(ranks: int, specs: list[str], cwd: Path) -> None:
@@ -88,7 +89,7 @@ def test_the_same_tensors_in_any_layout_are_identical(ckpt: Path, a: str, b: str
     code, report = compare(ckpt / a, ckpt / b)
     assert code == 0
     assert report["verdict"] == "identical"
-    assert sorted(n for _, n in by_name(report)) == sorted(NAMES)
+    assert sorted(n for _, n in by_name(report)) == sorted(NAMES + VALUES)
     assert all(b["status"] == "equal" for b in report["buffers"])
 
 
@@ -142,10 +143,44 @@ def test_a_root_lists_only_the_steps_asked_for(ckpt: Path) -> None:
     assert {b["step"] for b in report["buffers"]} == {100}
 
 
-def test_the_values_beside_the_tensors_are_counted(ckpt: Path) -> None:
+def test_the_values_beside_the_tensors_are_compared(ckpt: Path) -> None:
+    """``BYTE_IO`` items (``step``, ``lr``) are values of the run, whatever
+    the layouts: equal here, and nothing said to be left out."""
     _, report = compare(ckpt / "r2/base", ckpt / "r3/base")
-    said = [s for s in report["skipped"] if "not tensors" in json.dumps(s)]
-    assert len(said) == 2  # step and lr, in each run
+    got = by_name(report)
+    assert (got[(0, "step")]["dtype"], got[(0, "step")]["a"], got[(0, "step")]["b"]) == (
+        "value", 100, 100
+    )  # fmt: skip
+    assert got[(0, "lr")]["status"] == "equal"
+    assert not [s for s in report["skipped"] if "not tensors" in json.dumps(s)]
+
+
+def _save_values(out: Path, lr: float, host: str) -> None:
+    import torch.distributed.checkpoint as dcp
+
+    state = {"w": torch.arange(6.0).reshape(2, 3), "lr": lr, "step": 5, "host": host,
+             "extra": {"seed": 7, "tag": host}}  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "assuming the intent is to save in a single process"
+        dcp.save(state, checkpoint_id=str(out))
+
+
+def test_a_value_that_differs_diverges_and_a_label_is_listed(tmp_path: Path) -> None:
+    _save_values(tmp_path / "a", 0.001, "host-a")
+    _save_values(tmp_path / "b", 0.002, "host-b")
+    _save_values(tmp_path / "c", 0.001, "host-c")
+    code, report = compare(tmp_path / "a", tmp_path / "b")
+    got = by_name(report)
+    assert code == 1 and report["first_divergent_step"] == 0
+    lr = got[(0, "lr")]
+    assert (lr["dtype"], lr["status"], lr["a"], lr["b"]) == ("value", "diverged", 0.001, 0.002)
+    assert got[(0, "extra.seed")]["status"] == "equal"
+    code, report = compare(tmp_path / "a", tmp_path / "c")  # labels alone differ
+    got = by_name(report)
+    assert code == 0 and report["verdict"] == "identical"
+    for name in ("host", "extra.tag"):
+        assert (got[(0, name)]["dtype"], got[(0, name)]["status"]) == ("label", "label_differs")
+        assert (got[(0, name)]["a"], got[(0, name)]["b"]) == ("host-a", "host-c")
 
 
 def _copy(ckpt: Path, tmp_path: Path, which: str = "r2/base") -> Path:

@@ -26,9 +26,10 @@ and the tensor's dtype; a tensor of which one is not is an error for
 that tensor alone.
 
 A ``BYTE_IO`` item (a value that is not a tensor: the step, the learning
-rate) is a ``torch.save`` archive of it: read as data (``step_values``),
-its tensors compared as buffers named below it, its other leaves counted
-as values not compared (the hook for comparing them is ``step_values``).
+rate) is a ``torch.save`` archive of it, read as data: its tensors and its
+values (numbers, booleans, None: state; strings, bytes: labels) are
+buffers named by the item (``lr``) or below it (``extra.seed``), compared
+as the values of any checkpoint are.
 Megatron-LM's ``torch_dist`` format is a DCP folder with a ``common.pt``
 (a ``torch.save`` archive of what every rank shares) and a
 ``metadata.json``: its tensors and values are read as well.
@@ -300,7 +301,7 @@ def read_step(folder: str, step: int) -> StepRead:
             raise DcpError(got)
         return got
 
-    def archive(info: tuple[str, int, int]) -> object:
+    def archive(info: tuple[str, int, int], lone: str | None = None) -> object:
         name, offset, length = info
         fd, st = opened(name)
         if offset + length > st.st_size:
@@ -308,7 +309,7 @@ def read_step(folder: str, step: int) -> StepRead:
                 f"{name} holds {st.st_size:,} bytes; its chunk ends at {offset + length:,}"
             )
         try:
-            return read_archive(os.path.join(folder, name), step, fd, st, offset, length)
+            return read_archive(os.path.join(folder, name), step, fd, st, offset, length, lone)
         except TorchError as exc:
             raise DcpError(f"{name} at {offset:,}: {exc}") from None
 
@@ -316,7 +317,7 @@ def read_step(folder: str, step: int) -> StepRead:
         for item in items:
             try:
                 if item.dtype is None:
-                    _value(out, item, archive(item.value))  # type: ignore[arg-type]
+                    _value(out, item, archive(item.value, item.fqn))  # type: ignore[arg-type]
                 else:
                     out.items.append(
                         _tensor(folder, step, item, archive, opened, meta_st, meta_path)
@@ -339,7 +340,8 @@ def read_step(folder: str, step: int) -> StepRead:
 
 
 def _value(out: StepRead, item: Item, arch: object) -> None:
-    """A ``BYTE_IO`` item: its value held, its tensors as buffers below its name."""
+    """A ``BYTE_IO`` item: its value held, its tensors and values as buffers
+    below its name (a lone tensor or value: its name)."""
     from .torchzip import Archive
 
     assert isinstance(arch, Archive)
@@ -347,7 +349,10 @@ def _value(out: StepRead, item: Item, arch: object) -> None:
     out.left_out += arch.left_out
     out.names.extend(n for n in arch.names if n not in out.names)
     for ref in arch.buffers:
-        name = item.fqn if ref.name == "tensor" else f"{item.fqn}.{ref.name}"
+        lone = ref.name == "tensor" or (
+            ref.name == item.fqn and getattr(ref, "dtype", None) in ("value", "label")
+        )
+        name = item.fqn if lone else f"{item.fqn}.{ref.name}"
         if isinstance(ref, Unread):
             out.items.append(Unread(ref.step, name, ref.reason))
         else:

@@ -254,12 +254,21 @@ def _storage_problem(m: ZipMember | None, key: str, kind: StorageType, numel: in
 
 
 def read_archive(
-    path: str, step: int, fd: int, st: os.stat_result, base: int = 0, size: int | None = None
+    path: str,
+    step: int,
+    fd: int,
+    st: os.stat_result,
+    base: int = 0,
+    size: int | None = None,
+    lone: str | None = None,
 ) -> Archive:
     """The buffers of an open ``torch.save`` archive (at ``step``); raises
     TorchError. ``base``, ``size``: where the archive lies in the file, when
     it is inside another (a distributed checkpoint's chunk); the whole file
-    by default."""
+    by default. ``lone``: the name of the value the pickle is, when it is
+    one value alone (a distributed checkpoint's ``lr``), compared as the
+    values in a container are; None: such a value has no name and is
+    counted as left out."""
     try:
         members = read_members(fd, st.st_size if size is None else size, MAX_MEMBERS, base=base)
     except ZipError as exc:
@@ -299,6 +308,9 @@ def read_archive(
     try:
         root = load(data, storage, names)
         found, left_out = walk(root, leaves)
+        if lone is not None and left_out == 1 and not found and not leaves:
+            leaves.append((lone, root))  # the pickle is this one value
+            left_out = 0
     except PickleRefused as exc:
         raise TorchError(f"data.pkl: {exc}") from None
     placed = []
