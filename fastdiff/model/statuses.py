@@ -7,6 +7,12 @@ bare strings: ``b.status is Status.DIVERGED``, ``b.status in DIVERGENT``
 (members are interned: one object per value and class). No words here: how
 a report says a status (``only in run A``, ``DIVERGED``) is ``render.words``'.
 
+The other jobs' members: ``StepStatus`` (a watch's step), ``StopReason``
+(why a watch ended), ``RerunVerdict``, ``Reproduction`` and
+``OriginAgreement`` (what a rerun found), ``Unclassified`` (why a sweep's
+run is in no class), ``SourceKind`` (what ``stats`` read); and the exit
+codes a verdict gives (``verdict_exit``).
+
 The collections are in report order: ``Status.ALL`` in the order a step's
 counts are given (``STATUS_ORDER``), ``GroupStatus.ALL``, ``Verdict.ALL``,
 ``Role.ALL`` (from the most telling), ``ProblemKind.ALL``. The sets say what
@@ -22,16 +28,28 @@ if TYPE_CHECKING:
 __all__ = [
     "DIFFERING",
     "DIVERGENT",
+    "EXIT_DIVERGED",
+    "EXIT_IDENTICAL",
+    "EXIT_INTERRUPTED",
+    "EXIT_TROUBLE",
     "MATCHING",
     "STATUS_ORDER",
     "TIMELINE",
     "TROUBLE",
     "GroupStatus",
     "Member",
+    "OriginAgreement",
     "ProblemKind",
+    "Reproduction",
+    "RerunVerdict",
     "Role",
+    "SourceKind",
     "Status",
+    "StepStatus",
+    "StopReason",
+    "Unclassified",
     "Verdict",
+    "verdict_exit",
 ]
 
 
@@ -211,3 +229,128 @@ ProblemKind.MISMATCH = ProblemKind("mismatch")
 ProblemKind.UNDECIDED = ProblemKind("undecided")
 ProblemKind.WORKER = ProblemKind("worker")
 ProblemKind.ERROR = ProblemKind("error")
+
+
+class StepStatus(Member):
+    """A step of a watch (``model.watch.StepReport``): ``diverged`` when a
+    buffer diverged, else ``error`` when a buffer or the step had trouble,
+    else ``equal`` (within tolerance included)."""
+
+    __slots__ = ()
+    EQUAL: ClassVar[StepStatus]
+    DIVERGED: ClassVar[StepStatus]
+    ERROR: ClassVar[StepStatus]
+
+
+StepStatus.EQUAL = StepStatus("equal")
+StepStatus.DIVERGED = StepStatus("diverged")
+StepStatus.ERROR = StepStatus("error")
+
+
+class StopReason(Member):
+    """Why a watch ended (``model.watch.WatchSummary.stopped``)."""
+
+    __slots__ = ()
+    DIVERGED: ClassVar[StopReason]
+    IDLE: ClassVar[StopReason]
+    INTERRUPTED: ClassVar[StopReason]
+    ERROR: ClassVar[StopReason]
+
+
+StopReason.DIVERGED = StopReason("diverged")  # a step diverged (and --keep-going was not given)
+StopReason.IDLE = StopReason("idle")  # both runs wrote nothing for the idle timeout
+StopReason.INTERRUPTED = StopReason("interrupted")  # Ctrl-C
+StopReason.ERROR = StopReason("error")  # trouble: nothing more could be compared
+
+
+class RerunVerdict(Member):
+    """A rerun (``model.rerun.RerunResult``): its arms are bit-identical
+    (exit 0), one diverges from arm 1 (1), trouble (2), or Ctrl-C (130)."""
+
+    __slots__ = ()
+    DETERMINISTIC: ClassVar[RerunVerdict]
+    NONDETERMINISTIC: ClassVar[RerunVerdict]
+    ERROR: ClassVar[RerunVerdict]
+    INTERRUPTED: ClassVar[RerunVerdict]
+
+
+RerunVerdict.DETERMINISTIC = RerunVerdict("deterministic")
+RerunVerdict.NONDETERMINISTIC = RerunVerdict("nondeterministic")
+RerunVerdict.ERROR = RerunVerdict("error")
+RerunVerdict.INTERRUPTED = RerunVerdict("interrupted")
+
+
+class Reproduction(Member):
+    """Whether a rerun's divergence shows in every arm compared with arm 1,
+    and at the same place (``model.rerun.RerunFindings.reproduces``)."""
+
+    __slots__ = ()
+    UNKNOWN: ClassVar[Reproduction]
+    INTERMITTENT: ClassVar[Reproduction]
+    SAME_BUFFERS: ClassVar[Reproduction]
+    SAME_STEP: ClassVar[Reproduction]
+    DIFFERENT_STEPS: ClassVar[Reproduction]
+
+
+Reproduction.UNKNOWN = Reproduction("unknown")  # one arm against arm 1: nothing to tell
+Reproduction.INTERMITTENT = Reproduction("intermittent")  # some arms matched arm 1
+# Every arm diverges, first at the same step in the same buffers:
+Reproduction.SAME_BUFFERS = Reproduction("same_buffers")
+Reproduction.SAME_STEP = Reproduction("same_step")  # at the same step, not in the same buffers
+Reproduction.DIFFERENT_STEPS = Reproduction("different_steps")  # first at different steps
+
+
+class OriginAgreement(Member):
+    """Whether the diverging arms of a rerun share their first origin."""
+
+    __slots__ = ()
+    SAME: ClassVar[OriginAgreement]
+    DIFFERS: ClassVar[OriginAgreement]
+    NOT_EVERYWHERE: ClassVar[OriginAgreement]
+
+
+OriginAgreement.SAME = OriginAgreement("same")  # one first origin in every diverging arm
+OriginAgreement.DIFFERS = OriginAgreement("differs")  # arms' first origins differ
+OriginAgreement.NOT_EVERYWHERE = OriginAgreement("not_everywhere")  # an arm has none
+
+
+class Unclassified(Member):
+    """Why a run of a sweep is in no identity class (``model.sweep.UnclassifiedRun``)."""
+
+    __slots__ = ()
+    NO_PAIR: ClassVar[Unclassified]
+    EVERY_PAIR_ERROR: ClassVar[Unclassified]
+    PAIR_ERROR: ClassVar[Unclassified]
+
+
+Unclassified.NO_PAIR = Unclassified("no_pair")  # in no pair of the sweep
+Unclassified.EVERY_PAIR_ERROR = Unclassified("every_pair_error")  # every pair with it failed
+# Its pair with another classified run ended in error (``UnclassifiedRun.failed``):
+Unclassified.PAIR_ERROR = Unclassified("pair_error")
+
+
+class SourceKind(Member):
+    """What a run was read from (``model.stats.RunStats.source``)."""
+
+    __slots__ = ()
+    FOLDER: ClassVar[SourceKind]
+    MANIFEST: ClassVar[SourceKind]
+
+
+SourceKind.FOLDER = SourceKind("folder")
+SourceKind.MANIFEST = SourceKind("manifest")
+
+
+#: Exit codes (``errors`` re-exports them): a verdict's, as in cmp and diff.
+EXIT_IDENTICAL = 0
+EXIT_DIVERGED = 1
+EXIT_TROUBLE = 2
+EXIT_INTERRUPTED = 130
+
+
+def verdict_exit(verdict: str) -> int:
+    """The exit code of a run pair's (or a sweep's) verdict: 0 identical, 1
+    diverged, 2 anything else."""
+    return {Verdict.IDENTICAL: EXIT_IDENTICAL, Verdict.DIVERGED: EXIT_DIVERGED}.get(
+        verdict, EXIT_TROUBLE
+    )
