@@ -15,8 +15,8 @@ from itertools import combinations
 
 from .engine.scheduler import compare_pairs, holding, list_runs
 from .errors import FastdiffError
-from .model.findings import Note, NoteKind
-from .model.statuses import Unclassified, Verdict
+from .model.findings import Note, NoteKind, Unclassified
+from .model.statuses import Verdict
 from .model.sweep import FirstOrigins, SweepSummary, UnclassifiedRun
 
 __all__ = [

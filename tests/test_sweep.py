@@ -22,8 +22,8 @@ from fastdiff import render_json
 from fastdiff.bench.synth import write_rl_run
 from fastdiff.engine.cache import DigestCache
 from fastdiff.errors import FastdiffError
+from fastdiff.model.findings import Unclassified
 from fastdiff.model.results import BufferResult, Report
-from fastdiff.model.statuses import Unclassified
 from fastdiff.options import CompareOptions
 from fastdiff.sweep import (
     UnclassifiedRun,

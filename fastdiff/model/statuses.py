@@ -8,10 +8,9 @@ bare strings: ``b.status is Status.DIVERGED``, ``b.status in DIVERGENT``
 a report says a status (``only in run A``, ``DIVERGED``) is ``render.words``'.
 
 The other jobs' members: ``StepStatus`` (a watch's step), ``StopReason``
-(why a watch ended), ``RerunVerdict``, ``Reproduction`` and
-``OriginAgreement`` (what a rerun found), ``Unclassified`` (why a sweep's
-run is in no class), ``SourceKind`` (what ``stats`` read); and the exit
-codes a verdict gives (``verdict_exit``).
+(why a watch ended), ``RerunVerdict``, ``SourceKind`` (what ``stats``
+read); and the exit codes a verdict gives (``verdict_exit``). The kinds of
+findings are ``findings``'.
 
 The collections are in report order: ``Status.ALL`` in the order a step's
 counts are given (``STATUS_ORDER``), ``GroupStatus.ALL``, ``Verdict.ALL``,
@@ -38,16 +37,13 @@ __all__ = [
     "TROUBLE",
     "GroupStatus",
     "Member",
-    "OriginAgreement",
     "ProblemKind",
-    "Reproduction",
     "RerunVerdict",
     "Role",
     "SourceKind",
     "Status",
     "StepStatus",
     "StopReason",
-    "Unclassified",
     "Verdict",
     "verdict_exit",
 ]
@@ -278,55 +274,6 @@ RerunVerdict.DETERMINISTIC = RerunVerdict("deterministic")
 RerunVerdict.NONDETERMINISTIC = RerunVerdict("nondeterministic")
 RerunVerdict.ERROR = RerunVerdict("error")
 RerunVerdict.INTERRUPTED = RerunVerdict("interrupted")
-
-
-class Reproduction(Member):
-    """Whether a rerun's divergence shows in every arm compared with arm 1,
-    and at the same place (``model.rerun.RerunFindings.reproduces``)."""
-
-    __slots__ = ()
-    UNKNOWN: ClassVar[Reproduction]
-    INTERMITTENT: ClassVar[Reproduction]
-    SAME_BUFFERS: ClassVar[Reproduction]
-    SAME_STEP: ClassVar[Reproduction]
-    DIFFERENT_STEPS: ClassVar[Reproduction]
-
-
-Reproduction.UNKNOWN = Reproduction("unknown")  # one arm against arm 1: nothing to tell
-Reproduction.INTERMITTENT = Reproduction("intermittent")  # some arms matched arm 1
-# Every arm diverges, first at the same step in the same buffers:
-Reproduction.SAME_BUFFERS = Reproduction("same_buffers")
-Reproduction.SAME_STEP = Reproduction("same_step")  # at the same step, not in the same buffers
-Reproduction.DIFFERENT_STEPS = Reproduction("different_steps")  # first at different steps
-
-
-class OriginAgreement(Member):
-    """Whether the diverging arms of a rerun share their first origin."""
-
-    __slots__ = ()
-    SAME: ClassVar[OriginAgreement]
-    DIFFERS: ClassVar[OriginAgreement]
-    NOT_EVERYWHERE: ClassVar[OriginAgreement]
-
-
-OriginAgreement.SAME = OriginAgreement("same")  # one first origin in every diverging arm
-OriginAgreement.DIFFERS = OriginAgreement("differs")  # arms' first origins differ
-OriginAgreement.NOT_EVERYWHERE = OriginAgreement("not_everywhere")  # an arm has none
-
-
-class Unclassified(Member):
-    """Why a run of a sweep is in no identity class (``model.sweep.UnclassifiedRun``)."""
-
-    __slots__ = ()
-    NO_PAIR: ClassVar[Unclassified]
-    EVERY_PAIR_ERROR: ClassVar[Unclassified]
-    PAIR_ERROR: ClassVar[Unclassified]
-
-
-Unclassified.NO_PAIR = Unclassified("no_pair")  # in no pair of the sweep
-Unclassified.EVERY_PAIR_ERROR = Unclassified("every_pair_error")  # every pair with it failed
-# Its pair with another classified run ended in error (``UnclassifiedRun.failed``):
-Unclassified.PAIR_ERROR = Unclassified("pair_error")
 
 
 class SourceKind(Member):

@@ -6,12 +6,12 @@ Computed by ``fastdiff.sweep``; worded by ``render.sweep``.
 
 from __future__ import annotations
 
-from .statuses import Unclassified, Verdict, verdict_exit
+from .statuses import Verdict, verdict_exit
 from .value import Value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from .findings import Note
+    from .findings import Note, Unclassified
     from .results import Origin
 
 __all__ = ["FirstOrigins", "SweepSummary", "UnclassifiedRun"]

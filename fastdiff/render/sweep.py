@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 
-from ..model.statuses import Unclassified, Verdict
+from ..model.findings import Unclassified
+from ..model.statuses import Verdict
 from ..textkit.escape import display_path, json_text
 from ..textkit.fmt import plural
 from .json import JSON_SCHEMA_VERSION, origin_dict, report_dict
@@ -88,7 +89,9 @@ def format_sweep_row(report: Report) -> str:
     diverged = ""
     if report.first_divergent_step is not None:
         groups = " ".join(report.first_divergent_groups)
-        diverged = f"{VERDICT[Verdict.DIVERGED].phrase} at step {report.first_divergent_step} [{groups}]"
+        diverged = (
+            f"{VERDICT[Verdict.DIVERGED].phrase} at step {report.first_divergent_step} [{groups}]"
+        )
     word = verdict_word(report).phrase
     if report.verdict == Verdict.ERROR:
         problems = f"{plural(len(report.errors), 'problem')}: {report.errors[0].message}"
