@@ -19,6 +19,8 @@ immutable ``__slots__`` classes with equality, ``replace`` and ``as_dict``).
   puts them into words;
 - ``results``: a run pair's report (``Report``, ``BufferResult``, ...)
   and ``Work``;
-- ``jobs``: the results of the other jobs (sweep, stats, hash, rerun,
-  watch, bench).
+- ``sweep``, ``stats``, ``rerun``, ``watch``, ``hashrun``: the results of
+  the other jobs (their use-case modules compute them and re-export the
+  classes under their old names);
+- ``inputs``: how a declared input is written (``name@prev``).
 """
