@@ -13,10 +13,10 @@ without parsing its message; ``problem_kind`` names the kind of an exception.
 from __future__ import annotations
 
 # The exit codes are the result model's (what a verdict exits with).
-from .model.statuses import EXIT_DIVERGED as EXIT_DIVERGED
-from .model.statuses import EXIT_IDENTICAL as EXIT_IDENTICAL
-from .model.statuses import EXIT_INTERRUPTED as EXIT_INTERRUPTED
-from .model.statuses import EXIT_TROUBLE as EXIT_TROUBLE
+from .model.exits import EXIT_DIVERGED as EXIT_DIVERGED
+from .model.exits import EXIT_IDENTICAL as EXIT_IDENTICAL
+from .model.exits import EXIT_INTERRUPTED as EXIT_INTERRUPTED
+from .model.exits import EXIT_TROUBLE as EXIT_TROUBLE
 
 
 class FastdiffError(Exception):

@@ -9,6 +9,7 @@ immutable ``__slots__`` classes with equality, ``replace`` and ``as_dict``).
 - ``value``: the base class;
 - ``statuses``: buffer statuses, verdicts, group statuses, roles and
   problem kinds, enum-like members compared directly;
+- ``exits``: the exit codes a verdict gives;
 - ``tolerance``: ``Tolerance`` and its exact integer form;
 - ``facts``: the one table of the facts a comparison reports about a
   buffer pair (``FACTS``: names, merges, JSON encoders, the compiled

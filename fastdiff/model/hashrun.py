@@ -3,7 +3,7 @@ from being written (``fastdiff.hashrun`` makes it)."""
 
 from __future__ import annotations
 
-from .statuses import EXIT_IDENTICAL, EXIT_TROUBLE
+from .exits import EXIT_IDENTICAL, EXIT_TROUBLE
 from .value import Value
 
 TYPE_CHECKING = False

@@ -10,14 +10,8 @@ words them.
 
 from __future__ import annotations
 
-from .statuses import (
-    EXIT_DIVERGED,
-    EXIT_IDENTICAL,
-    EXIT_INTERRUPTED,
-    EXIT_TROUBLE,
-    RerunVerdict,
-    Verdict,
-)
+from .exits import EXIT_DIVERGED, EXIT_IDENTICAL, EXIT_INTERRUPTED, EXIT_TROUBLE
+from .statuses import RerunVerdict, Verdict
 from .value import Value
 
 TYPE_CHECKING = False

@@ -9,8 +9,7 @@ a report says a status (``only in run A``, ``DIVERGED``) is ``render.words``'.
 
 The other jobs' members: ``StepStatus`` (a watch's step), ``StopReason``
 (why a watch ended), ``RerunVerdict``, ``SourceKind`` (what ``stats``
-read); and the exit codes a verdict gives (``verdict_exit``). The kinds of
-findings are ``findings``'.
+read). The kinds of findings are ``findings``', the exit codes ``exits``'.
 
 The collections are in report order: ``Status.ALL`` in the order a step's
 counts are given (``STATUS_ORDER``), ``GroupStatus.ALL``, ``Verdict.ALL``,
@@ -27,10 +26,6 @@ if TYPE_CHECKING:
 __all__ = [
     "DIFFERING",
     "DIVERGENT",
-    "EXIT_DIVERGED",
-    "EXIT_IDENTICAL",
-    "EXIT_INTERRUPTED",
-    "EXIT_TROUBLE",
     "MATCHING",
     "STATUS_ORDER",
     "TIMELINE",
@@ -45,7 +40,6 @@ __all__ = [
     "StepStatus",
     "StopReason",
     "Verdict",
-    "verdict_exit",
 ]
 
 
@@ -286,18 +280,3 @@ class SourceKind(Member):
 
 SourceKind.FOLDER = SourceKind("folder")
 SourceKind.MANIFEST = SourceKind("manifest")
-
-
-#: Exit codes (``errors`` re-exports them): a verdict's, as in cmp and diff.
-EXIT_IDENTICAL = 0
-EXIT_DIVERGED = 1
-EXIT_TROUBLE = 2
-EXIT_INTERRUPTED = 130
-
-
-def verdict_exit(verdict: str) -> int:
-    """The exit code of a run pair's (or a sweep's) verdict: 0 identical, 1
-    diverged, 2 anything else."""
-    return {Verdict.IDENTICAL: EXIT_IDENTICAL, Verdict.DIVERGED: EXIT_DIVERGED}.get(
-        verdict, EXIT_TROUBLE
-    )

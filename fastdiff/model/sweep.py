@@ -6,7 +6,8 @@ Computed by ``fastdiff.sweep``; worded by ``render.sweep``.
 
 from __future__ import annotations
 
-from .statuses import Verdict, verdict_exit
+from .exits import verdict_exit
+from .statuses import Verdict
 from .value import Value
 
 TYPE_CHECKING = False

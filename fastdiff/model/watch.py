@@ -4,7 +4,8 @@ words them)."""
 
 from __future__ import annotations
 
-from .statuses import EXIT_INTERRUPTED, StepStatus, StopReason, verdict_exit
+from .exits import EXIT_INTERRUPTED, verdict_exit
+from .statuses import StepStatus, StopReason
 from .value import Value
 
 TYPE_CHECKING = False
@@ -90,7 +91,7 @@ class WatchSummary(Value):
     @property
     def exit_code(self) -> int:
         """The exit code of the watch: 130 when interrupted, else its
-        report's (``statuses.verdict_exit``)."""
+        report's (``exits.verdict_exit``)."""
         if self.stopped is StopReason.INTERRUPTED:
             return EXIT_INTERRUPTED
         return verdict_exit(self.report.verdict)
