@@ -1146,3 +1146,21 @@ def test_steps_listed_together_are_split_as_select_splits_them(tmp_path: Path) -
         for field in ("root", "buffers", "skipped", "errors", "readable", "broken", "lost"):
             assert getattr(part, field) == getattr(alone, field), (n, field)
     assert parts[7].buffers == () and parts[1].errors and parts[2].lost
+
+
+def test_a_watchs_results_hold_members_and_their_exit_code() -> None:
+    """A step's status and why a watch stopped are the model's members (equal
+    to the JSON's strings); the exit code is the summary's, not the text's."""
+    from fastdiff import compare_runs
+    from fastdiff.model.statuses import StepStatus, StopReason
+    from fastdiff.watch import STOP_REASONS, StepReport, WatchSummary
+
+    report = compare_runs(REPO / "examples/run-a", REPO / "examples/run-b")
+    assert STOP_REASONS == ("diverged", "idle", "interrupted", "error")
+    step = StepReport(3, "diverged", ("F",), report.buffers)
+    assert step.status is StepStatus.DIVERGED and step.status == "diverged"
+    for stopped, code in (("diverged", 1), ("idle", 1), ("interrupted", 130), ("error", 1)):
+        summary = WatchSummary(report, 4, stopped, 0.5)
+        assert summary.stopped is StopReason.of(stopped) and summary.exit_code == code
+    with pytest.raises(ValueError):
+        WatchSummary(report, 4, "bored", None)
