@@ -986,11 +986,20 @@ def _pair_mark(report: Report) -> tuple[str, str]:
     return "v-close", "\u2248"
 
 
-def _matrix(reports: Sequence[Report], classes: dict[str, int]) -> str:
+def _axes(reports: Sequence[Report]) -> tuple[list[str], list[str], dict[str, int]]:
+    """The matrix's rows (runs A) and columns (runs B), and each run's number
+    (``R1``, ...) in the list of runs beside it."""
     rows = list(dict.fromkeys(r.run_a for r in reports))[:MATRIX_RUNS]
     cols = list(dict.fromkeys(r.run_b for r in reports))[:MATRIX_RUNS]
     runs = list(dict.fromkeys([*rows, *cols]))
-    number = {run: i + 1 for i, run in enumerate(runs)}
+    return rows, cols, {run: i + 1 for i, run in enumerate(runs)}
+
+
+def _matrix(reports: Sequence[Report], classes: dict[str, int]) -> str:
+    """The pair matrix, then the list of its runs: the one place a run's
+    path is written (the classes name runs by their number)."""
+    rows, cols, number = _axes(reports)
+    runs = list(number)
     pair = {(r.run_a, r.run_b): (i, r) for i, r in enumerate(reports)}
     out = ['<table class="matrix"><thead><tr><th>A \\ B</th>']
     out += [f'<th title="{_t(c)}">R{number[c]}</th>' for c in cols]
@@ -1038,7 +1047,8 @@ def render_sweep_html(
     bit-identical runs, and each pair's verdict block."""
     from .sweep import render_sweep_summary_text
 
-    text = render_sweep_summary_text(summary, pairs)
+    # The classes have a section of their own: the summary's text without them.
+    text = render_sweep_summary_text(summary.replace(classes=None), pairs)
     classes = {run: i for i, c in enumerate(summary.classes or (), 1) for run in c}
     out = [
         '<header><p class="what">fastdiff sweep</p></header><main>',
@@ -1055,8 +1065,15 @@ def render_sweep_html(
     ]
     if summary.classes:
         out.append('<section id="classes" class="card"><h2>Classes of bit-identical runs</h2><ol>')
+        number = _axes(reports)[2]
         for c in summary.classes:
-            out.append("<li>" + " ".join(f"<code>{_t(r)}</code>" for r in c) + "</li>")
+            named = [
+                f'<code title="{_t(r)}">R{number[r]}</code>'
+                if r in number
+                else f"<code>{_t(r)}</code>"
+                for r in c
+            ]
+            out.append("<li>" + " ".join(named) + "</li>")
         out.append("</ol></section>")
     out.append('<section id="pairs" class="card"><h2>Each pair</h2>')
     for i, rep in enumerate(reports[:MAX_PAIRS]):
