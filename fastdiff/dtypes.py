@@ -28,6 +28,7 @@ torch's), and the lookups of the type fields of file formats
 from __future__ import annotations
 
 from .model.value import Value
+from .textkit.values import VALUE_DIGITS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -68,7 +69,8 @@ class DType(Value):
     ``bits`` and ``bits_code``: the numpy dtype string (in the element's own
     byte order) and ``struct`` character of the unsigned view of the same
     width, on which equality is decided; ``digits``: the ``format`` spec that
-    shows a value with as many digits as the type holds (``""``: ``repr``).
+    shows a value with as many digits as the type holds (``""``: ``repr``;
+    from ``textkit.values.VALUE_DIGITS``).
     """
 
     __slots__ = (
@@ -127,12 +129,12 @@ def _little() -> tuple[DType, ...]:
         d("i32", 4, "int", "<i4", "i", descr="<i4"),
         d("u64", 8, "uint", "<u8", "Q", descr="<u8"),
         d("i64", 8, "int", "<i8", "q", descr="<i8"),
-        d("f16", 2, "float", "<f2", "e", descr="<f2", digits=".5g"),
-        d("bf16", 2, "float", "", "", digits=".4g"),
-        d("f32", 4, "float", "<f4", "f", descr="<f4", digits=".9g"),
+        d("f16", 2, "float", "<f2", "e", descr="<f2", digits=VALUE_DIGITS["f16"]),
+        d("bf16", 2, "float", "", "", digits=VALUE_DIGITS["bf16"]),
+        d("f32", 4, "float", "<f4", "f", descr="<f4", digits=VALUE_DIGITS["f32"]),
         d("f64", 8, "float", "<f8", "d", descr="<f8"),
         d("bool", 1, "uint", "|u1", "B", descr="|b1"),
-        *(d(name, 1, "float", "", "", digits=".4g") for name in FP8),
+        *(d(name, 1, "float", "", "", digits=VALUE_DIGITS[name]) for name in FP8),
     )
 
 

@@ -12,10 +12,11 @@ without parsing its message; ``problem_kind`` names the kind of an exception.
 
 from __future__ import annotations
 
-EXIT_IDENTICAL = 0
-EXIT_DIVERGED = 1
-EXIT_TROUBLE = 2
-EXIT_INTERRUPTED = 130
+# The exit codes are the result model's (what a verdict exits with).
+from .model.exits import EXIT_DIVERGED as EXIT_DIVERGED
+from .model.exits import EXIT_IDENTICAL as EXIT_IDENTICAL
+from .model.exits import EXIT_INTERRUPTED as EXIT_INTERRUPTED
+from .model.exits import EXIT_TROUBLE as EXIT_TROUBLE
 
 
 class FastdiffError(Exception):

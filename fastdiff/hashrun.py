@@ -1,10 +1,12 @@
 """The ``hash`` API: a run folder's digests, written as a manifest.
 
-``write_manifest`` lists the run (every rank's folder, for a run of several
+``hash_manifest`` lists the run (every rank's folder, for a run of several
 ranks: ``sources.ranks``), asks the scheduler for the digest of every
 dump (the digest cache first, then batched hashing on the executor the
 options choose, as a comparison does), and writes the manifest
-(``sources.manifest`` is the format) only when every file was hashed.
+(``sources.manifest`` is the format) only when every file was hashed: a
+``model.hashrun.ManifestResult``. ``write_manifest`` is the same, as the
+pair (text, problems) it has always returned.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import os
 from .engine.pool import gc_paused
 from .engine.scheduler import Scheduler
 from .errors import FastdiffError
+from .model.hashrun import ManifestResult
 from .model.results import Problem
 from .sources import open_run
 from .sources.manifest import manifest_dict
@@ -28,13 +31,27 @@ if TYPE_CHECKING:
     from .sources.buffers import BufferDigest, BufferRef, RunListing
 
 
+__all__ = ["ManifestResult", "hash_manifest", "write_manifest"]
+
+
 def write_manifest(
     run: str | os.PathLike[str],
     options: CompareOptions,
     cache: DigestCache | None = None,
     output: str | os.PathLike[str] | None = None,
 ) -> tuple[str, list[Problem]]:
-    """Hash every dump of ``run``; return the manifest text and any problems.
+    """``hash_manifest``, as (the manifest text, the problems)."""
+    result = hash_manifest(run, options, cache, output)
+    return result.text, list(result.problems)
+
+
+def hash_manifest(
+    run: str | os.PathLike[str],
+    options: CompareOptions,
+    cache: DigestCache | None = None,
+    output: str | os.PathLike[str] | None = None,
+) -> ManifestResult:
+    """Hash every dump of ``run``: the manifest text and any problems.
 
     With ``output``, the manifest is written there (atomically, by rename)
     only when every file was hashed: a manifest is complete or absent (the
@@ -54,7 +71,7 @@ def write_manifest(
     with gc_paused():
         listing, digests, problems = _hash_run(root, options, cache)
     if problems:
-        return "", problems
+        return ManifestResult("", tuple(problems))
     from .sources import RunSource
     from .sources.schemas import choose_schema
 
@@ -71,7 +88,8 @@ def write_manifest(
     text = json.dumps(doc, indent=1) + "\n"
     if output is not None:
         _write_output(os.fspath(output), text)
-    return text, [p for _, p in malformed]
+    out = None if output is None else os.fspath(output)
+    return ManifestResult(text, tuple(p for _, p in malformed), out)
 
 
 def _dataflow(root: str) -> Schema | None:

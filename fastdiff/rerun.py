@@ -22,7 +22,10 @@ import signal
 import subprocess
 import time
 
-from .errors import EXIT_DIVERGED, EXIT_IDENTICAL, EXIT_INTERRUPTED, EXIT_TROUBLE, FastdiffError
+from .errors import FastdiffError
+from .model.findings import OriginAgreement, Reproduction, ReproductionKind
+from .model.rerun import ArmComparison, ArmResult, RerunFindings, RerunResult
+from .model.statuses import DIVERGENT, RerunVerdict, Verdict
 from .recorder import RUN_ENV
 
 TYPE_CHECKING = False
@@ -31,9 +34,17 @@ if TYPE_CHECKING:
 
     from .model.results import Report
     from .options import CompareOptions
-    from .sweep import SweepSummary
 
-__all__ = ["ARM_ENV", "ArmResult", "RerunResult", "arm_environments", "rerun"]
+__all__ = [
+    "ARM_ENV",
+    "ArmComparison",
+    "ArmResult",
+    "RerunFindings",
+    "RerunResult",
+    "arm_environments",
+    "rerun",
+    "rerun_findings",
+]
 
 #: The variable that gives each arm its number (1 to N).
 ARM_ENV = "FASTDIFF_ARM"
@@ -43,88 +54,6 @@ TAIL_LINES = 12
 _TAIL_BYTES = 8192
 #: Seconds an interrupted arm is given after SIGINT, then after SIGTERM.
 STOP_GRACE_S = (5.0, 3.0)
-
-
-class ArmResult:
-    """One arm, once it ended (an immutable value): its number (1-based), run
-    folder, exit status (negative: killed by that signal; None: never
-    started), seconds, the last lines of its stderr, where its output is,
-    and ``problem``: why it failed, or None."""
-
-    __slots__ = (
-        "elapsed_s", "err_path", "folder", "index", "out_path", "problem", "returncode",
-        "stderr_tail",
-    )  # fmt: skip
-
-    def __init__(
-        self, index: int, folder: str, returncode: int | None, elapsed_s: float,
-        stderr_tail: tuple[str, ...], out_path: str, err_path: str, problem: str | None,
-    ) -> None:  # fmt: skip
-        self.index = index
-        self.folder = folder
-        self.returncode = returncode
-        self.elapsed_s = elapsed_s
-        self.stderr_tail = stderr_tail
-        self.out_path = out_path
-        self.err_path = err_path
-        self.problem = problem
-
-    def __repr__(self) -> str:
-        return f"ArmResult({self.index}, {self.folder!r}, returncode={self.returncode})"
-
-
-class RerunResult:
-    """What a rerun found (an immutable value): the command, the folder the
-    arms are under (``out``; ``kept``: whether it is left on disk), each arm
-    that ran (of ``n_arms`` asked for), the reports of arm 1 against each other arm (in arm order)
-    and their summary, once every arm succeeded; ``interrupted``: Ctrl-C,
-    and ``stopped``: the arm it stopped (None: it came while comparing)."""
-
-    __slots__ = (
-        "arms", "command", "interrupted", "kept", "n_arms", "out", "reports", "stopped",
-        "summary",
-    )  # fmt: skip
-
-    def __init__(
-        self, command: tuple[str, ...], out: str, arms: tuple[ArmResult, ...],
-        reports: tuple[Report, ...] = (), summary: SweepSummary | None = None,
-        interrupted: bool = False, kept: bool = True, stopped: int | None = None,
-        n_arms: int = 0,
-    ) -> None:  # fmt: skip
-        self.command = command
-        self.n_arms = n_arms or len(arms)
-        self.out = out
-        self.arms = arms
-        self.reports = reports
-        self.summary = summary
-        self.interrupted = interrupted
-        self.kept = kept
-        self.stopped = stopped
-
-    def __repr__(self) -> str:
-        return f"RerunResult({self.verdict}, {len(self.arms)} arms, out={self.out!r})"
-
-    @property
-    def failed(self) -> ArmResult | None:
-        """The arm that failed, if one did."""
-        return next((a for a in self.arms if a.problem is not None), None)
-
-    @property
-    def verdict(self) -> str:
-        """``deterministic``, ``nondeterministic``, ``error`` or ``interrupted``."""
-        if self.interrupted:
-            return "interrupted"
-        if self.failed is not None or self.summary is None or self.summary.error:
-            return "error"
-        return "nondeterministic" if self.summary.diverged else "deterministic"
-
-    @property
-    def exit_code(self) -> int:
-        return {
-            "deterministic": EXIT_IDENTICAL,
-            "nondeterministic": EXIT_DIVERGED,
-            "interrupted": EXIT_INTERRUPTED,
-        }.get(self.verdict, EXIT_TROUBLE)
 
 
 def arm_environments(items: Sequence[str], arms: int) -> list[dict[str, str]]:
@@ -251,6 +180,50 @@ def _run_arm(
     return ArmResult(index, folder, code, elapsed, tail, out_path, err_path, problem)
 
 
+def _compared(arm: int, report: Report) -> ArmComparison:
+    step = report.first_divergent_step
+    names = tuple(b.name for b in report.buffers if b.step == step and b.status in DIVERGENT)
+    origin = report.origins[0] if report.origins else None
+    return ArmComparison(arm, report.verdict, step, names if step is not None else (), origin)
+
+
+def rerun_findings(reports: Sequence[Report]) -> RerunFindings:
+    """What the reports of arm 1 against arms 2, 3, ... (in that order) show:
+    each arm's comparison, the first arm to diverge, whether the divergence
+    reproduces (in every arm? at the same step and buffers?) and whether
+    the diverging arms share their first origin."""
+    arms = tuple(_compared(i, r) for i, r in enumerate(reports, 2))
+    errors = tuple(a.arm for a in arms if a.verdict == Verdict.ERROR)
+    diverging = [a for a in arms if a.diverges]
+    if not diverging:
+        return RerunFindings(arms, errors)
+    first = min(diverging, key=lambda a: (a.first_step, a.arm)).arm
+    steps = tuple(sorted({a.first_step for a in diverging}))  # type: ignore[type-var]
+    if len(arms) == 1:
+        kind = ReproductionKind.UNKNOWN
+    elif len(diverging) < len(arms):
+        kind = ReproductionKind.INTERMITTENT
+    elif len({(a.first_step, a.first_buffers) for a in diverging}) == 1:
+        kind = ReproductionKind.SAME_PLACE
+    elif len(steps) == 1:
+        kind = ReproductionKind.SAME_STEP
+    else:
+        kind = ReproductionKind.OTHER_STEPS
+    reproduces = Reproduction(kind, len(diverging), len(arms), steps)
+    origins = None
+    by_arm = {a.arm: r for a, r in zip(arms, reports, strict=True)}
+    if len(diverging) >= 2 and all(by_arm[a.arm].origins is not None for a in diverging):
+        firsts = {(a.origin.group, a.origin.name, a.origin.step)
+                  for a in diverging if a.origin is not None}  # fmt: skip
+        if any(a.origin is None for a in diverging):
+            origins = OriginAgreement.NOT_EVERYWHERE
+        elif len(firsts) == 1:
+            origins = OriginAgreement.SAME
+        else:
+            origins = OriginAgreement.DIFFERS
+    return RerunFindings(arms, errors, first, reproduces, origins)
+
+
 def _prepare_out(out: str | None) -> tuple[str, bool]:
     """The folder the arms go under, and whether rerun made it."""
     if out is None:
@@ -336,8 +309,11 @@ def rerun(
         return RerunResult(
             command, base, tuple(done), interrupted=True, stopped=stopped, n_arms=arms
         )
-    result = RerunResult(command, base, tuple(done), tuple(reports), summary, kept=True)
-    if not keep and result.verdict in ("deterministic", "nondeterministic"):
+    findings = rerun_findings(reports)
+    result = RerunResult(
+        command, base, tuple(done), tuple(reports), summary, kept=True, findings=findings
+    )
+    if not keep and result.verdict in (RerunVerdict.DETERMINISTIC, RerunVerdict.NONDETERMINISTIC):
         _remove(base, made, done)
-        result = RerunResult(command, base, tuple(done), tuple(reports), summary, kept=False)
+        result = result.replace(kept=False)
     return result

@@ -50,6 +50,8 @@ run holds at a step was not read there, and does not count.
 from __future__ import annotations
 
 from .errors import SchemaError
+from .model.inputs import PREV as PREV
+from .model.inputs import split_input as split_input
 from .model.value import Value
 
 TYPE_CHECKING = False
@@ -142,15 +144,8 @@ class Layout(Value):
 #: (``fastdiff schema --from`` writes it), read as that dtype, and said so in
 #: every report, until the schema's author writes the dtype without it.
 UNSET = "?"
-#: The suffix of an input that names the previous step a run holds.
-PREV = "@prev"
-
-
-def split_input(name: str) -> tuple[str, bool]:
-    """(buffer name, at the previous step?) of an input as written."""
-    if name.endswith(PREV) and len(name) > len(PREV):
-        return name[: -len(PREV)], True
-    return name, False
+# How an input is written (``name@prev``: the previous step a run holds) is
+# the result model's, as roles hold inputs so.
 
 
 class Member(Value):

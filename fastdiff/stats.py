@@ -15,7 +15,17 @@ import os
 
 from .dtypes import DTYPES, get_dtype
 from .errors import FastdiffError
-from .model.value import Value
+from .model.stats import (
+    BufferStats,
+    Disk,
+    GroupStats,
+    Malformed,
+    MissingBuffer,
+    RunStats,
+    StepStats,
+    Tally,
+)
+from .model.statuses import SourceKind
 from .schema import OTHER_GROUP
 from .sources import open_run
 from .sources.schemas import choose_schema
@@ -24,141 +34,27 @@ from .stages.size import malformed_message
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
-    from typing import Literal
 
-    from .model.findings import Note
-    from .model.results import Problem, Skipped
     from .schema import Schema
     from .sources.buffers import BufferRef, RunListing
 
-    Source = Literal["folder", "manifest"]
-else:
-    Source = str
+__all__ = [
+    "DEFAULT_TOP",
+    "BufferStats",
+    "Disk",
+    "GroupStats",
+    "Malformed",
+    "MissingBuffer",
+    "RunStats",
+    "StepStats",
+    "Tally",
+    "run_stats",
+    "stats_for",
+]
 
 DEFAULT_TOP = 10
 
 _DTYPE_ORDER = {name: i for i, name in enumerate(DTYPES)}
-
-
-class Tally(Value):
-    """Files, elements and bytes of a set of dumps, and their dtypes."""
-
-    __slots__ = ("bytes", "dtypes", "elements", "files", "malformed")
-
-    def __init__(
-        self,
-        files: int = 0,
-        elements: int = 0,
-        bytes: int = 0,
-        dtypes: tuple[str, ...] = (),
-        malformed: int = 0,
-    ) -> None:
-        self.files = files
-        self.elements = elements
-        self.bytes = bytes
-        self.dtypes = dtypes  # in the order of dtypes.DTYPES
-        self.malformed = malformed  # files counted in bytes but not in elements
-
-
-class StepStats(Value):
-    __slots__ = ("groups", "step", "total")
-
-    def __init__(self, step: int, total: Tally, groups: tuple[tuple[str, Tally], ...]) -> None:
-        self.step = step
-        self.total = total
-        self.groups = groups  # (group key, tally), pipeline order, groups present
-
-
-class GroupStats(Value):
-    """One group over every step."""
-
-    __slots__ = ("buffers", "key", "steps", "title", "total")
-
-    def __init__(self, key: str, title: str, total: Tally, buffers: int, steps: int) -> None:
-        self.key = key
-        self.title = title
-        self.total = total
-        self.buffers = buffers  # distinct buffer names
-        self.steps = steps  # steps holding at least one of its buffers
-
-
-class BufferStats(Value):
-    """One buffer name over every step."""
-
-    __slots__ = ("bytes", "dtype", "elements", "group", "name", "steps", "total_bytes")
-
-    def __init__(
-        self,
-        name: str,
-        group: str,
-        dtype: str,
-        bytes: int,
-        elements: int | None,
-        steps: int,
-        total_bytes: int,
-    ) -> None:
-        self.name = name
-        self.group = group
-        self.dtype = dtype
-        self.bytes = bytes  # its largest file
-        self.elements = elements  # elements of that file (None if it is malformed)
-        self.steps = steps  # steps it is dumped at
-        self.total_bytes = total_bytes  # over every step
-
-
-class MissingBuffer(Value):
-    """A buffer dumped at some steps of the run but not at others."""
-
-    __slots__ = ("group", "missing_steps", "name", "present_steps")
-
-    def __init__(
-        self, name: str, group: str, missing_steps: tuple[int, ...], present_steps: int
-    ) -> None:
-        self.name = name
-        self.group = group
-        self.missing_steps = missing_steps
-        self.present_steps = present_steps
-
-
-class Malformed(Value):
-    """A file whose size is not a whole number of its dtype's elements;
-    ``path``: the file (in a manifest: ``MANIFEST:NAME``)."""
-
-    __slots__ = ("bytes", "dtype", "group", "message", "name", "path", "step")
-
-    def __init__(
-        self,
-        step: int,
-        name: str,
-        group: str,
-        dtype: str,
-        bytes: int,
-        message: str,
-        path: str | None = None,
-    ) -> None:
-        self.step = step
-        self.name = name
-        self.group = group
-        self.dtype = dtype
-        self.bytes = bytes
-        self.message = message
-        self.path = path
-
-
-class Disk(Value):
-    """What a run folder's dumps occupy on disk, against what they stand for:
-    the distinct files that hold dumps' data and their bytes (headers
-    included: an ``.npy``'s, a container's), and the dumps a recorder's
-    digest log holds as digests only (their data was never written) with
-    the bytes they stand for."""
-
-    __slots__ = ("bytes", "digests_only", "digests_only_bytes", "files")
-
-    def __init__(self, files: int, bytes: int, digests_only: int, digests_only_bytes: int) -> None:
-        self.files = files
-        self.bytes = bytes
-        self.digests_only = digests_only
-        self.digests_only_bytes = digests_only_bytes
 
 
 def _disk(files: Iterable[BufferRef]) -> Disk:
@@ -171,65 +67,6 @@ def _disk(files: Iterable[BufferRef]) -> Disk:
             n_digests += 1
             digest_bytes += f.size
     return Disk(len(held), sum(held.values()), n_digests, digest_bytes)
-
-
-class RunStats(Value):
-    """The sizes of one run. ``disk``: what a folder's dumps occupy on disk
-    (None for a manifest, which holds digests only). ``notes``: about the
-    schema used, for stderr (``note: ...``/``warning: ...``, see
-    ``sources.schemas.choose_schema``); not part of the JSON."""
-
-    __slots__ = (
-        "disk",
-        "errors",
-        "groups",
-        "largest",
-        "malformed",
-        "missing",
-        "n_buffers",
-        "n_steps",
-        "notes",
-        "run",
-        "schema",
-        "skipped",
-        "source",
-        "steps",
-        "total",
-    )
-
-    def __init__(
-        self,
-        run: str,
-        source: Source,
-        schema: str,
-        total: Tally,
-        n_steps: int,
-        n_buffers: int,
-        steps: tuple[StepStats, ...],
-        groups: tuple[GroupStats, ...],
-        largest: tuple[BufferStats, ...],
-        missing: tuple[MissingBuffer, ...],
-        malformed: tuple[Malformed, ...],
-        skipped: tuple[Skipped, ...],
-        errors: tuple[Problem, ...],
-        notes: tuple[Note, ...] = (),
-        disk: Disk | None = None,
-    ) -> None:
-        self.run = run
-        self.source = source
-        self.schema = schema
-        self.total = total
-        self.n_steps = n_steps
-        self.n_buffers = n_buffers
-        self.steps = steps
-        self.groups = groups
-        self.largest = largest
-        self.missing = missing
-        self.malformed = malformed
-        self.skipped = skipped
-        self.errors = errors
-        self.notes = notes
-        self.disk = disk
 
 
 # --- computing ---------------------------------------------------------------
@@ -259,7 +96,7 @@ def run_stats(
     listing: RunListing,
     schema: Schema,
     top: int = DEFAULT_TOP,
-    source: Source = "folder",
+    source: str = SourceKind.FOLDER,
 ) -> RunStats:
     """Sizes of a run's dumps as the listing saw them (nothing is read).
 
@@ -341,9 +178,10 @@ def run_stats(
             message = malformed_message(f.size, itemsize, dtype, compared=False)
             malformed.append(Malformed(f.step, f.name, group, dtype, f.size, message, f.path))
 
+    kind = SourceKind.of(source)
     return RunStats(
         run=listing.root,
-        source=source,
+        source=kind,
         schema=schema.name,
         total=_tally((f, d) for f, _, d in classified),
         n_steps=len(by_step),
@@ -355,7 +193,7 @@ def run_stats(
         malformed=tuple(malformed),
         skipped=listing.skipped,
         errors=listing.errors,
-        disk=None if source == "manifest" else _disk(listing.files),
+        disk=None if kind is SourceKind.MANIFEST else _disk(listing.files),
     )
 
 
@@ -381,7 +219,8 @@ def stats_for(
         problem = no_dumps_problem(src, None, sub)
         raise FastdiffError(f"{problem.path}: {problem.message}")
     chosen, notes = choose_schema((src,), schema)
-    stats = run_stats(src.listing, chosen, top, "manifest" if src.is_manifest else "folder")
+    kind = SourceKind.MANIFEST if src.is_manifest else SourceKind.FOLDER
+    stats = run_stats(src.listing, chosen, top, kind)
     if chosen.has_unset:  # dtypes nobody set count the elements: say so, as compare does
         from .model.findings import Note, NoteKind
 

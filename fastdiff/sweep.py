@@ -15,9 +15,22 @@ from itertools import combinations
 
 from .compare import compare_pairs, holding, list_runs
 from .errors import FastdiffError
-from .model.findings import Note, NoteKind
-from .model.value import Value
-from .stages.verdict import exit_code
+from .model.findings import Note, NoteKind, Unclassified
+from .model.statuses import Verdict
+from .model.sweep import FirstOrigins, SweepSummary, UnclassifiedRun
+
+__all__ = [
+    "FirstOrigins",
+    "SweepSummary",
+    "UnclassifiedRun",
+    "all_pairs",
+    "baseline_pairs",
+    "first_origins",
+    "identity_classes",
+    "read_pairs_file",
+    "summarize",
+    "sweep",
+]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -149,23 +162,10 @@ def bit_identical(report: Report) -> bool:
     return report.bit_identical
 
 
-class UnclassifiedRun(Value):
-    """A run left out of the identity classes, and why (an immutable value)."""
-
-    __slots__ = ("reason", "run")
-
-    run: str
-    reason: str
-
-    def __init__(self, run: str, reason: str) -> None:
-        self.run = run
-        self.reason = reason
-
-
 def _unknown(report: Report) -> bool:
     """Whether the pair ended in error before anything told its runs apart: a
     pair that also diverged is known to differ, whatever else went wrong."""
-    return report.verdict == "error" and report.first_divergent_step is None
+    return report.verdict == Verdict.ERROR and report.first_divergent_step is None
 
 
 def identity_classes(
@@ -195,14 +195,14 @@ def identity_classes(
         if bit_identical(rep):
             equal.add(frozenset((a, b)))
 
-    unclassified: dict[str, str] = {}
+    unclassified: dict[str, UnclassifiedRun] = {}
     broken: set[str] = set()
     for r in wanted:
         if not pairs_of[r]:
-            unclassified[r] = "in no pair of the sweep"
+            unclassified[r] = UnclassifiedRun(r, Unclassified.NO_PAIR)
         elif all(_unknown(rep) for rep in pairs_of[r]):
             broken.add(r)
-            unclassified[r] = "every pair with it ended in error"
+            unclassified[r] = UnclassifiedRun(r, Unclassified.EVERY_PAIR_ERROR)
     for r in wanted:
         if r in unclassified:
             continue
@@ -211,10 +211,7 @@ def identity_classes(
         ]
         failed = [other for other in failed if other not in broken]
         if failed:
-            unclassified[r] = (
-                f"its pair with {', '.join(failed)} ended in error, so whether they are "
-                "bit-identical is unknown"
-            )
+            unclassified[r] = UnclassifiedRun(r, Unclassified.PAIR_ERROR, tuple(failed))
 
     classes: list[list[str]] = []
     for r in wanted:
@@ -226,29 +223,7 @@ def identity_classes(
                 break
         else:
             classes.append([r])
-    return classes, [UnclassifiedRun(r, unclassified[r]) for r in wanted if r in unclassified]
-
-
-class FirstOrigins(Value):
-    """Whether the diverging pairs of a sweep share their first origin (an
-    immutable value). ``groups``: (first origin, indices of the pairs it is
-    first in), in first-seen order; the origin is None for pairs that
-    diverged with no origin found."""
-
-    __slots__ = ("groups",)
-
-    groups: tuple[tuple[Origin | None, tuple[int, ...]], ...]
-
-    def __init__(self, groups: tuple[tuple[Origin | None, tuple[int, ...]], ...]) -> None:
-        self.groups = groups
-
-    @property
-    def reproducible(self) -> bool | None:
-        """One first origin in every diverging pair; None when no pair
-        diverged, or none has an origin (nothing to tell)."""
-        if all(o is None for o, _ in self.groups):
-            return None
-        return len(self.groups) == 1
+    return classes, [unclassified[r] for r in wanted if r in unclassified]
 
 
 def first_origins(reports: Sequence[Report]) -> FirstOrigins | None:
@@ -265,81 +240,6 @@ def first_origins(reports: Sequence[Report]) -> FirstOrigins | None:
         key = None if o is None else (o.rank, o.step, o.name)
         groups.setdefault(key, (o, []))[1].append(i)
     return FirstOrigins(tuple((o, tuple(pairs)) for o, pairs in groups.values()))
-
-
-class SweepSummary(Value):
-    """What a sweep found, over the pairs that finished (an immutable value;
-    ``as_dict()`` gives it as plain data).
-
-    ``classes``: the identity classes when asked for (``classes_of``), else
-    None; ``unclassified``: the runs of ``classes_of`` in no class (a pair
-    ended in error), None with ``classes``. ``error_and_diverged``: the pairs
-    counted in ``error`` that also diverged (a divergence was found).
-    ``first_origins``: whether the diverging pairs share their first origin
-    (None: no schema declared inputs). ``notes``: the sweep's own remarks
-    (the one schema it read every pair with, where pairs alone would differ).
-    """
-
-    __slots__ = (
-        "cache_hits", "classes", "diverged", "elapsed_s", "error", "error_and_diverged",
-        "first_origins", "identical", "interrupted", "notes", "pairs", "unclassified",
-    )  # fmt: skip
-
-    pairs: int
-    identical: int
-    diverged: int
-    error: int
-    classes: tuple[tuple[str, ...], ...] | None
-    cache_hits: int
-    elapsed_s: float
-    interrupted: bool
-    unclassified: tuple[UnclassifiedRun, ...] | None
-    error_and_diverged: int
-    first_origins: FirstOrigins | None
-    notes: tuple[Note, ...]
-
-    def __init__(
-        self,
-        pairs: int,
-        identical: int,
-        diverged: int,
-        error: int,
-        classes: tuple[tuple[str, ...], ...] | None,
-        cache_hits: int,
-        elapsed_s: float,
-        interrupted: bool = False,
-        unclassified: tuple[UnclassifiedRun, ...] | None = None,
-        error_and_diverged: int = 0,
-        first_origins: FirstOrigins | None = None,
-        notes: tuple[Note, ...] = (),
-    ) -> None:
-        self.pairs = pairs
-        self.identical = identical
-        self.diverged = diverged
-        self.error = error
-        self.classes = classes
-        self.cache_hits = cache_hits
-        self.elapsed_s = elapsed_s
-        self.interrupted = interrupted
-        self.unclassified = unclassified
-        self.error_and_diverged = error_and_diverged
-        self.first_origins = first_origins
-        self.notes = notes
-
-    def __repr__(self) -> str:
-        return (
-            f"SweepSummary(pairs={self.pairs}, identical={self.identical}, "
-            f"diverged={self.diverged}, error={self.error}, interrupted={self.interrupted})"
-        )
-
-    @property
-    def verdict(self) -> str:
-        """The sweep's verdict, as a report's: any error, else any divergence."""
-        return "error" if self.error else "diverged" if self.diverged else "identical"
-
-    @property
-    def exit_code(self) -> int:
-        return exit_code(self)  # type: ignore[arg-type]  # reads .verdict only
 
 
 def one_schema(
@@ -469,16 +369,16 @@ def summarize(
         unclassified = tuple(left_out)
     return SweepSummary(
         pairs=len(reports),
-        identical=verdicts.count("identical"),
-        diverged=verdicts.count("diverged"),
-        error=verdicts.count("error"),
+        identical=verdicts.count(Verdict.IDENTICAL),
+        diverged=verdicts.count(Verdict.DIVERGED),
+        error=verdicts.count(Verdict.ERROR),
         classes=classes,
         cache_hits=cache_hits,
         elapsed_s=elapsed_s,
         interrupted=interrupted,
         unclassified=unclassified,
         error_and_diverged=sum(
-            r.verdict == "error" and r.first_divergent_step is not None for r in reports
+            r.verdict == Verdict.ERROR and r.first_divergent_step is not None for r in reports
         ),
         first_origins=first_origins(reports),
         notes=tuple(notes),

@@ -213,7 +213,20 @@ def test_sweep_watch_and_rerun_write_a_page(tmp_path: Path) -> None:
     assert p.returncode == 1, p.stderr
     page = p.stdout
     assert page.count("<!DOCTYPE html>") == 1 and 'class="matrix"' in page
-    assert "classes of bit-identical runs:" in texts(page)
+    assert "Classes of bit-identical runs" in texts(page)
+    # Each run is written once, in the list beside the matrix (the classes
+    # and the summary name runs by number, not again by path).
+    listed = re.findall(
+        r'<li value="(\d+)"><code>([^<]*)</code>( <span class="class">class (\d+))?', page
+    )
+    assert [(n, path, c) for n, path, _, c in listed] == [
+        ("1", str(a), "1"),
+        ("2", str(b), "2"),
+        ("3", str(c), "1"),
+    ]
+    assert re.findall(r'<section id="classes".*?</section>', page, re.S)[0].count("<li>") == 2
+    body = texts(page.split('<section id="matrix"')[0])  # the verdict card
+    assert str(c) not in body
     p = fastdiff("watch", a, b, "--format", "html", "--poll", "0.05", "--settle", "0.1",
                  "--idle-timeout", "1")  # fmt: skip
     assert p.returncode == 1, p.stderr

@@ -1,9 +1,17 @@
-"""No import cycles in the package, between files or between packages.
+"""No import cycles in the package, between files or between packages, and
+the layering of the packages.
 
 Every ``import`` of a fastdiff module counts, at module level or inside a
 function (a lazy import is still a dependency); imports that only type
-checkers see (under ``if TYPE_CHECKING:``) do not. Packages are the folders
-under ``fastdiff/`` (``sources``, ``stages``, ...) and each top-level module.
+checkers see (under ``if TYPE_CHECKING:``) do not for the cycles, but do for
+the renderers' layering (``render`` names only the model's types). Packages
+are the folders under ``fastdiff/`` (``sources``, ``stages``, ...) and each
+top-level module.
+
+The layers (``LAYERS``): the result model imports nothing of fastdiff; the
+kernels only the model (and ``dtypes``, see there); the sources no stage,
+engine, renderer or command; the renderers only the model and the text
+helpers.
 """
 
 from __future__ import annotations
@@ -27,8 +35,9 @@ def _is_type_checking(node: ast.If) -> bool:
     return isinstance(test, ast.Name) and test.id == "TYPE_CHECKING"
 
 
-def _imports(path: Path, modules: set[str]) -> set[str]:
-    """The fastdiff modules that ``path`` imports (outside TYPE_CHECKING blocks)."""
+def _imports(path: Path, modules: set[str], type_checking: bool = False) -> set[str]:
+    """The fastdiff modules that ``path`` imports (outside TYPE_CHECKING blocks;
+    ``type_checking``: inside them too)."""
     name = _module_name(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out: set[str] = set()
@@ -40,7 +49,7 @@ def _imports(path: Path, modules: set[str]) -> set[str]:
 
     def visit(node: ast.AST) -> None:
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and _is_type_checking(child):
+            if isinstance(child, ast.If) and _is_type_checking(child) and not type_checking:
                 for sub in child.orelse:
                     visit(sub)
                 continue
@@ -71,10 +80,10 @@ def _imports(path: Path, modules: set[str]) -> set[str]:
     return out
 
 
-def _graph() -> dict[str, set[str]]:
+def _graph(type_checking: bool = False) -> dict[str, set[str]]:
     files = sorted(PACKAGE.rglob("*.py"))
     modules = {_module_name(p) for p in files}
-    return {_module_name(p): _imports(p, modules) for p in files}
+    return {_module_name(p): _imports(p, modules, type_checking) for p in files}
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -137,3 +146,84 @@ def test_the_checker_finds_a_cycle() -> None:
     """The checker itself: a cycle of three is found, a chain is not."""
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert _cycles({"a": {"b"}, "b": {"c"}}) == []
+
+
+# --- the layering ---------------------------------------------------------------------------
+
+#: Per package: (what it may import, or None for anything but ``refused``;
+#: what it may never import; whether imports only type checkers see count).
+#: A module of a package may always import its own package.
+LAYERS: dict[str, tuple[frozenset[str] | None, frozenset[str], bool]] = {
+    # The result model is a leaf: every layer reads its values.
+    "fastdiff.model": (frozenset(), frozenset(), True),
+    # The kernels compute facts (model.facts) under a tolerance
+    # (model.tolerance). They also need fastdiff.dtypes: how an element's bits
+    # are read (float_format, fp8_values, the struct and numpy codes) is the
+    # dtype table's, which is no result (the sources read file headers with
+    # it too), so it stays out of the model; dtypes itself imports only the
+    # model and textkit.values.
+    "fastdiff.kernels": (frozenset({"fastdiff.model", "fastdiff.dtypes"}), frozenset(), False),
+    # The sources say where the bytes are; deciding, driving, wording and the
+    # command line are above them.
+    "fastdiff.sources": (
+        None,
+        frozenset({"fastdiff.stages", "fastdiff.engine", "fastdiff.render", "fastdiff.cli"}),
+        False,
+    ),
+    # The renderers are pure functions of the model's values, with the
+    # neutral text helpers; the types they name count too.
+    "fastdiff.render": (frozenset({"fastdiff.model", "fastdiff.textkit"}), frozenset(), True),
+}
+
+
+def _violations(
+    graph: dict[str, set[str]], layer: str, allowed: frozenset[str] | None, refused: frozenset[str]
+) -> list[tuple[str, str]]:
+    """(module, what it imports) for each import of ``layer`` that breaks its rule."""
+    out = []
+    for module, deps in graph.items():
+        if module != layer and not module.startswith(layer + "."):
+            continue
+        for dep in sorted(deps):
+            top = _package_of(dep)
+            if top == layer:
+                continue
+            if (allowed is not None and top not in allowed) or top in refused:
+                out.append((module, dep))
+    return out
+
+
+def test_the_layers() -> None:
+    graphs = {flag: _graph(flag) for flag in (False, True)}
+    found = {
+        layer: _violations(graphs[counts_types], layer, allowed, refused)
+        for layer, (allowed, refused, counts_types) in LAYERS.items()
+    }
+    assert found == {layer: [] for layer in LAYERS}
+
+
+def test_the_layering_check_finds_a_violation() -> None:
+    """The check itself: an import of the engine by a renderer (a type
+    checker's only), of a stage by a source, of dtypes by the model, are
+    each found; the kernels' dtypes is allowed."""
+    graph = {
+        "fastdiff.render.x": {"fastdiff.model.results", "fastdiff.engine.scheduler"},
+        "fastdiff.sources.y": {"fastdiff.model.results", "fastdiff.stages.verdict"},
+        "fastdiff.model.z": {"fastdiff.model.value", "fastdiff.dtypes"},
+        "fastdiff.kernels.w": {"fastdiff.dtypes", "fastdiff.model.facts"},
+    }
+    found = {
+        layer: _violations(graph, layer, allowed, refused)
+        for layer, (allowed, refused, _) in LAYERS.items()
+    }
+    assert found == {
+        "fastdiff.model": [("fastdiff.model.z", "fastdiff.dtypes")],
+        "fastdiff.kernels": [],
+        "fastdiff.sources": [("fastdiff.sources.y", "fastdiff.stages.verdict")],
+        "fastdiff.render": [("fastdiff.render.x", "fastdiff.engine.scheduler")],
+    }
+    # A type checker's import counts where asked: render/html.py names the
+    # rerun's result only for type checkers.
+    typed, run = _graph(type_checking=True), _graph()
+    assert "fastdiff.model.rerun" in typed["fastdiff.render.html"]
+    assert "fastdiff.model.rerun" not in run["fastdiff.render.html"]

@@ -266,3 +266,33 @@ def test_rerun_says_where_it_was_born_and_whether_that_reproduces(tmp_path: Path
                for line in lines), r.stdout  # fmt: skip
     assert "born in: M y at step 2 (inputs x matched); received: z (arm 2)" in lines
     assert "origin: the same in every diverging arm: M y at step 2" in lines
+
+
+def test_the_findings_of_a_rerun(
+    tmp_path: Path, job: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the text says is data first (``RerunResult.findings``): each arm
+    against arm 1, the first arm to diverge, whether it reproduces."""
+    from fastdiff.model.findings import ReproductionKind
+    from fastdiff.model.statuses import RerunVerdict
+    from fastdiff.rerun import ArmComparison
+    from fastdiff.rerun import rerun as run_arms
+
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    command = [sys.executable, str(job), "offset"]
+    result = run_arms(command, arms=3, out=str(tmp_path / "out"), env=["2:OFFSET=0.5"])
+    assert result.verdict is RerunVerdict.NONDETERMINISTIC and result.exit_code == 1
+    found = result.findings
+    assert found is not None
+    assert found.arms == (
+        ArmComparison(2, "diverged", 1, ("x", "y")),
+        ArmComparison(3, "identical"),
+    )
+    assert (found.first, found.errors, found.origins) == (2, (), None)
+    rep = found.reproduces
+    assert rep is not None and rep.kind is ReproductionKind.INTERMITTENT
+    assert (rep.diverging, rep.others, rep.steps) == (1, 2, (1,))
+    same = run_arms(command, arms=2, out=str(tmp_path / "same"))
+    assert same.verdict is RerunVerdict.DETERMINISTIC and same.exit_code == 0
+    assert same.findings is not None and same.findings.first is None
+    assert same.findings.reproduces is None and not same.kept

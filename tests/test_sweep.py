@@ -22,6 +22,7 @@ from fastdiff import render_json
 from fastdiff.bench.synth import write_rl_run
 from fastdiff.engine.cache import DigestCache
 from fastdiff.errors import FastdiffError
+from fastdiff.model.findings import Unclassified
 from fastdiff.model.results import BufferResult, Report
 from fastdiff.options import CompareOptions
 from fastdiff.sweep import (
@@ -277,12 +278,11 @@ def test_identity_classes_never_chain_and_set_doubtful_runs_apart() -> None:
     ]
     classes, apart = identity_classes(["A", "B", "C", "D", "E"], reports)
     assert classes == [["C"]]
-    doubt = "ended in error, so whether they are bit-identical is unknown"
     assert apart == [
-        UnclassifiedRun("A", f"its pair with B {doubt}"),
-        UnclassifiedRun("B", f"its pair with A {doubt}"),
-        UnclassifiedRun("D", "every pair with it ended in error"),
-        UnclassifiedRun("E", "in no pair of the sweep"),
+        UnclassifiedRun("A", Unclassified.PAIR_ERROR, ("B",)),
+        UnclassifiedRun("B", Unclassified.PAIR_ERROR, ("A",)),
+        UnclassifiedRun("D", Unclassified.EVERY_PAIR_ERROR),
+        UnclassifiedRun("E", Unclassified.NO_PAIR),
     ]
 
 

@@ -1192,3 +1192,21 @@ def test_a_watch_of_finished_runs_reports_what_compare_reports(tmp_path: Path) -
     assert [getattr(work, k) for k in WORK_COUNTS] == [getattr(expected, k) for k in WORK_COUNTS]
     assert (work.engine, work.executor, work.jobs) == (expected.engine, expected.executor,
                                                        expected.jobs)  # fmt: skip
+
+
+def test_a_watchs_results_hold_members_and_their_exit_code() -> None:
+    """A step's status and why a watch stopped are the model's members (equal
+    to the JSON's strings); the exit code is the summary's, not the text's."""
+    from fastdiff import compare_runs
+    from fastdiff.model.statuses import StepStatus, StopReason
+    from fastdiff.watch import STOP_REASONS, StepReport, WatchSummary
+
+    report = compare_runs(REPO / "examples/run-a", REPO / "examples/run-b")
+    assert STOP_REASONS == ("diverged", "idle", "interrupted", "error")
+    step = StepReport(3, "diverged", ("F",), report.buffers)
+    assert step.status is StepStatus.DIVERGED and step.status == "diverged"
+    for stopped, code in (("diverged", 1), ("idle", 1), ("interrupted", 130), ("error", 1)):
+        summary = WatchSummary(report, 4, stopped, 0.5)
+        assert summary.stopped is StopReason.of(stopped) and summary.exit_code == code
+    with pytest.raises(ValueError):
+        WatchSummary(report, 4, "bored", None)

@@ -73,9 +73,10 @@ def run(args: Namespace) -> int:
 
         text = render_json(report, first=args.first)
     elif args.format == "html":
+        from .. import __version__
         from ..render.html import render_html
 
-        text = render_html(report, args.verbose, first=args.first)
+        text = render_html(report, args.verbose, first=args.first, version=__version__)
     else:
         from ..render.text import render_text
 

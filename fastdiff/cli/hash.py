@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 
-from ..errors import EXIT_TROUBLE
 from ..options import EXECUTORS
 from .common import (
     RECORDS_IN_MANIFEST,
@@ -34,19 +33,20 @@ ARGUMENTS = (
 
 
 def run(args: Namespace) -> int:
-    from ..hashrun import write_manifest
+    from ..hashrun import hash_manifest
 
     options = options_of(args)
     cache = digest_cache(args, [args.run])
     try:
-        text, problems = write_manifest(args.run, options, cache=cache, output=args.output)
+        result = hash_manifest(args.run, options, cache=cache, output=args.output)
     finally:
         if cache is not None:
             cache.close()
+    text, problems = result.text, result.problems
     print_problems(problems)
-    if not text:
+    if not result.written:
         print("fastdiff: error: no manifest written: fix the errors above", file=sys.stderr)
-        return EXIT_TROUBLE
+        return result.exit_code
     if args.output is None:
         write_stdout(text)
     if problems:  # malformed files: hashed and recorded, and trouble, as compare says
@@ -57,5 +57,4 @@ def run(args: Namespace) -> int:
             "compare and stats report them as malformed too",
             file=sys.stderr,
         )
-        return EXIT_TROUBLE
-    return 0
+    return result.exit_code

@@ -130,7 +130,7 @@ def write_plot(report: Report, path: str, code: int) -> int:
 
     try:
         write_timeline_plot(report, path)
-    except (OSError, FastdiffError) as exc:
+    except (OSError, ImportError, FastdiffError) as exc:
         from ..textkit.escape import display_path
 
         # Said once: the option and the file, then why (an OSError's strerror,

@@ -94,9 +94,10 @@ def run(args: Namespace) -> int:
     for report in result.reports:
         print_problems(report.errors)
     if args.format == "html":
+        from .. import __version__
         from ..render.html import render_rerun_html
 
-        write_stdout(render_rerun_html(result))
+        write_stdout(render_rerun_html(result, version=__version__))
     else:
         write_stdout(render_rerun_text(result))
     if result.interrupted:

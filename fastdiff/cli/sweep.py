@@ -130,10 +130,12 @@ def run(args: Namespace) -> int:
 
     def render(summary: SweepSummary) -> str:
         if fmt == "html":
+            from .. import __version__
             from ..render.html import render_sweep_html
 
             done = [by_index[i] for i in sorted(by_index)]
-            return render_sweep_html(done, summary, [pairs[i] for i in sorted(by_index)])
+            ran = [pairs[i] for i in sorted(by_index)]
+            return render_sweep_html(done, summary, ran, version=__version__)
         if fmt == "jsonl":
             return render_sweep_summary_record(summary)
         return render_sweep_summary_text(summary, pairs)  # the pairs name those that disagree

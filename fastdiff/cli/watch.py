@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 
-from ..errors import EXIT_INTERRUPTED, FastdiffError
+from ..errors import FastdiffError
 from ..options import EXECUTORS
 from .common import (
     IGNORE,
@@ -187,13 +187,13 @@ class _StatusLine:
 
 
 def run(args: Namespace) -> int:
+    from ..model.statuses import StopReason
     from ..render.watch import (
         render_step_record,
         render_step_text,
         render_summary_record,
         render_summary_text,
     )
-    from ..stages.verdict import exit_code
     from ..watch import Watch
 
     if args.plot is not None:
@@ -256,15 +256,16 @@ def run(args: Namespace) -> int:
         if cache is not None:
             cache.close()
     if fmt == "html":
+        from .. import __version__
         from ..render.html import render_watch_html
 
-        write_stdout(render_watch_html(summary))
+        write_stdout(render_watch_html(summary, version=__version__))
     else:
         write_stdout(render_summary_record(summary) if jsonl else render_summary_text(summary))
-    if summary.stopped == "interrupted":
+    code = summary.exit_code
+    if summary.stopped is StopReason.INTERRUPTED:
         print("fastdiff: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    code = exit_code(summary.report)
+        return code
     if args.plot is not None:
         return write_plot(summary.report, args.plot, code)
     return code

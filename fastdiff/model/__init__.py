@@ -9,6 +9,7 @@ immutable ``__slots__`` classes with equality, ``replace`` and ``as_dict``).
 - ``value``: the base class;
 - ``statuses``: buffer statuses, verdicts, group statuses, roles and
   problem kinds, enum-like members compared directly;
+- ``exits``: the exit codes a verdict gives;
 - ``tolerance``: ``Tolerance`` and its exact integer form;
 - ``facts``: the one table of the facts a comparison reports about a
   buffer pair (``FACTS``: names, merges, JSON encoders, the compiled
@@ -19,6 +20,8 @@ immutable ``__slots__`` classes with equality, ``replace`` and ``as_dict``).
   puts them into words;
 - ``results``: a run pair's report (``Report``, ``BufferResult``, ...)
   and ``Work``;
-- ``jobs``: the results of the other jobs (sweep, stats, hash, rerun,
-  watch, bench).
+- ``sweep``, ``stats``, ``rerun``, ``watch``, ``hashrun``: the results of
+  the other jobs (their use-case modules compute them and re-export the
+  classes under their old names);
+- ``inputs``: how a declared input is written (``name@prev``).
 """

@@ -31,11 +31,13 @@ __all__ = [
     "LargeCauses",
     "Note",
     "NoteKind",
+    "OriginAgreement",
     "PatternKind",
     "RankPattern",
     "Reproduction",
     "ReproductionKind",
     "StructuralChange",
+    "Unclassified",
 ]
 
 
@@ -385,6 +387,38 @@ class Reproduction(Value):
         self.diverging = diverging
         self.others = others
         self.steps = steps
+
+
+class OriginAgreement(Member):
+    """Whether the diverging arms of a rerun share their first origin."""
+
+    __slots__ = ()
+    SAME: ClassVar[OriginAgreement]
+    DIFFERS: ClassVar[OriginAgreement]
+    NOT_EVERYWHERE: ClassVar[OriginAgreement]
+
+
+OriginAgreement.SAME = OriginAgreement("same")  # one first origin in every diverging arm
+OriginAgreement.DIFFERS = OriginAgreement("differs")  # arms' first origins differ
+OriginAgreement.NOT_EVERYWHERE = OriginAgreement("not_everywhere")  # an arm has none
+
+
+# --- a sweep ---------------------------------------------------------------------------------
+
+
+class Unclassified(Member):
+    """Why a run of a sweep is in no identity class (``model.sweep.UnclassifiedRun``)."""
+
+    __slots__ = ()
+    NO_PAIR: ClassVar[Unclassified]
+    EVERY_PAIR_ERROR: ClassVar[Unclassified]
+    PAIR_ERROR: ClassVar[Unclassified]
+
+
+Unclassified.NO_PAIR = Unclassified("no_pair")  # in no pair of the sweep
+Unclassified.EVERY_PAIR_ERROR = Unclassified("every_pair_error")  # every pair with it failed
+# Its pair with another classified run ended in error (``UnclassifiedRun.failed``):
+Unclassified.PAIR_ERROR = Unclassified("pair_error")
 
 
 # --- notes --------------------------------------------------------------------------------

@@ -7,6 +7,10 @@ bare strings: ``b.status is Status.DIVERGED``, ``b.status in DIVERGENT``
 (members are interned: one object per value and class). No words here: how
 a report says a status (``only in run A``, ``DIVERGED``) is ``render.words``'.
 
+The other jobs' members: ``StepStatus`` (a watch's step), ``StopReason``
+(why a watch ended), ``RerunVerdict``, ``SourceKind`` (what ``stats``
+read). The kinds of findings are ``findings``', the exit codes ``exits``'.
+
 The collections are in report order: ``Status.ALL`` in the order a step's
 counts are given (``STATUS_ORDER``), ``GroupStatus.ALL``, ``Verdict.ALL``,
 ``Role.ALL`` (from the most telling), ``ProblemKind.ALL``. The sets say what
@@ -29,8 +33,12 @@ __all__ = [
     "GroupStatus",
     "Member",
     "ProblemKind",
+    "RerunVerdict",
     "Role",
+    "SourceKind",
     "Status",
+    "StepStatus",
+    "StopReason",
     "Verdict",
 ]
 
@@ -215,3 +223,64 @@ ProblemKind.MISMATCH = ProblemKind("mismatch")
 ProblemKind.UNDECIDED = ProblemKind("undecided")
 ProblemKind.WORKER = ProblemKind("worker")
 ProblemKind.ERROR = ProblemKind("error")
+
+
+class StepStatus(Member):
+    """A step of a watch (``model.watch.StepReport``): ``diverged`` when a
+    buffer diverged, else ``error`` when a buffer or the step had trouble,
+    else ``equal`` (within tolerance included)."""
+
+    __slots__ = ()
+    EQUAL: ClassVar[StepStatus]
+    DIVERGED: ClassVar[StepStatus]
+    ERROR: ClassVar[StepStatus]
+
+
+StepStatus.EQUAL = StepStatus("equal")
+StepStatus.DIVERGED = StepStatus("diverged")
+StepStatus.ERROR = StepStatus("error")
+
+
+class StopReason(Member):
+    """Why a watch ended (``model.watch.WatchSummary.stopped``)."""
+
+    __slots__ = ()
+    DIVERGED: ClassVar[StopReason]
+    IDLE: ClassVar[StopReason]
+    INTERRUPTED: ClassVar[StopReason]
+    ERROR: ClassVar[StopReason]
+
+
+StopReason.DIVERGED = StopReason("diverged")  # a step diverged (and --keep-going was not given)
+StopReason.IDLE = StopReason("idle")  # both runs wrote nothing for the idle timeout
+StopReason.INTERRUPTED = StopReason("interrupted")  # Ctrl-C
+StopReason.ERROR = StopReason("error")  # trouble: nothing more could be compared
+
+
+class RerunVerdict(Member):
+    """A rerun (``model.rerun.RerunResult``): its arms are bit-identical
+    (exit 0), one diverges from arm 1 (1), trouble (2), or Ctrl-C (130)."""
+
+    __slots__ = ()
+    DETERMINISTIC: ClassVar[RerunVerdict]
+    NONDETERMINISTIC: ClassVar[RerunVerdict]
+    ERROR: ClassVar[RerunVerdict]
+    INTERRUPTED: ClassVar[RerunVerdict]
+
+
+RerunVerdict.DETERMINISTIC = RerunVerdict("deterministic")
+RerunVerdict.NONDETERMINISTIC = RerunVerdict("nondeterministic")
+RerunVerdict.ERROR = RerunVerdict("error")
+RerunVerdict.INTERRUPTED = RerunVerdict("interrupted")
+
+
+class SourceKind(Member):
+    """What a run was read from (``model.stats.RunStats.source``)."""
+
+    __slots__ = ()
+    FOLDER: ClassVar[SourceKind]
+    MANIFEST: ClassVar[SourceKind]
+
+
+SourceKind.FOLDER = SourceKind("folder")
+SourceKind.MANIFEST = SourceKind("manifest")

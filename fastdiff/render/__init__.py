@@ -40,14 +40,14 @@ _EXPORTS = {
     "format_sweep_row": "sweep",
     "render_stats_text": "stats",
     "render_stats_json": "stats",
-    "display_path": "escape",
-    "is_utf8": "escape",
-    "json_text": "escape",
-    "os_bytes_hex": "escape",
-    "path_record": "escape",
-    "plural": "fmt",
-    "format_bytes": "fmt",
-    "format_steps": "fmt",
+    "display_path": "..textkit.escape",
+    "is_utf8": "..textkit.escape",
+    "json_text": "..textkit.escape",
+    "os_bytes_hex": "..textkit.escape",
+    "path_record": "..textkit.escape",
+    "plural": "..textkit.fmt",
+    "format_bytes": "..textkit.fmt",
+    "format_steps": "..textkit.fmt",
 }
 
 
@@ -57,4 +57,6 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from importlib import import_module
 
-    return getattr(import_module(f".{module}", __name__), name)
+    return getattr(
+        import_module(module if module.startswith(".") else f".{module}", __name__), name
+    )

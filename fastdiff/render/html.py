@@ -43,10 +43,10 @@ import math
 from html import escape as _escape
 
 from ..model.findings import Cell, cell_of
+from ..model.inputs import split_input
 from ..model.results import TimelineRow
 from ..model.statuses import TROUBLE, GroupStatus, Status
 from ..model.tolerance import DEFAULT_ROUNDING_ULP
-from ..schema import split_input
 from ..textkit.escape import display_path
 from ..textkit.fmt import plural
 from .hints import buffer_message, group_hint
@@ -88,10 +88,10 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ..model.findings import BufferKey
+    from ..model.rerun import RerunResult
     from ..model.results import BufferResult, Report
-    from ..rerun import RerunResult
-    from ..sweep import SweepSummary
-    from ..watch.results import WatchSummary
+    from ..model.sweep import SweepSummary
+    from ..model.watch import WatchSummary
 
 __all__ = [
     "MAX_CARDS",
@@ -171,18 +171,19 @@ _CSP = (
 )
 
 
-def _page(title: str, body: str, data: dict[str, Any], verdict: str) -> str:
-    from .. import __version__
-
+def _page(title: str, body: str, data: dict[str, Any], verdict: str, version: str = "") -> str:
+    """The whole page; ``version``: fastdiff's, as the caller gives it (the
+    page names it in its footer and generator tag)."""
+    made_by = f"fastdiff {version}" if version else "fastdiff"
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f'<meta name="generator" content="fastdiff {_h(__version__)}">\n'
+        f'<meta name="generator" content="{_h(made_by)}">\n'
         f"<title>{_h(title)}</title>\n<style>{STYLE}</style>\n</head>\n"
         f'<body class="v-{_h(verdict)}">\n{body}\n'
-        f"<footer>fastdiff {_h(__version__)}: a page built from the report's findings "
+        f"<footer>{_h(made_by)}: a page built from the report's findings "
         "alone; it loads nothing from the network.</footer>\n"
         f'<script type="application/json" id="fd-data">{_json_block(data)}</script>\n'
         f"<script>{SCRIPT}</script>\n</body>\n</html>\n"
@@ -936,17 +937,20 @@ def _title(report: Report) -> str:
     )
 
 
-def render_html(report: Report, verbose: bool = False, first: bool = False) -> str:
+def render_html(
+    report: Report, verbose: bool = False, first: bool = False, version: str = ""
+) -> str:
     """The page of one run pair (``compare --format html``). ``verbose``:
     where the divergence was born in full, and every buffer in the list
     (equal ones too); ``first``: the list holds the first divergent step's
-    buffers only (the heatmap and verdict stay the whole comparison's)."""
+    buffers only (the heatmap and verdict stay the whole comparison's);
+    ``version``: fastdiff's, for the footer."""
     body, data = _report_parts(report, verbose, first)
     page = _header(report, "fastdiff compare") + f"<main>{body}</main>"
-    return _page(_title(report), page, data, report.verdict)
+    return _page(_title(report), page, data, report.verdict, version)
 
 
-def render_watch_html(summary: WatchSummary) -> str:
+def render_watch_html(summary: WatchSummary, version: str = "") -> str:
     """The page of a watch once it ended: why it stopped, then the report of
     the steps compared, as compare's page."""
     from .watch import stop_line
@@ -955,7 +959,7 @@ def render_watch_html(summary: WatchSummary) -> str:
     body, data = _report_parts(report)
     stop = f'<p class="stop">{_h(stop_line(summary))}</p>'
     page = _header(report, "fastdiff watch") + f"<main>{stop}{body}</main>"
-    return _page(_title(report), page, data, report.verdict)
+    return _page(_title(report), page, data, report.verdict, version)
 
 
 # --- a sweep -----------------------------------------------------------------------------------
@@ -982,11 +986,20 @@ def _pair_mark(report: Report) -> tuple[str, str]:
     return "v-close", "\u2248"
 
 
-def _matrix(reports: Sequence[Report], classes: dict[str, int]) -> str:
+def _axes(reports: Sequence[Report]) -> tuple[list[str], list[str], dict[str, int]]:
+    """The matrix's rows (runs A) and columns (runs B), and each run's number
+    (``R1``, ...) in the list of runs beside it."""
     rows = list(dict.fromkeys(r.run_a for r in reports))[:MATRIX_RUNS]
     cols = list(dict.fromkeys(r.run_b for r in reports))[:MATRIX_RUNS]
     runs = list(dict.fromkeys([*rows, *cols]))
-    number = {run: i + 1 for i, run in enumerate(runs)}
+    return rows, cols, {run: i + 1 for i, run in enumerate(runs)}
+
+
+def _matrix(reports: Sequence[Report], classes: dict[str, int]) -> str:
+    """The pair matrix, then the list of its runs: the one place a run's
+    path is written (the classes name runs by their number)."""
+    rows, cols, number = _axes(reports)
+    runs = list(number)
     pair = {(r.run_a, r.run_b): (i, r) for i, r in enumerate(reports)}
     out = ['<table class="matrix"><thead><tr><th>A \\ B</th>']
     out += [f'<th title="{_t(c)}">R{number[c]}</th>' for c in cols]
@@ -1024,14 +1037,18 @@ def _matrix(reports: Sequence[Report], classes: dict[str, int]) -> str:
 
 
 def render_sweep_html(
-    reports: Sequence[Report], summary: SweepSummary, pairs: Sequence[tuple[str, str]] = ()
+    reports: Sequence[Report],
+    summary: SweepSummary,
+    pairs: Sequence[tuple[str, str]] = (),
+    version: str = "",
 ) -> str:
     """The page of a sweep: its summary (the text's), the pair matrix (a
     cell per pair: its first divergent step, or = identical), the classes of
     bit-identical runs, and each pair's verdict block."""
     from .sweep import render_sweep_summary_text
 
-    text = render_sweep_summary_text(summary, pairs)
+    # The classes have a section of their own: the summary's text without them.
+    text = render_sweep_summary_text(summary.replace(classes=None), pairs)
     classes = {run: i for i, c in enumerate(summary.classes or (), 1) for run in c}
     out = [
         '<header><p class="what">fastdiff sweep</p></header><main>',
@@ -1048,8 +1065,15 @@ def render_sweep_html(
     ]
     if summary.classes:
         out.append('<section id="classes" class="card"><h2>Classes of bit-identical runs</h2><ol>')
+        number = _axes(reports)[2]
         for c in summary.classes:
-            out.append("<li>" + " ".join(f"<code>{_t(r)}</code>" for r in c) + "</li>")
+            named = [
+                f'<code title="{_t(r)}">R{number[r]}</code>'
+                if r in number
+                else f"<code>{_t(r)}</code>"
+                for r in c
+            ]
+            out.append("<li>" + " ".join(named) + "</li>")
         out.append("</ol></section>")
     out.append('<section id="pairs" class="card"><h2>Each pair</h2>')
     for i, rep in enumerate(reports[:MAX_PAIRS]):
@@ -1064,13 +1088,13 @@ def render_sweep_html(
         out.append(f'<p class="more">and {plural(len(reports) - MAX_PAIRS, "more pair")}</p>')
     out.append("</section></main>")
     title = f"fastdiff sweep: {text.splitlines()[0]}"
-    return _page(title, "".join(out), {"views": []}, summary.verdict)
+    return _page(title, "".join(out), {"views": []}, summary.verdict, version)
 
 
 # --- a rerun -----------------------------------------------------------------------------------
 
 
-def render_rerun_html(result: RerunResult) -> str:
+def render_rerun_html(result: RerunResult, version: str = "") -> str:
     """The page of a rerun: the text's lines of the arms and the verdict, then
     the page of arm 1 against the first arm that diverges from it."""
     from .rerun import render_rerun_text
@@ -1087,13 +1111,11 @@ def render_rerun_html(result: RerunResult) -> str:
         f'<pre class="line">{_h(chr(10).join(lines))}</pre></section>',
     ]
     data: dict[str, Any] = {"views": []}
-    diverging = [
-        (i, r) for i, r in enumerate(result.reports, 2) if r.first_divergent_step is not None
-    ]
-    if sep and diverging:
-        _, report = min(diverging, key=lambda item: (item[1].first_divergent_step, item[0]))
+    found = result.findings
+    if sep and found is not None and found.first is not None:
+        report = result.reports[found.first - 2]
         body, data = _report_parts(report)
         title = "arm 1 (A) against arm " + rest.partition("\n")[0].rstrip(":")
         out.append(f'<h2 class="part">{_h(title)}</h2>{body}')
     out.append("</main>")
-    return _page(f"fastdiff rerun: {verdict}", "".join(out), data, cls)
+    return _page(f"fastdiff rerun: {verdict}", "".join(out), data, cls, version)

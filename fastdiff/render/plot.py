@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import os
 
-from ..errors import FastdiffError
 from ..textkit.escape import display_path
 
 TYPE_CHECKING = False
@@ -56,7 +55,8 @@ def _group_order(report: Report) -> list[str]:
 
 def write_timeline_plot(report: Report, path: str | os.PathLike[str], dpi: int = 100) -> None:
     """Write the timeline of ``report`` as a PNG file; OSError when it cannot
-    be written, FastdiffError (``MISSING``) without matplotlib."""
+    be written, ImportError (its message ``MISSING``, what to install)
+    without matplotlib."""
     timeline_figure(report).savefig(os.fspath(path), format="png", dpi=dpi)
 
 
@@ -68,7 +68,7 @@ def timeline_figure(report: Report) -> Figure:
         from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
         from matplotlib.transforms import blended_transform_factory
     except ImportError:
-        raise FastdiffError(MISSING) from None
+        raise ImportError(MISSING) from None
 
     fig = Figure(figsize=(8, 5.6), layout="constrained")
     FigureCanvasAgg(fig)

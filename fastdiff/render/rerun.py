@@ -5,27 +5,22 @@ from __future__ import annotations
 
 import shlex
 
+from ..model.findings import OriginAgreement, ReproductionKind
+from ..model.statuses import Verdict
 from ..textkit.escape import display_path
 from ..textkit.fmt import first_few, plural
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ..model.results import Report
-    from ..rerun import ArmResult, RerunResult
+    from ..model.rerun import ArmComparison, ArmResult, RerunFindings, RerunResult
+    from ..model.results import Origin
 
 #: Diverged buffers of a step named in an arm's line.
 _SHOWN = 3
 
 
-def _first_buffers(report: Report) -> list[str]:
-    from ..model.results import DIVERGENT
-
-    step = report.first_divergent_step
-    return [b.name for b in report.buffers if b.step == step and b.status in DIVERGENT]
-
-
-def _names(names: list[str]) -> str:
-    return first_few(names, _SHOWN)
+def _names(names: tuple[str, ...]) -> str:
+    return first_few(list(names), _SHOWN)
 
 
 def format_arm_start(index: int, arms: int, folder: str) -> str:
@@ -40,35 +35,33 @@ def format_arm(arm: ArmResult) -> str:
     return f"arm {arm.index}: exit 0 in {arm.elapsed_s:.1f} s"
 
 
-def _against(report: Report, index: int) -> str:
-    if report.verdict == "error":
-        return f"arm {index}: could not be compared with arm 1 (see the errors above)"
-    if report.first_divergent_step is None:
-        return f"arm {index}: identical to arm 1"
-    names = _first_buffers(report)
-    return (
-        f"arm {index}: DIVERGES from arm 1 at step {report.first_divergent_step}: {_names(names)}"
-    )
+def _against(c: ArmComparison) -> str:
+    if c.verdict == Verdict.ERROR:
+        return f"arm {c.arm}: could not be compared with arm 1 (see the errors above)"
+    if c.first_step is None:
+        return f"arm {c.arm}: identical to arm 1"
+    return f"arm {c.arm}: DIVERGES from arm 1 at step {c.first_step}: {_names(c.first_buffers)}"
 
 
-def _reproduces(diverging: list[tuple[int, Report]], others: int) -> str:
+def _reproduces(found: RerunFindings) -> str:
     """Whether the divergence shows in every arm, at the same place."""
-    if others == 1:
+    how = found.reproduces
+    assert how is not None
+    steps = how.steps
+    if how.kind is ReproductionKind.UNKNOWN:
         return (
             "reproduces: unknown with one arm against arm 1; run more arms (-n 3 or more) to "
             "see whether it shows every time"
         )
-    steps = sorted({r.first_divergent_step for _, r in diverging})  # type: ignore[type-var]
-    if len(diverging) < others:
-        matched = others - len(diverging)
+    if how.kind is ReproductionKind.INTERMITTENT:
+        n, others = how.diverging, how.others
         return (
-            f"reproduces: intermittently: {len(diverging)} of {others} arms diverge from arm 1, "
-            f"{plural(matched, 'arm')} matched it bit for bit"
+            f"reproduces: intermittently: {n} of {others} arms diverge from arm 1, "
+            f"{plural(others - n, 'arm')} matched it bit for bit"
         )
-    places = {(r.first_divergent_step, tuple(_first_buffers(r))) for _, r in diverging}
-    if len(places) == 1:
+    if how.kind is ReproductionKind.SAME_PLACE:
         return f"reproduces: in every arm, first at step {steps[0]} in the same buffers"
-    if len(steps) == 1:
+    if how.kind is ReproductionKind.SAME_STEP:
         return f"reproduces: in every arm, first at step {steps[0]} (not always the same buffers)"
     return (
         "reproduces: in every arm, but first at different steps ("
@@ -77,22 +70,21 @@ def _reproduces(diverging: list[tuple[int, Report]], others: int) -> str:
     )
 
 
-def _origin_text(report: Report) -> str:
-    o = report.origins[0]  # type: ignore[index]
+def _origin_text(o: Origin) -> str:
     return f"{display_path(o.group)} {display_path(o.name)} at step {o.step}"
 
 
-def _origin_agreement(diverging: list[tuple[int, Report]]) -> str | None:
+def _origin_agreement(found: RerunFindings) -> str | None:
     """Whether the diverging arms share their first origin (the schema
     declares inputs): the same kernel every time, or not."""
-    if len(diverging) < 2 or any(r.origins is None for _, r in diverging):
+    if found.origins is None:
         return None
-    firsts = {i: _origin_text(r) for i, r in diverging if r.origins}
-    if len(firsts) < len(diverging):
+    if found.origins is OriginAgreement.NOT_EVERYWHERE:
         return "origin: not found in every diverging arm (see the comparison below)"
-    if len(set(firsts.values())) == 1:
-        return f"origin: the same in every diverging arm: {next(iter(firsts.values()))}"
-    shown = "; ".join(f"arm {i}: {t}" for i, t in sorted(firsts.items()))
+    firsts = [(a.arm, _origin_text(a.origin)) for a in found.diverging if a.origin is not None]
+    if found.origins is OriginAgreement.SAME:
+        return f"origin: the same in every diverging arm: {firsts[0][1]}"
+    shown = "; ".join(f"arm {i}: {t}" for i, t in firsts)
     return f"origin: differs between arms: {shown}"
 
 
@@ -104,11 +96,12 @@ def render_rerun_text(result: RerunResult) -> str:
     n = result.n_arms
     lines = [f"command: {display_path(shlex.join(result.command))}"]
     lines += [format_arm(a) for a in arms[:1]]
-    reports = dict(zip(range(2, len(result.reports) + 2), result.reports, strict=True))
+    found = result.findings
     for arm in arms[1:]:
         line = format_arm(arm)
-        if arm.index in reports:
-            line += "; " + _against(reports[arm.index], arm.index).split(": ", 1)[1]
+        c = found.arm(arm.index) if found is not None else None
+        if c is not None:
+            line += "; " + _against(c).split(": ", 1)[1]
         lines.append(line)
     where = display_path(result.out)
     kept = f"kept in {where}" if result.kept else f"removed from {where} (--keep keeps them)"
@@ -124,38 +117,39 @@ def render_rerun_text(result: RerunResult) -> str:
             lines += [f"  {display_path(t)}" for t in failed.stderr_tail]
         lines.append(f"runs: {kept}")
         return "\n".join(lines) + "\n"
-    diverging = [(i, r) for i, r in reports.items() if r.first_divergent_step is not None]
-    errors = [i for i, r in reports.items() if r.verdict == "error"]
+    assert found is not None  # every arm succeeded: they were compared
     lines.append("")
-    if errors:
+    if found.errors:
         lines.append(
-            f"TROUBLE: {plural(len(errors), 'arm')} could not be compared with arm 1 "
-            f"(arm {', '.join(map(str, errors))}); whether the job is deterministic is unknown"
+            f"TROUBLE: {plural(len(found.errors), 'arm')} could not be compared with arm 1 "
+            f"(arm {', '.join(map(str, found.errors))}); whether the job is deterministic is "
+            "unknown"
         )
-    elif not diverging:
+    elif found.first is None:
         first = result.reports[0]
         lines.append(
             f"DETERMINISTIC: the {len(arms)} arms are bit-identical "
             f"({plural(len(first.buffers), 'buffer')} over {plural(len(first.steps), 'step')})"
         )
     else:
-        index, report = min(diverging, key=lambda item: (item[1].first_divergent_step, item[0]))
-        step = report.first_divergent_step
+        c = found.arm(found.first)
+        assert c is not None
+        report = result.reports[c.arm - 2]
         lines.append(
-            f"NOT DETERMINISTIC: {len(diverging)} of {len(reports)} arms diverge from arm 1; "
-            f"first at step {step} (arm {index}: {_names(_first_buffers(report))})"
+            f"NOT DETERMINISTIC: {len(found.diverging)} of {len(found.arms)} arms diverge from "
+            f"arm 1; first at step {c.first_step} (arm {c.arm}: {_names(c.first_buffers)})"
         )
         from .text import born_lines
 
         born = born_lines(report)
         if born:
-            lines.append(f"{born[0].strip()} (arm {index})")
-        lines.append(_reproduces(diverging, len(reports)))
-        origin = _origin_agreement(diverging)
+            lines.append(f"{born[0].strip()} (arm {c.arm})")
+        lines.append(_reproduces(found))
+        origin = _origin_agreement(found)
         if origin:
             lines.append(origin)
     lines.append(f"runs: {kept}")
-    if diverging and not errors:
-        index, report = min(diverging, key=lambda item: (item[1].first_divergent_step, item[0]))
-        lines += ["", f"arm 1 (A) against arm {index} (B):", render_text(report).rstrip("\n")]
+    if found.first is not None and not found.errors:
+        report = result.reports[found.first - 2]
+        lines += ["", f"arm 1 (A) against arm {found.first} (B):", render_text(report).rstrip("\n")]
     return "\n".join(lines) + "\n"

@@ -9,7 +9,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from ..stats import RunStats, StepStats, Tally
+    from ..model.stats import RunStats, StepStats, Tally
 
 STATS_SCHEMA_VERSION = 1
 
@@ -28,7 +28,7 @@ def tally_dict(t: Tally) -> dict[str, Any]:
 
 
 def stats_dict(s: RunStats) -> dict[str, Any]:
-    per_step = [st.total.bytes for st in s.steps]
+    lo, hi = s.bytes_per_step
     head: dict[str, Any] = {"schema_version": STATS_SCHEMA_VERSION}
     put_text(head, "run", s.run)  # valid UTF-8, with the raw bytes beside it where not
     return {
@@ -39,7 +39,7 @@ def stats_dict(s: RunStats) -> dict[str, Any]:
             "steps": s.n_steps,
             "buffers": s.n_buffers,
             **tally_dict(s.total),
-            "bytes_per_step": {"min": min(per_step, default=0), "max": max(per_step, default=0)},
+            "bytes_per_step": {"min": lo, "max": hi},
         },
         "disk": None
         if s.disk is None
@@ -133,7 +133,6 @@ def _cells(t: Tally) -> list[str]:
 def render_stats_text(s: RunStats) -> str:
     t = s.total
     lines = [f"run: {display_path(s.run)} ({s.source}), schema {display_path(s.schema)}"]
-    per_step = [st.total.bytes for st in s.steps]
     disk = s.disk
     # A dump is a file of its own unless a container holds several, or a
     # recorder's digest log holds it as a digest only.
@@ -154,8 +153,8 @@ def render_stats_text(s: RunStats) -> str:
                 "in the digest log (no data file)"
             )
         lines.append(line)
-    if per_step:
-        lo, hi = min(per_step), max(per_step)
+    if s.steps:
+        lo, hi = s.bytes_per_step
         if lo == hi:
             each = format_bytes(lo)
         elif format_bytes(lo) == format_bytes(hi):

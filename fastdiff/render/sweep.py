@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+from ..model.findings import Unclassified
+from ..model.statuses import Verdict
 from ..textkit.escape import display_path, json_text
 from ..textkit.fmt import plural
 from .json import JSON_SCHEMA_VERSION, origin_dict, report_dict
@@ -17,13 +19,25 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ..model.results import Origin, Report
-    from ..sweep import SweepSummary
+    from ..model.sweep import SweepSummary, UnclassifiedRun
 
 
 def render_sweep_record(index: int, report: Report) -> str:
     """One JSON Lines record for a finished pair: the compare JSON plus its index."""
     record = {"record": "pair", "index": index, **report_dict(report)}
     return json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n"
+
+
+def unclassified_reason(u: UnclassifiedRun) -> str:
+    """Why a run is in no identity class, in words (raw names: the caller escapes)."""
+    if u.reason is Unclassified.NO_PAIR:
+        return "in no pair of the sweep"
+    if u.reason is Unclassified.EVERY_PAIR_ERROR:
+        return "every pair with it ended in error"
+    return (
+        f"its pair with {', '.join(u.failed)} ended in error, so whether they are "
+        "bit-identical is unknown"
+    )
 
 
 def sweep_summary_dict(summary: SweepSummary) -> dict[str, Any]:
@@ -41,7 +55,10 @@ def sweep_summary_dict(summary: SweepSummary) -> dict[str, Any]:
             else None
         ),
         "unclassified": (
-            [{"run": display_path(u.run), "reason": u.reason} for u in summary.unclassified]
+            [
+                {"run": display_path(u.run), "reason": unclassified_reason(u)}
+                for u in summary.unclassified
+            ]
             if summary.unclassified is not None
             else None
         ),
@@ -72,12 +89,14 @@ def format_sweep_row(report: Report) -> str:
     diverged = ""
     if report.first_divergent_step is not None:
         groups = " ".join(report.first_divergent_groups)
-        diverged = f"{VERDICT['diverged'].phrase} at step {report.first_divergent_step} [{groups}]"
+        diverged = (
+            f"{VERDICT[Verdict.DIVERGED].phrase} at step {report.first_divergent_step} [{groups}]"
+        )
     word = verdict_word(report).phrase
-    if report.verdict == "error":
+    if report.verdict == Verdict.ERROR:
         problems = f"{plural(len(report.errors), 'problem')}: {report.errors[0].message}"
         what = f"{word}, and {diverged} ({problems})" if diverged else f"{word} ({problems})"
-    elif report.verdict == "diverged":
+    elif report.verdict == Verdict.DIVERGED:
         what = diverged
     else:
         what = word  # "identical within tolerance" where not bit-identical, as compare says it
@@ -104,7 +123,10 @@ def render_sweep_summary_text(summary: SweepSummary, runs: Sequence[tuple[str, s
         ]
     if summary.unclassified:
         lines.append("in no class (a pair ended in error):")
-        lines += [f"  {display_path(u.run)}: {u.reason}" for u in summary.unclassified]
+        lines += [
+            f"  {display_path(u.run)}: {display_path(unclassified_reason(u))}"
+            for u in summary.unclassified
+        ]
     lines += origin_lines(summary, runs)
     return "\n".join(lines) + "\n"
 
@@ -123,7 +145,7 @@ def origin_lines(summary: SweepSummary, runs: Sequence[tuple[str, str]] = ()) ->
     if found is None or not found.groups:
         return []
     if found.reproducible is None:
-        n = sum(len(pairs) for _, pairs in found.groups)
+        n = found.n_diverging
         return [f"first origin: none found in the {plural(n, 'diverging pair')} (their "
                 "diverged buffers are receivers or undetermined, or have no inputs)"]  # fmt: skip
     if found.reproducible:

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import math
 
-from ..dtypes import DTYPES
 from ..model.facts import RESULT_FACTS
 from ..model.findings import BufferKey, Cell, PatternKind
 from ..model.statuses import TROUBLE, GroupStatus
 from ..textkit.escape import display_path
 from ..textkit.fmt import first_few, format_steps, plural, step_ranges
+from ..textkit.values import format_value
 from .hints import buffer_message, group_hint
 from .words import EQUAL, GROUP_STATUS, ROLE, STATUS, VERDICT, WITHIN_TOLERANCE, verdict_word
 
@@ -52,17 +52,6 @@ SHOWN_ROLES = 6
 #: count (-v lists every group): a by-name schema of a checkpoint may hold
 #: thousands.
 GROUP_ROWS = 20
-
-
-def format_value(value: int | float | None, dtype: str) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        spec = DTYPES[dtype].digits if dtype in DTYPES else ""
-        return format(value, spec) if spec else repr(value)
-    return str(value)
 
 
 def _delta(value: int | float | None) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 
-from ..model.statuses import STATUS_ORDER
+from ..model.statuses import STATUS_ORDER, Status, StepStatus, StopReason
 from ..textkit.escape import display_path, json_text
 from ..textkit.fmt import plural
 from .json import buffer_dict, report_dict
@@ -24,7 +24,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from ..watch.results import StepReport, WatchSummary
+    from ..model.watch import StepReport, WatchSummary
 
 __all__ = [
     "render_step_record",
@@ -46,19 +46,19 @@ def _counts(s: StepReport) -> str:
 def render_step_text(s: StepReport, verbose: bool = False) -> str:
     """The step's line, then its buffers that are not equal (``verbose``:
     every buffer), newline-terminated."""
-    if s.status == "equal":
-        close = sum(b.status == "within_tolerance" for b in s.buffers)
+    if s.status is StepStatus.EQUAL:
+        close = s.n_within_tolerance
         head = f"step {s.step}: {plural(len(s.buffers), 'buffer')} {EQUAL.phrase}"
         if close:
             head += f" ({close} {WITHIN_TOLERANCE.phrase})"
-    elif s.status == "diverged":
+    elif s.status is StepStatus.DIVERGED:
         groups = " ".join(map(display_path, s.diverged_groups))
         head = f"step {s.step}: {DIVERGED.label} [{groups}]: {_counts(s)}"
     else:
         head = f"step {s.step}: {ERROR.label}: {_counts(s) or plural(len(s.errors), 'problem')}"
     if s.reads > 1:
         head += f" (read {s.reads} times: files changed while read)"
-    lines = [head, *(format_buffer(b) for b in s.buffers if verbose or b.status != "equal")]
+    lines = [head, *(format_buffer(b) for b in s.buffers if verbose or b.status != Status.EQUAL)]
     return "\n".join(lines) + "\n"
 
 
@@ -69,7 +69,7 @@ def step_dict(s: StepReport) -> dict[str, Any]:
         "step": s.step,
         "status": s.status,
         "diverged_groups": [json_text(g) for g in s.diverged_groups],
-        "buffers": [buffer_dict(b) for b in s.buffers if b.status != "equal"],
+        "buffers": [buffer_dict(b) for b in s.buffers if b.status != Status.EQUAL],
     }
 
 
@@ -104,11 +104,11 @@ def stop_line(summary: WatchSummary) -> str:
             f"the first divergent step, {report.first_divergent_step}, was reported "
             f"{latency:.2f} s after both runs had completed it"
         )
-    if summary.stopped == "diverged":
+    if summary.stopped is StopReason.DIVERGED:
         return f"stopped: {first}; {n} compared"
-    if summary.stopped == "idle":
+    if summary.stopped is StopReason.IDLE:
         head = f"stopped: both runs idle for {summary.idle_timeout_s:g} s; {n} compared"
-    elif summary.stopped == "interrupted":
+    elif summary.stopped is StopReason.INTERRUPTED:
         head = f"interrupted: {n} compared"
     else:
         head = f"stopped by trouble (see the errors); {n} compared"
