@@ -1,4 +1,4 @@
-"""``torch.distributed.checkpoint`` (DCP) folders, and roots of them, as runs.
+"""``torch.distributed.checkpoint`` (DCP) folders as runs.
 
 A DCP folder holds a ``.metadata`` file (a pickle of DCP's ``Metadata``:
 each item's global shape and dtype, its chunks as offsets and sizes in
@@ -6,9 +6,8 @@ global coordinates, and each chunk's ``_StorageInfo``: a file, an offset
 and a length) and the ``__<rank>_<n>.distcp`` files the ranks wrote, in
 which each chunk is a complete ``torch.save`` archive at that offset. A
 folder is a run of one step (0); a root holding ``step-<N>/`` DCP folders
-(torchtitan's ``checkpoint/``) is a run whose steps are the N
-(``step_folders``: the one place that spells the folder names, to be
-folded into a general root of step folders).
+(torchtitan's ``checkpoint/``) is a root of step folders (``stepfolders``,
+the one place that spells such names), each step opened by this module.
 
 ``.metadata`` is read by the restricted pickle interpreter
 (``torchpickle``): DCP's classes are inert records, and one that is not
@@ -38,11 +37,9 @@ Megatron-LM's ``torch_dist`` format is a DCP folder with a ``common.pt``
 from __future__ import annotations
 
 import os
-import re
 import stat
 
-from ..model.results import Problem
-from .buffers import BufferRef, Piece, Pieces, RunListing, Unread, step_filter
+from .buffers import BufferRef, Piece, Pieces, Unread, step_filter
 from .run import RunSource, container_listing, refused
 
 TYPE_CHECKING = False
@@ -54,8 +51,6 @@ if TYPE_CHECKING:
 METADATA = ".metadata"
 #: Megatron-LM ``torch_dist``'s shared state, beside the DCP files.
 COMMON = "common.pt"
-#: A folder of a root of checkpoints: ``step-<N>``.
-STEP_FOLDER = re.compile(r"step-([0-9]{1,18})\Z")
 #: DCP's classes, as ``.metadata`` names them.
 _DCP = "torch.distributed.checkpoint.metadata."
 _METADATA = _DCP + "Metadata"
@@ -74,21 +69,10 @@ class DcpError(ValueError):
 
 
 def is_dcp_folder(names: list[str]) -> bool:
-    """Whether a folder with the entries ``names`` is a DCP checkpoint (its
-    ``.metadata``) or may be a root of them (``step-<N>`` entries: checked
-    when opened, ``open_source``)."""
-    return METADATA in names or any(STEP_FOLDER.match(n) for n in names)
-
-
-def step_folders(root: str, names: list[str]) -> list[tuple[int, str]]:
-    """The ``(N, path)`` of each ``step-<N>`` entry of ``root`` that is a
-    DCP folder, by N."""
-    found = []
-    for n in names:
-        m = STEP_FOLDER.match(n)
-        if m is not None and os.path.isfile(os.path.join(root, n, METADATA)):
-            found.append((int(m.group(1)), os.path.join(root, n)))
-    return sorted(found)
+    """Whether a folder with the entries ``names`` is a DCP checkpoint: its
+    ``.metadata``. (A root of ``step-<N>`` DCP folders is a root of step
+    folders, ``stepfolders``, each step opened as what it is: this.)"""
+    return METADATA in names
 
 
 # --- .metadata ----------------------------------------------------------------------
@@ -490,49 +474,15 @@ def _refusal(folder: str, exc: Exception) -> tuple[str, str]:
 
 
 def open_source(spec: str, steps: StepFilter | None = None) -> RunSource:
-    """A DCP folder (one step, 0) or a root of ``step-<N>`` DCP folders as a
-    run source; a root none of whose entries is one is a run folder."""
+    """A DCP folder as a run source of one step, 0 (a root of ``step-<N>``
+    ones is ``stepfolders``': each step folder opened by this)."""
     from .torchpickle import PickleRefused
 
     want = step_filter(steps)
     try:
-        names = sorted(os.listdir(spec))
-    except OSError as exc:
-        return refused(spec, f"cannot list run folder: {exc.strerror}", "unreadable")
-    if METADATA in names:
-        try:
-            read = read_step(spec, 0)
-        except (OSError, DcpError, PickleRefused) as exc:
-            return refused(spec, *_refusal(spec, exc))
-        items = read.items if want is None or want(0) else []
-        listing = container_listing(spec, items, _skipped(spec, read))
-        return RunSource(spec, listing, steps=steps, kind="dcp")
-    found = step_folders(spec, names)
-    if not found:
-        from .formats import FORMATS
-
-        return FORMATS["folder"].function("open")(spec, steps)  # type: ignore[no-any-return]
-    refs: list[BufferRef] = []
-    errors: list[Problem] = []
-    broken: list[tuple[tuple[int, str], Problem]] = []
-    lost: list[tuple[int, Problem]] = []
-    skipped: list[Skipped] = []
-    for n, folder in found:
-        if want is not None and not want(n):
-            continue
-        try:
-            read = read_step(folder, n)
-        except (OSError, DcpError, PickleRefused) as exc:
-            message, kind = _refusal(folder, exc)
-            problem = Problem(folder, message, kind=kind)
-            errors.append(problem)
-            lost.append((n, problem))
-            continue
-        part = container_listing(folder, read.items, _skipped(folder, read))
-        refs.extend(part.buffers)
-        errors.extend(part.errors)
-        broken.extend(part.broken)
-        skipped.extend(part.skipped)
-    listing = RunListing(spec, tuple(refs), tuple(skipped), tuple(errors), True, tuple(broken),
-                         tuple(lost))  # fmt: skip
+        read = read_step(spec, 0)
+    except (OSError, DcpError, PickleRefused) as exc:
+        return refused(spec, *_refusal(spec, exc))
+    items = read.items if want is None or want(0) else []
+    listing = container_listing(spec, items, _skipped(spec, read))
     return RunSource(spec, listing, steps=steps, kind="dcp")

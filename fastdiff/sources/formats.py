@@ -152,7 +152,8 @@ FORMATS: dict[str, Format] = {
     "checkpoint": Format(
         "checkpoint", "fastdiff.sources.stepfolders",
         "a training checkpoint folder (Megatron-LM's iter_<N>, DeepSpeed's global_step<N>, "
-        "the Hugging Face Trainer's checkpoint-<N>), or a root of such step folders",
+        "the Hugging Face Trainer's checkpoint-<N>), or a root of such step folders (torchtitan's "
+        "step-<N> among them)",
         open="open_checkpoint", folder="is_checkpoint_folder",
     ),
     "safetensors": Format(
@@ -181,7 +182,7 @@ FORMATS: dict[str, Format] = {
     "dcp": Format(
         "dcp", "fastdiff.sources.dcp",
         "a torch.distributed.checkpoint folder (.metadata and __<rank>_<n>.distcp files; "
-        "Megatron-LM torch_dist with common.pt), or a root of step-<N>/ ones",
+        "Megatron-LM torch_dist with common.pt)",
         open="open_source", folder="is_dcp_folder",
     ),
     "manifest": Format(
