@@ -1097,11 +1097,11 @@ def render_sweep_html(
 def render_rerun_html(result: RerunResult, version: str = "") -> str:
     """The page of a rerun: the text's lines of the arms and the verdict, then
     the page of arm 1 against the first arm that diverges from it."""
-    from .rerun import render_rerun_text
+    from .rerun import against_title, summary_lines
 
-    text = render_rerun_text(result)
-    head, sep, rest = text.partition("\narm 1 (A) against arm ")
-    lines = head.rstrip("\n").splitlines()
+    lines = summary_lines(result)
+    while lines and not lines[-1]:
+        lines.pop()
     verdict = result.verdict
     cls = {"deterministic": "identical", "nondeterministic": "diverged"}.get(verdict, "error")
     out = [
@@ -1112,10 +1112,11 @@ def render_rerun_html(result: RerunResult, version: str = "") -> str:
     ]
     data: dict[str, Any] = {"views": []}
     found = result.findings
-    if sep and found is not None and found.first is not None:
+    compared = not result.interrupted and result.failed is None
+    if compared and found is not None and found.first is not None and not found.errors:
         report = result.reports[found.first - 2]
         body, data = _report_parts(report)
-        title = "arm 1 (A) against arm " + rest.partition("\n")[0].rstrip(":")
+        title = against_title(found.first)
         out.append(f'<h2 class="part">{_h(title)}</h2>{body}')
     out.append("</main>")
     return _page(f"fastdiff rerun: {verdict}", "".join(out), data, cls, version)

@@ -89,9 +89,32 @@ def _origin_agreement(found: RerunFindings) -> str | None:
 
 
 def render_rerun_text(result: RerunResult) -> str:
-    """The whole report of a rerun that ran to its end (or stopped)."""
+    """The whole report of a rerun that ran to its end (or stopped): its
+    summary (``summary_lines``), then the report of arm 1 against the first
+    arm that diverges from it."""
     from .text import render_text
 
+    lines = summary_lines(result)
+    found = result.findings
+    if found is not None and found.first is not None and not found.errors and _compared(result):
+        report = result.reports[found.first - 2]
+        lines += ["", f"{against_title(found.first)}:", render_text(report).rstrip("\n")]
+    return "\n".join(lines) + "\n"
+
+
+def against_title(arm: int) -> str:
+    """The title of the report of arm 1 against arm ``arm``."""
+    return f"arm 1 (A) against arm {arm} (B)"
+
+
+def _compared(result: RerunResult) -> bool:
+    """Whether every arm ran and they were compared (not stopped, none failed)."""
+    return not result.interrupted and result.failed is None
+
+
+def summary_lines(result: RerunResult) -> list[str]:
+    """The lines of a rerun's summary: the command, each arm, the verdict,
+    where the runs are."""
     arms = result.arms
     n = result.n_arms
     lines = [f"command: {display_path(shlex.join(result.command))}"]
@@ -108,7 +131,7 @@ def render_rerun_text(result: RerunResult) -> str:
     if result.interrupted:
         stopped = f"arm {result.stopped} was stopped; " if result.stopped is not None else ""
         lines += ["", f"INTERRUPTED: {stopped}the runs written so far are kept in {where}"]
-        return "\n".join(lines) + "\n"
+        return lines
     failed = result.failed
     if failed is not None:
         lines += ["", f"TROUBLE: arm {failed.index} of {n} failed: {display_path(failed.problem)}"]
@@ -116,7 +139,7 @@ def render_rerun_text(result: RerunResult) -> str:
             lines.append(f"the end of its stderr ({display_path(failed.err_path)}):")
             lines += [f"  {display_path(t)}" for t in failed.stderr_tail]
         lines.append(f"runs: {kept}")
-        return "\n".join(lines) + "\n"
+        return lines
     assert found is not None  # every arm succeeded: they were compared
     lines.append("")
     if found.errors:
@@ -149,7 +172,4 @@ def render_rerun_text(result: RerunResult) -> str:
         if origin:
             lines.append(origin)
     lines.append(f"runs: {kept}")
-    if found.first is not None and not found.errors:
-        report = result.reports[found.first - 2]
-        lines += ["", f"arm 1 (A) against arm {found.first} (B):", render_text(report).rstrip("\n")]
-    return "\n".join(lines) + "\n"
+    return lines
