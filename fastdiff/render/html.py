@@ -967,11 +967,9 @@ def render_watch_html(summary: WatchSummary, version: str = "") -> str:
 
 def _pair_word(report: Report) -> str:
     """The verdict of a pair as the sweep's text row says it."""
-    from .sweep import format_sweep_row
+    from .sweep import pair_verdict
 
-    row = format_sweep_row(report)
-    prefix = f"{display_path(report.run_a)}  {display_path(report.run_b)}  "
-    return row[len(prefix) :] if row.startswith(prefix) else row
+    return pair_verdict(report)
 
 
 def _pair_mark(report: Report) -> tuple[str, str]:

@@ -83,9 +83,14 @@ def render_sweep_summary_record(summary: SweepSummary) -> str:
 
 
 def format_sweep_row(report: Report) -> str:
-    """The two runs, then identical / identical within tolerance / diverged
-    at step N [groups] / error (k problems), and error, and diverged at step
-    N [groups] (k problems), as compare's verdict says both."""
+    """The two runs, then the pair's verdict (``pair_verdict``)."""
+    return f"{display_path(report.run_a)}  {display_path(report.run_b)}  {pair_verdict(report)}"
+
+
+def pair_verdict(report: Report) -> str:
+    """identical / identical within tolerance / diverged at step N [groups] /
+    error (k problems), and error, and diverged at step N [groups] (k
+    problems), as compare's verdict says both; escaped for display."""
     diverged = ""
     if report.first_divergent_step is not None:
         groups = " ".join(report.first_divergent_groups)
@@ -100,7 +105,7 @@ def format_sweep_row(report: Report) -> str:
         what = diverged
     else:
         what = word  # "identical within tolerance" where not bit-identical, as compare says it
-    return f"{display_path(report.run_a)}  {display_path(report.run_b)}  {display_path(what)}"
+    return display_path(what)
 
 
 def render_sweep_summary_text(summary: SweepSummary, runs: Sequence[tuple[str, str]] = ()) -> str:
