@@ -195,3 +195,15 @@ def test_a_sweep_summary_is_plain_data_too() -> None:
     assert data["first_origins"]["groups"][0][0]["name"] == "rewards"
     for r in reports:
         assert_plain(r.as_dict())
+
+
+def test_a_reports_verdict_is_the_models_member() -> None:
+    """``report.verdict is Verdict.DIVERGED``: members compare by identity,
+    as the model's docstring promises, whoever built the report."""
+    from fastdiff.model.statuses import Verdict
+
+    report = compare_runs(ROOT / "examples/run-a", ROOT / "examples/run-b")
+    assert report.verdict is Verdict.DIVERGED
+    same = compare_runs(ROOT / "examples/run-a", ROOT / "examples/run-a")
+    assert same.verdict is Verdict.IDENTICAL
+    assert report.replace(verdict="error").verdict is Verdict.ERROR

@@ -531,7 +531,7 @@ class Report(Value):
         self.run_a = run_a
         self.run_b = run_b
         self.schema = schema
-        self.verdict = verdict
+        self.verdict = Verdict.of(verdict)  # a member, whoever made it
         self.first_divergent_step = first_divergent_step
         self.first_divergent_groups = first_divergent_groups
         self.groups = groups

@@ -44,7 +44,7 @@ from ..model.results import (
     Work,
     total_work,
 )
-from ..model.statuses import STATUS_ORDER, TIMELINE, TROUBLE, GroupStatus, Status
+from ..model.statuses import STATUS_ORDER, TIMELINE, TROUBLE, GroupStatus, Status, Verdict
 from ..model.tolerance import DEFAULT_ROUNDING_ULP
 from ..schema import OTHER, OTHER_GROUP
 from .findings import born, rank_pattern
@@ -53,7 +53,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from ..model.results import Origin, Verdict
+    from ..model.results import Origin
     from ..schema import Schema
 
 
@@ -313,7 +313,9 @@ class _Summary:
         if undecided:
             all_notes.append(Note.of(NoteKind.UNDECIDED, n=undecided))
         self.notes = tuple(all_notes)
-        self.verdict: Verdict = "error" if problems else "diverged" if divergent else "identical"
+        self.verdict = (
+            Verdict.ERROR if problems else Verdict.DIVERGED if divergent else Verdict.IDENTICAL
+        )
         self.problems = problems
 
     def report(
