@@ -51,7 +51,7 @@ import os
 from ..model.results import Problem, Skipped
 from .buffers import BufferRef, RunListing, Unread, Value, step_filter
 from .formats import FORMATS, suffix
-from .run import RunSource, refused
+from .run import RunSource, container_listing, refused
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -248,15 +248,11 @@ def checkpoint_listing(folder: str, step: int) -> RunListing:
         except ValueError as exc:  # the format's refusal: its buffers are unknown
             errors.append(Problem(path, f"refused: {exc}", kind="malformed"))
             continue
-        if note:
-            skipped.append(Skipped(path, note))
-        for item in items:
-            if isinstance(item, Unread):
-                problem = Problem(path, item.reason, kind="malformed")
-                errors.append(problem)
-                broken.append(((item.step, item.name), problem))
-            else:
-                refs.append(item)
+        part = container_listing(path, items, (Skipped(path, note),) if note else ())
+        refs += part.buffers
+        errors += part.errors
+        broken += part.broken
+        skipped += part.skipped
     broken.sort(key=lambda b: b[0])
     return RunListing(folder, tuple(refs), tuple(skipped), tuple(errors), True, tuple(broken))
 
