@@ -966,12 +966,33 @@ def test_pickle_bombs_are_refused(tmp_path: Path, case: str) -> None:
     assert named in line, line
 
 
+def _tensors_pickle(n: int) -> bytes:
+    """A dict of ``n`` tensors whose function and classes are memoized, as
+    torch.save's pickler writes them (each GLOBAL once, then a BINGET)."""
+
+    def named(full: bytes, memo: int, first: bool) -> bytes:
+        return full + b"q" + bytes([memo]) if first else b"h" + bytes([memo])
+
+    def one(k: int) -> bytes:
+        first = k == 0
+        pid = tup(
+            s("storage"), named(b"ctorch\nFloatStorage\n", 1, first), s(str(k)), s("cpu"), i(12)
+        )
+        hooks = named(b"ccollections\nOrderedDict\n", 2, first) + b")R"
+        args = tup(pid + b"Q", i(0), tup(i(3), i(4)), tup(i(4), i(1)), b"\x89", hooks)
+        return s(f"w{k}") + named(b"ctorch._utils\n_rebuild_tensor_v2\n", 3, first) + args + b"R"
+
+    return pickled(b"}(" + b"".join(map(one, range(n))) + b"u")
+
+
 def _records_pickle(n: int) -> bytes:
     return b"\x80\x02]cos\nsystem\nq\x000(" + b"h\x00)\x81" * n + b"e."
 
 
 #: Pickles of many small objects of each kind: what their estimate is
-#: checked against (each about 20,000 objects, read under tracemalloc).
+#: checked against (each about 20,000 objects, read under tracemalloc; a
+#: pickle of a few objects peaks at a few KB, which the interpreter's caches
+#: swing by more than the 2x this test allows).
 BUILT: dict[str, Any] = {
     "lists": lambda: b"\x80\x02(" + b"]" * 20_000 + b"l.",
     "dicts": lambda: b"\x80\x02(" + b"}" * 20_000 + b"l.",
@@ -982,9 +1003,14 @@ BUILT: dict[str, Any] = {
     ),
     "sparse memo": lambda: b"\x80\x02N" + _memo_puts(20_000, step=3) + b".",
     "records": lambda: _records_pickle(20_000),
-    "tensors": lambda: PICKLES[0],
+    "tensors": lambda: _tensors_pickle(5_000),
     "numpy and records": lambda: pickle.dumps([_objects() for _ in range(500)], protocol=2),
 }
+#: How far above the peak each estimate may lie: twice it, but for tensors,
+#: whose rebuild arguments (persistent id, sizes, strides: about two thirds
+#: of what a tensor builds) are freed once it is built; the estimate counts
+#: them all, since a pickle may keep them in its memo (measured: 2.75x).
+OVER: dict[str, float] = {"tensors": 3.0}
 
 
 @pytest.mark.parametrize("case", sorted(BUILT))
@@ -993,7 +1019,7 @@ def test_the_memory_estimate_is_what_is_really_built(
 ) -> None:
     """``MAX_MEMORY`` counts the heap a pickle builds: refused when set 10 %
     under what tracemalloc sees it build at its peak (the estimate is not
-    below it), read when set at twice that (nor far above)."""
+    below it), read when set at twice that (nor far above; ``OVER``)."""
     import tracemalloc
 
     from fastdiff.sources import torchpickle
@@ -1009,7 +1035,7 @@ def test_the_memory_estimate_is_what_is_really_built(
     monkeypatch.setattr(torchpickle, "MAX_MEMORY", int(peak * 0.9))
     with pytest.raises(PickleRefused, match="a pickle bomb"):
         load(pkl, _fake_storage)
-    monkeypatch.setattr(torchpickle, "MAX_MEMORY", peak * 2)
+    monkeypatch.setattr(torchpickle, "MAX_MEMORY", int(peak * OVER.get(case, 2.0)))
     load(pkl, _fake_storage)
 
 
