@@ -16,8 +16,10 @@ A buffer that is a plain byte range of its file is read with ``reader``'s
   tensor, one chunk per rank): a range of its bytes in global order is cut
   into boxes of whole rows, and each box's intersection with each piece is
   read with ``preadv``: straight into place where it is one byte range of
-  both, else (a column-sharded tensor's rows) into this thread's buffer 4
-  and spread over the box's rows through numpy; an intersection that is
+  both, else (a column-sharded tensor's rows) each row into its place by
+  the kernel, one ``preadv`` filling many rows' buffers (rows shorter than
+  ``_ROW_COPY``: into this thread's buffer 4, then spread over the box's
+  rows through numpy); an intersection that is
   no byte range of its piece is copied from a read-only map of it. Each
   piece's file is opened when first read and checked to be the file
   listed, then and after use. A buffer whose pieces each hold consecutive
@@ -42,6 +44,7 @@ import zlib
 from .buffers import BufferRef, Deflate, Inline, Pieces, Strided
 from .reader import (
     CANCEL,
+    CHANGED,
     PAGE,
     READ_SIZE,
     Cancelled,
@@ -338,9 +341,47 @@ def _run(lo: tuple[int, ...], hi: tuple[int, ...], shape: tuple[int, ...]) -> in
     return at
 
 
-#: A row at least this long is copied by a slice of its own; shorter ones
-#: through numpy (a Python loop per short row would cost more than the copy).
+#: A row at least this long is read into its place by a buffer of its own
+#: (``_read_rows``); shorter ones are read whole and spread through numpy (a
+#: Python step per short row would cost more than the copy).
 _ROW_COPY = 2048
+try:  # how many buffers one preadv fills (Linux: 1024)
+    _IOV_MAX = max(16, min(1024, os.sysconf("SC_IOV_MAX")))
+except (AttributeError, ValueError, OSError):  # pragma: no cover - no sysconf
+    _IOV_MAX = 16
+
+
+def _rows(
+    box: tuple[int, ...], lo: tuple[int, ...], hi: tuple[int, ...], w: int
+) -> tuple[int, int, list[int]]:
+    """Box ``lo:hi`` of ``box`` as runs of consecutive bytes of the whole
+    ``box`` (row-major, ``w`` bytes an element): ``(bytes a run, runs,
+    where each run starts)``, the starts made only for runs of at least
+    ``_ROW_COPY`` bytes (else empty)."""
+    dims = len(box)
+    d = dims - 1
+    inner = 1
+    while d >= 0 and lo[d] == 0 and hi[d] == box[d]:
+        inner *= box[d]
+        d -= 1
+    if d < 0:
+        return inner * w, 1, [0]
+    # Dimensions after d are whole: a run is (hi[d] - lo[d]) * inner elements.
+    run = (hi[d] - lo[d]) * inner * w
+    count = 1
+    for k in range(d):
+        count *= hi[k] - lo[k]
+    if run < _ROW_COPY and count > 1:
+        return run, count, []
+    strides = [0] * dims
+    step = w
+    for k in range(dims - 1, -1, -1):
+        strides[k] = step
+        step *= box[k]
+    offsets = [lo[d] * strides[d]]
+    for k in range(d):  # where each run starts, in order
+        offsets = [o + i * strides[k] for o in offsets for i in range(lo[k], hi[k])]
+    return run, count, offsets
 
 
 def _spread(
@@ -350,23 +391,8 @@ def _spread(
     """Copy ``src`` (the elements of box ``lo:hi`` of ``box``, in row-major
     order, of ``w`` bytes each) into their places in ``out`` (the whole
     ``box``, row-major)."""
-    dims = len(box)
-    d = dims - 1
-    inner = 1
-    while d >= 0 and lo[d] == 0 and hi[d] == box[d]:
-        inner *= box[d]
-        d -= 1
-    # Dimensions after d are whole: a run is (hi[d] - lo[d]) * inner elements.
-    run = (hi[d] - lo[d]) * inner * w
-    strides = [0] * dims
-    step = w
-    for k in range(dims - 1, -1, -1):
-        strides[k] = step
-        step *= box[k]
-    count = 1
-    for k in range(d):
-        count *= hi[k] - lo[k]
-    if run < _ROW_COPY and count > 1:
+    run, _, offsets = _rows(box, lo, hi, w)
+    if not offsets:
         import numpy as np
 
         target = np.frombuffer(out, dtype=np.uint8).reshape(*box, w)
@@ -374,13 +400,36 @@ def _spread(
         shape = tuple(b - a for a, b in zip(lo, hi, strict=True))
         target[put] = np.frombuffer(src, dtype=np.uint8).reshape(*shape, w)
         return
-    offsets = [lo[d] * strides[d]]
-    for k in range(d):  # where each run starts in ``out``, in order
-        offsets = [o + i * strides[k] for o in offsets for i in range(lo[k], hi[k])]
     pos = 0
     for at in offsets:
         out[at : at + run] = src[pos : pos + run]
         pos += run
+
+
+def _read_rows(fd: int, parts: list[memoryview], offset: int, path: str) -> None:
+    """Fill ``parts``, in order, from the consecutive bytes of ``fd`` at
+    ``offset``: the kernel puts each row in its place (``preadv`` of up to
+    ``_IOV_MAX`` buffers, the GIL released), no copy here. A short read
+    goes on where it stopped; an end of file means the file shrank."""
+    if CANCEL._set:
+        raise Cancelled("interrupted")
+    i, pos = 0, offset
+    while i < len(parts):
+        batch = parts[i : i + _IOV_MAX]
+        want = 0
+        for p in batch:
+            want += len(p)
+        k = os.preadv(fd, batch, pos)
+        if k <= 0:
+            raise FileChanged(f"ended early at byte {pos}; {CHANGED}", path)
+        pos += k
+        if k == want:
+            i += len(batch)
+            continue
+        while k >= len(parts[i]):  # a short read: on from the first part not filled
+            k -= len(parts[i])
+            i += 1
+        parts = [*parts[:i], parts[i][k:], *parts[i + 1 :]] if k else parts
 
 
 class _Assemble:
@@ -457,12 +506,20 @@ class _Assemble:
                     read_exact(self._fd(i), out[dst * w : (dst + n) * w], p.offset + src * w,
                                p.path)  # fmt: skip
                     continue
-                if src is not None and n * w <= READ_SIZE:
+                if src is not None:
                     # One byte range of the piece (whole rows of a column shard):
-                    # read, then spread over the box's rows.
-                    got = read_exact(self._fd(i), buffer(4)[: n * w], p.offset + src * w, p.path)
-                    _spread(out, got, box, in_box_lo, in_box_hi, w)
-                    continue
+                    # long rows read straight into their places, short ones read
+                    # whole and spread over the box's rows.
+                    run, _, row_at = _rows(box, in_box_lo, in_box_hi, w)
+                    if row_at:
+                        parts = [out[a : a + run] for a in row_at]
+                        _read_rows(self._fd(i), parts, p.offset + src * w, p.path)
+                        continue
+                    if n * w <= READ_SIZE:
+                        at = p.offset + src * w
+                        got = read_exact(self._fd(i), buffer(4)[: n * w], at, p.path)
+                        _spread(out, got, box, in_box_lo, in_box_hi, w)
+                        continue
                 import numpy as np
 
                 m = self._map(i)
