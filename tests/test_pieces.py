@@ -1,7 +1,8 @@
 """A buffer of several files (a distributed checkpoint's tensor) read in
-global order: straight from maps of its pieces, run by run, or assembled by
-copies; either way the bytes are the global array's, checked against numpy
-on random shapes, tilings, element sizes and ranges."""
+global order: long rows of a piece read by the kernel into their places,
+short ones read whole and spread; either way the bytes are the global
+array's, checked against numpy on random shapes, tilings, element sizes
+and ranges."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from xxhash import xxh3_128_digest
 
-from fastdiff.sources import access
+from fastdiff.sources import access, reader
 from fastdiff.sources.buffers import BufferRef, Piece, Pieces
 from fastdiff.stages.hash import hash_buffer
 
@@ -98,7 +99,7 @@ def test_any_range_in_global_order_is_the_arrays(
     f = _write(tmp_path / str(abs(hash((shape, w, tuple(boxes), data)))), shape, w, boxes, data)
     with (
         mock.patch.object(access, "_ROW_COPY", row_copy),
-        mock.patch.object(access, "_IOV_MAX", 3),
+        mock.patch.object(reader, "_IOV_MAX", 3),
     ):
         assert _read(f, lo, hi) == data[lo:hi]
         chunk = 3 * w
@@ -124,5 +125,5 @@ def test_a_short_read_goes_on_where_it_stopped(tmp_path: Path) -> None:
                 break
         return real(fd, parts, offset)
 
-    with mock.patch.object(access.os, "preadv", short):
+    with mock.patch.object(reader.os, "preadv", short):
         assert _read(f, 0, len(data)) == data

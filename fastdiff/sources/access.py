@@ -44,7 +44,6 @@ import zlib
 from .buffers import BufferRef, Deflate, Inline, Pieces, Strided
 from .reader import (
     CANCEL,
-    CHANGED,
     PAGE,
     READ_SIZE,
     Cancelled,
@@ -55,6 +54,7 @@ from .reader import (
     open_fd,
     read_at,
     read_exact,
+    read_scattered,
     views,
 )
 
@@ -342,21 +342,17 @@ def _run(lo: tuple[int, ...], hi: tuple[int, ...], shape: tuple[int, ...]) -> in
 
 
 #: A row at least this long is read into its place by a buffer of its own
-#: (``_read_rows``); shorter ones are read whole and spread through numpy (a
+#: (``reader.read_scattered``); shorter ones are read whole and spread through numpy (a
 #: Python step per short row would cost more than the copy).
 _ROW_COPY = 2048
-try:  # how many buffers one preadv fills (Linux: 1024)
-    _IOV_MAX = max(16, min(1024, os.sysconf("SC_IOV_MAX")))
-except (AttributeError, ValueError, OSError):  # pragma: no cover - no sysconf
-    _IOV_MAX = 16
 
 
 def _rows(
     box: tuple[int, ...], lo: tuple[int, ...], hi: tuple[int, ...], w: int
-) -> tuple[int, int, list[int]]:
+) -> tuple[int, list[int]]:
     """Box ``lo:hi`` of ``box`` as runs of consecutive bytes of the whole
-    ``box`` (row-major, ``w`` bytes an element): ``(bytes a run, runs,
-    where each run starts)``, the starts made only for runs of at least
+    ``box`` (row-major, ``w`` bytes an element): ``(bytes a run, where
+    each run starts)``, the starts made only for runs of at least
     ``_ROW_COPY`` bytes (else empty)."""
     dims = len(box)
     d = dims - 1
@@ -365,14 +361,14 @@ def _rows(
         inner *= box[d]
         d -= 1
     if d < 0:
-        return inner * w, 1, [0]
+        return inner * w, [0]
     # Dimensions after d are whole: a run is (hi[d] - lo[d]) * inner elements.
     run = (hi[d] - lo[d]) * inner * w
     count = 1
     for k in range(d):
         count *= hi[k] - lo[k]
     if run < _ROW_COPY and count > 1:
-        return run, count, []
+        return run, []
     strides = [0] * dims
     step = w
     for k in range(dims - 1, -1, -1):
@@ -381,7 +377,7 @@ def _rows(
     offsets = [lo[d] * strides[d]]
     for k in range(d):  # where each run starts, in order
         offsets = [o + i * strides[k] for o in offsets for i in range(lo[k], hi[k])]
-    return run, count, offsets
+    return run, offsets
 
 
 def _spread(
@@ -391,7 +387,7 @@ def _spread(
     """Copy ``src`` (the elements of box ``lo:hi`` of ``box``, in row-major
     order, of ``w`` bytes each) into their places in ``out`` (the whole
     ``box``, row-major)."""
-    run, _, offsets = _rows(box, lo, hi, w)
+    run, offsets = _rows(box, lo, hi, w)
     if not offsets:
         import numpy as np
 
@@ -404,32 +400,6 @@ def _spread(
     for at in offsets:
         out[at : at + run] = src[pos : pos + run]
         pos += run
-
-
-def _read_rows(fd: int, parts: list[memoryview], offset: int, path: str) -> None:
-    """Fill ``parts``, in order, from the consecutive bytes of ``fd`` at
-    ``offset``: the kernel puts each row in its place (``preadv`` of up to
-    ``_IOV_MAX`` buffers, the GIL released), no copy here. A short read
-    goes on where it stopped; an end of file means the file shrank."""
-    if CANCEL._set:
-        raise Cancelled("interrupted")
-    i, pos = 0, offset
-    while i < len(parts):
-        batch = parts[i : i + _IOV_MAX]
-        want = 0
-        for p in batch:
-            want += len(p)
-        k = os.preadv(fd, batch, pos)
-        if k <= 0:
-            raise FileChanged(f"ended early at byte {pos}; {CHANGED}", path)
-        pos += k
-        if k == want:
-            i += len(batch)
-            continue
-        while k >= len(parts[i]):  # a short read: on from the first part not filled
-            k -= len(parts[i])
-            i += 1
-        parts = [*parts[:i], parts[i][k:], *parts[i + 1 :]] if k else parts
 
 
 class _Assemble:
@@ -510,10 +480,10 @@ class _Assemble:
                     # One byte range of the piece (whole rows of a column shard):
                     # long rows read straight into their places, short ones read
                     # whole and spread over the box's rows.
-                    run, _, row_at = _rows(box, in_box_lo, in_box_hi, w)
+                    run, row_at = _rows(box, in_box_lo, in_box_hi, w)
                     if row_at:
                         parts = [out[a : a + run] for a in row_at]
-                        _read_rows(self._fd(i), parts, p.offset + src * w, p.path)
+                        read_scattered(self._fd(i), parts, p.offset + src * w, p.path)
                         continue
                     if n * w <= READ_SIZE:
                         at = p.offset + src * w

@@ -235,6 +235,38 @@ def read_exact(fd: int, into: memoryview, offset: int, path: str) -> memoryview:
     return into
 
 
+try:  # how many buffers one preadv fills (Linux: 1024)
+    _IOV_MAX = max(16, min(1024, os.sysconf("SC_IOV_MAX")))
+except (AttributeError, ValueError, OSError):  # pragma: no cover - no sysconf
+    _IOV_MAX = 16
+
+
+def read_scattered(fd: int, parts: list[memoryview], offset: int, path: str) -> None:
+    """Fill ``parts``, in order, from the consecutive bytes at ``offset``,
+    as ``read_exact`` fills one: the kernel puts each part in its place
+    (``preadv`` of up to ``_IOV_MAX`` buffers, the GIL released). A short
+    read goes on where it stopped; an end of file means the file shrank."""
+    if CANCEL._set:
+        raise Cancelled("interrupted")
+    i, pos = 0, offset
+    while i < len(parts):
+        batch = parts[i : i + _IOV_MAX]
+        want = 0
+        for p in batch:
+            want += len(p)
+        k = os.preadv(fd, batch, pos)
+        if k <= 0:
+            raise FileChanged(f"ended early at byte {pos}; {CHANGED}", path)
+        pos += k
+        if k == want:
+            i += len(batch)
+            continue
+        while k >= len(parts[i]):  # on from the first part not filled
+            k -= len(parts[i])
+            i += 1
+        parts = [*parts[:i], parts[i][k:], *parts[i + 1 :]] if k else parts
+
+
 def read_at(fd: int, offset: int, n: int, path: str) -> bytes:
     """A few bytes (one element) at ``offset``."""
     data = os.pread(fd, n, offset)
