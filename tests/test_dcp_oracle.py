@@ -5,11 +5,12 @@ with two random chunkings (each dimension cut at random points: the grid a
 sharding makes, of one chunk for a replicated tensor), the second copy with
 a few elements changed. The folders are written the way DCP's
 ``FileSystemWriter`` writes them (each chunk a ``torch.save`` archive in a
-``__<k>_0.distcp`` file, ``.metadata`` a pickle of DCP's own classes), and
-loaded back with ``dcp.load`` (the oracle's reading: it proves they are
-DCP checkpoints); the oracle then works out every fact of the JSON report
-with numpy from the global tensors (``test_formats_oracle.expect_runs``)
-and the global ranges and rows.
+``__<k>_0.distcp`` file, ``.metadata`` a pickle of DCP's own classes), or
+its ``HuggingFaceStorageWriter`` (a safetensors file per rank, each
+chunk's offsets in its header), and loaded back with ``dcp.load`` (the
+oracle's reading: it proves they are DCP checkpoints); the oracle then
+works out every fact of the JSON report with numpy from the global tensors
+(``test_formats_oracle.expect_runs``) and the global ranges and rows.
 """
 
 from __future__ import annotations
@@ -61,15 +62,9 @@ def write_dcp(folder: Path, tensors: dict[str, tuple[Any, list[list[int]]]], fil
     storage: dict[Any, Any] = {}
     k = 0
     for name, (t, cuts) in tensors.items():
-        bounds = [[0, *c, d] for c, d in zip(cuts, t.shape, strict=True)]
-        grid = [[]]  # type: list[list[tuple[int, int]]]
-        for b in bounds:
-            grid = [[*g, (lo, hi)] for g in grid for lo, hi in itertools.pairwise(b)]
         chunks = []
-        for index, box in enumerate(grid):
-            offsets = torch.Size(lo for lo, _ in box)
-            sizes = torch.Size(hi - lo for lo, hi in box)
-            data = t[tuple(slice(lo, hi) for lo, hi in box)].clone()
+        for index, (at_, data) in enumerate(_chunks(t, cuts)):
+            offsets, sizes = torch.Size(at_), data.shape
             stream = streams[k % files]
             k += 1
             at = stream.tell()
@@ -85,14 +80,52 @@ def write_dcp(folder: Path, tensors: dict[str, tuple[Any, list[list[int]]]], fil
         pickle.dump(Metadata(state_dict_metadata=items, storage_data=storage), f)
 
 
+def write_hf(folder: Path, tensors: dict[str, tuple[Any, list[list[int]]]]) -> None:
+    """The same as DCP's ``HuggingFaceStorageWriter(save_distributed=True)``
+    lays it out: one safetensors file per rank (``shard-<R>-model-00001-of-
+    00001.safetensors``), rank R holding the R-th chunk of each tensor, each
+    chunk's offsets in the header's ``DCP_SHARDING_INFO``."""
+    from safetensors.torch import save_file
+
+    folder.mkdir(parents=True)
+    ranks: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    for name, (t, cuts) in tensors.items():
+        for rank, (offsets, data) in enumerate(_chunks(t, cuts)):
+            while len(ranks) <= rank:
+                ranks.append(({}, {}))
+            ranks[rank][0][name] = data
+            ranks[rank][1][name] = {"saved_offsets": offsets}
+    for rank, (data, info) in enumerate(ranks):
+        meta = {"DCP_SHARDING_INFO": json.dumps(info), "DCP_VERSION": "1.0", "format": "pt"}
+        save_file(
+            data, str(folder / f"shard-{rank + 1:05d}-model-00001-of-00001.safetensors"), meta
+        )
+
+
+def _chunks(t: Any, cuts: list[list[int]]) -> list[tuple[list[int], Any]]:
+    """(offsets, chunk) of the grid the cut points make of ``t``."""
+    bounds = [[0, *c, d] for c, d in zip(cuts, t.shape, strict=True)]
+    grid = [[]]  # type: list[list[tuple[int, int]]]
+    for b in bounds:
+        grid = [[*g, (lo, hi)] for g in grid for lo, hi in itertools.pairwise(b)]
+    return [
+        ([lo for lo, _ in box], t[tuple(slice(lo, hi) for lo, hi in box)].clone()) for box in grid
+    ]
+
+
 def load_dcp(folder: Path, like: dict[str, Any]) -> dict[str, Any]:
-    """The global tensors, as ``dcp.load`` reads them into preallocated ones."""
+    """The global tensors, as ``dcp.load`` reads them into preallocated ones
+    (through ``HuggingFaceStorageReader`` for a folder of safetensors files)."""
     import torch.distributed.checkpoint as dcp
 
     state = {name: torch.empty_like(t) for name, t in like.items()}
     with warnings.catch_warnings():  # no process group: one process, as meant
         warnings.simplefilter("ignore")
-        dcp.load(state, checkpoint_id=str(folder))
+        if (folder / ".metadata").exists():
+            dcp.load(state, checkpoint_id=str(folder))
+        else:
+            reader = dcp.HuggingFaceStorageReader(str(folder))
+            dcp.load(state, storage_reader=reader)
     return state
 
 
@@ -126,6 +159,8 @@ def cases(draw: st.DrawFn) -> dict[str, Any]:
         "tensors": tensors,
         "files_a": draw(st.integers(1, 4)),
         "files_b": draw(st.integers(1, 4)),
+        "hf_a": draw(st.booleans()),
+        "hf_b": draw(st.booleans()),
     }
 
 
@@ -145,8 +180,11 @@ def test_random_layouts_against_the_oracle(
             flat[i] = flat[i] + (1 if not t.is_floating_point() else 0.5 + abs(float(flat[i])))
         a_tensors[name] = (t, cuts_a)
         b_tensors[name] = (b, cuts_b)
-    write_dcp(root / "a", a_tensors, case["files_a"])
-    write_dcp(root / "b", b_tensors, case["files_b"])
+    for side, tensors in (("a", a_tensors), ("b", b_tensors)):
+        if case[f"hf_{side}"]:
+            write_hf(root / side, tensors)
+        else:
+            write_dcp(root / side, tensors, case[f"files_{side}"])
     # The oracle reads them with torch, and compares with numpy.
     got_a = load_dcp(root / "a", {n: t for n, (t, _) in a_tensors.items()})
     got_b = load_dcp(root / "b", {n: t for n, (t, _) in b_tensors.items()})

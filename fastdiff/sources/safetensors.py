@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 
-from ..dtypes import from_safetensors
+from ..dtypes import from_safetensors, get_dtype
 from ..model.results import Problem
 from .buffers import BufferRef, RunListing, step_filter
 from .formats import suffix
@@ -50,6 +50,12 @@ SINGLE = "model.safetensors"
 INDEX = "model.safetensors.index.json"
 #: An index file is read whole: at most this many bytes.
 MAX_INDEX_SIZE = 64 << 20
+#: The ``__metadata__`` key in which ``torch.distributed.checkpoint``'s
+#: ``HuggingFaceStorageWriter`` puts each tensor's place in the global one
+#: (``{name: {"saved_offsets": [...]}}``), and how it names the file of a
+#: rank (``shard-<R>-model-<K>-of-<N>.safetensors``, ``save_distributed``).
+DCP_SHARDING = "DCP_SHARDING_INFO"
+DCP_SHARD = "shard-"
 
 
 class SafetensorsError(ValueError):
@@ -121,6 +127,12 @@ def sniff(head: bytes, fd: int, size: int) -> bool:
 def parse_header(fd: int, file_size: int) -> list[Tensor]:
     """The tensors of an open safetensors file, in file order, checked
     (module docstring); raises SafetensorsError."""
+    return parse_header_meta(fd, file_size)[0]
+
+
+def parse_header_meta(fd: int, file_size: int) -> tuple[list[Tensor], dict[str, str]]:
+    """``parse_header``'s tensors and the header's ``__metadata__`` (strings
+    to strings; empty when it has none)."""
     if file_size < 8:
         raise SafetensorsError(f"{file_size} bytes: too short for a safetensors header")
     n = int.from_bytes(os.pread(fd, 8, 0), "little")
@@ -158,12 +170,14 @@ def parse_header(fd: int, file_size: int) -> list[Tensor]:
         raise SafetensorsError("the header is not a JSON object")
     data_size = file_size - 8 - n
     tensors = []
+    meta: dict[str, str] = {}
     for name, info in doc.items():
         if name == "__metadata__":
             if not isinstance(info, dict) or not all(isinstance(v, str) for v in info.values()):
                 raise SafetensorsError("__metadata__ must map strings to strings")
             for v in info.values():
                 _text(v)
+            meta = info
             continue
         tensors.append(_tensor(name, info, 8 + n))
     if len(tensors) > MAX_TENSORS:
@@ -188,7 +202,7 @@ def parse_header(fd: int, file_size: int) -> list[Tensor]:
             f"{file_size - pos:,} bytes after the last tensor's data (of {data_size:,}); "
             "a safetensors file ends where its last tensor does"
         )
-    return tensors
+    return tensors, meta
 
 
 def _tensor(name: str, info: object, base: int) -> Tensor:
@@ -229,7 +243,14 @@ def _tensor(name: str, info: object, base: int) -> Tensor:
 
 def file_buffers(path: str, step: int, fd: int, st: os.stat_result) -> list[BufferRef]:
     """The buffers of one safetensors file (at ``step``); raises SafetensorsError."""
-    tensors = parse_header(fd, st.st_size)
+    return _file_buffers(path, step, fd, st)[0]
+
+
+def _file_buffers(
+    path: str, step: int, fd: int, st: os.stat_result
+) -> tuple[list[BufferRef], dict[str, str]]:
+    """``file_buffers`` and the header's ``__metadata__``."""
+    tensors, meta = parse_header_meta(fd, st.st_size)
     dev, ino, mtime, ctime = st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns
     size = st.st_size
     out = []
@@ -239,15 +260,20 @@ def file_buffers(path: str, step: int, fd: int, st: os.stat_result) -> list[Buff
             file_size=size, dtype=t.dtype, shape=t.shape,
         )  # fmt: skip
         out.append(ref)
-    return out
+    return out, meta
 
 
 def read_file(path: str, step: int) -> list[BufferRef]:
     """The buffers of the safetensors file at ``path``; raises OSError or
     SafetensorsError."""
+    return _read_shard(path, step)[0]
+
+
+def _read_shard(path: str, step: int) -> tuple[list[BufferRef], dict[str, str]]:
+    """``read_file``'s buffers and the header's ``__metadata__``."""
     from .reader import read_regular
 
-    return read_regular(path, lambda fd, st: file_buffers(path, step, fd, st), SafetensorsError)
+    return read_regular(path, lambda fd, st: _file_buffers(path, step, fd, st), SafetensorsError)
 
 
 def _read_index(folder: str) -> dict[str, str]:
@@ -318,12 +344,21 @@ def _absent_shards(files: list[str]) -> list[str]:
     return sorted(absent)
 
 
+def _dcp_shard(name: str) -> bool:
+    """Whether ``name`` is a rank's file as DCP's ``HuggingFaceStorageWriter``
+    names it (``shard-00002-model-00001-of-00001.safetensors``)."""
+    rank, _, rest = name[len(DCP_SHARD) :].partition("-")
+    return name.startswith(DCP_SHARD) and rank.isdigit() and _shard_of(rest) is not None
+
+
 def is_checkpoint_folder(names: Iterable[str]) -> bool:
     """Whether a folder's entry names are a safetensors checkpoint's: its
-    index (``model.safetensors.index.json``), one ``*.safetensors`` file, or
+    index (``model.safetensors.index.json``), one ``*.safetensors`` file,
     shards of one model (``model-0000K-of-0000N.safetensors``, one model and
-    one N). Several other ``.safetensors`` files are no checkpoint: they
-    may be anything (two exports side by side), and are left to be named."""
+    one N), or the files of DCP's ranks (``shard-<R>-model-<K>-of-<N>``,
+    each its rank's shards). Several other ``.safetensors`` files are no
+    checkpoint: they may be anything (two exports side by side), and are
+    left to be named."""
     files = []
     for n in names:
         if n == INDEX:
@@ -332,6 +367,8 @@ def is_checkpoint_folder(names: Iterable[str]) -> bool:
             files.append(n)
     if len(files) <= 1:
         return bool(files)
+    if all(_dcp_shard(n) for n in files):
+        return True
     return len({_shard_of(n) for n in files}) == 1 and _shard_of(files[0]) is not None
 
 
@@ -389,10 +426,12 @@ def folder_listing(folder: str, names: list[str]) -> RunListing:
             if where == shard:
                 broken.setdefault((0, tensor), problem)
 
+    chunks: dict[str, list[tuple[BufferRef, tuple[int, ...]]]] = {}
     for shard in shards:
         path = os.path.join(folder, shard)
         try:
-            refs = read_file(path, 0)
+            refs, meta = _read_shard(path, 0)
+            saved = _saved_offsets(meta, refs) if DCP_SHARDING in meta else None
         except FileNotFoundError:
             unknown(shard, Problem(path, f"named in {INDEX} but missing", "missing"))
             continue
@@ -403,7 +442,7 @@ def folder_listing(folder: str, names: list[str]) -> RunListing:
             unknown(shard, Problem(path, f"{exc}; nothing of it was compared", "malformed"))
             continue
         for ref in refs:
-            if ref.name in seen:
+            if saved is None and ref.name in seen:
                 problem = Problem(path, f"tensor {ref.name!r} is also in {seen[ref.name]}",
                                   "malformed")  # fmt: skip
                 errors.append(problem)
@@ -416,8 +455,19 @@ def folder_listing(folder: str, names: list[str]) -> RunListing:
                 errors.append(problem)
                 broken.setdefault((0, ref.name), problem)
                 continue
+            if saved is not None:  # a chunk of a DCP tensor: assembled below
+                chunks.setdefault(ref.name, []).append((ref, saved[ref.name]))
+                continue
             seen[ref.name] = shard
             buffers.append(ref)
+    for name, parts in chunks.items():
+        got = _assembled(folder, name, parts, seen.get(name))
+        if isinstance(got, Problem):
+            errors.append(got)
+            broken.setdefault((0, name), got)
+        else:
+            seen[name] = os.path.basename(parts[0][0].path)
+            buffers.append(got)
     # A tensor held twice is kept from its first shard, yet is not known
     # to be that one: an error wherever it is paired.
     buffers = [f for f in buffers if (0, f.name) not in broken]
@@ -439,6 +489,96 @@ def folder_listing(folder: str, names: list[str]) -> RunListing:
     return RunListing(
         folder, tuple(buffers), tuple(skipped), tuple(errors), True, tuple(sorted(broken.items())),
         tuple(lost),
+    )  # fmt: skip
+
+
+def _saved_offsets(meta: dict[str, str], refs: list[BufferRef]) -> dict[str, tuple[int, ...]]:
+    """Each tensor's offsets in its global tensor, from a header's
+    ``DCP_SHARDING_INFO`` (zeros for a tensor it does not name, as torch
+    reads it); checked: SafetensorsError for one that is not JSON, names a
+    tensor the file does not hold, or gives offsets that are not one
+    integer >= 0 for each dimension."""
+    import json
+
+    try:
+        doc = json.loads(meta[DCP_SHARDING], object_pairs_hook=_no_duplicates)
+    except (ValueError, RecursionError) as exc:
+        if isinstance(exc, SafetensorsError):
+            raise SafetensorsError(f"{DCP_SHARDING}: {exc}") from None
+        raise SafetensorsError(f"{DCP_SHARDING} is not valid JSON ({exc})") from None
+    if not isinstance(doc, dict):
+        raise SafetensorsError(f"{DCP_SHARDING} is not a JSON object")
+    shapes = {r.name: r.shape for r in refs}
+    out = {name: (0,) * len(shape) for name, shape in shapes.items()}
+    for name, info in doc.items():
+        if name not in shapes:
+            raise SafetensorsError(
+                f"{DCP_SHARDING} names {name!r}, a tensor the file does not hold"
+            )
+        offsets = info.get("saved_offsets") if isinstance(info, dict) else None
+        if (
+            not isinstance(info, dict)
+            or set(info) != {"saved_offsets"}
+            or not isinstance(offsets, list)
+            or len(offsets) != len(shapes[name])
+            or not all(
+                isinstance(o, int) and not isinstance(o, bool) and 0 <= o < 1 << 62 for o in offsets
+            )
+        ):
+            raise SafetensorsError(
+                f'{DCP_SHARDING}: tensor {name!r}: not {{"saved_offsets": [...]}} of '
+                f"{len(shapes[name])} integers >= 0"
+            )
+        out[name] = tuple(offsets)
+    return out
+
+
+def _assembled(
+    folder: str, name: str, parts: list[tuple[BufferRef, tuple[int, ...]]], whole: str | None
+) -> BufferRef | Problem:
+    """One tensor of a DCP checkpoint in safetensors files, from its chunks
+    (each a tensor of a rank's file and its offsets in the global tensor):
+    one buffer in global coordinates (``Pieces``; a lone chunk at the origin
+    is the tensor itself), or the Problem of chunks that do not tile their
+    global shape. The global shape is where the chunks end, as torch's
+    reader takes it (no file says it)."""
+    from .buffers import Piece, Pieces
+    from .dcp import MAX_CHUNKS, tiling_problem
+
+    def problem(why: str) -> Problem:
+        return Problem(folder, f"tensor {name!r}: {why}; this tensor was not compared", "malformed")
+
+    first = parts[0][0]
+    if whole is not None:
+        return problem(f"it is both whole in {whole} and a chunk in {os.path.basename(first.path)}")
+    kinds = sorted({(r.dtype, len(r.shape)) for r, _ in parts}, key=str)
+    if len(kinds) > 1:
+        said = ", ".join(f"{dt} of {n} dimensions" for dt, n in kinds)
+        return problem(f"its chunks are not all of one dtype and rank ({said})")
+    if len(parts) > MAX_CHUNKS:
+        return problem(f"{len(parts):,} chunks, over the {MAX_CHUNKS:,} fastdiff assembles")
+    ndim = len(first.shape)
+    shape = tuple(max(o[d] + r.shape[d] for r, o in parts) for d in range(ndim))
+    why = tiling_problem(shape, [(o, r.shape) for r, o in parts])
+    if why is not None:
+        return problem(why)
+    if len(parts) == 1:
+        return first  # the tensor whole, at the origin (it tiles its shape)
+    total = 1
+    for d in shape:
+        total *= d
+    w = get_dtype(first.dtype).itemsize
+    pieces = tuple(
+        Piece(
+            r.path, r.dev, r.ino, r.file_size, r.mtime_ns, r.ctime_ns, r.offset, r.size, o, r.shape
+        )
+        for r, o in sorted(parts, key=lambda p: p[1])
+        if r.size
+    )
+    return BufferRef(
+        first.path, 0, name, total * w, first.dev, first.ino, first.mtime_ns, first.ctime_ns,
+        offset=0, file_size=first.file_size, dtype=first.dtype, shape=shape,
+        codec=Pieces(w, shape, pieces),
     )  # fmt: skip
 
 

@@ -1,13 +1,16 @@
 """Write DCP checkpoints with DTensors under ``torch.distributed.run``
 (gloo, CPU): ``python -m torch.distributed.run --nproc_per_node N
-write_dcp.py SPEC...``, each SPEC ``OUT[|flip][|NAME:I,J]``.
+write_dcp.py SPEC...``, each SPEC ``OUT[|flip][|hf][|NAME:I,J]``.
 
 The global tensors are fixed (seeded); ``NAME:I,J`` adds one to one element
 at those global coordinates before saving. Tensors: ``model.rows``
 Shard(0), ``model.cols`` Shard(1) (``flip``: the other way round),
 ``model.rep`` Replicate(), ``model.half`` bf16 Shard(0), ``model.vec`` a
 1-d Shard(0), and plain values ``step`` and ``lr``. One launch writes
-every SPEC (torchrun is slow to start).
+every SPEC (torchrun is slow to start). ``hf`` saves through
+``HuggingFaceStorageWriter(save_distributed=True)``: one safetensors file
+per rank, no ``.metadata``, each tensor's offsets in its header (tensors
+only).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import sys
 import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint import HuggingFaceStorageWriter
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor import Replicate, Shard, distribute_tensor
 
@@ -43,7 +47,10 @@ def save(spec: str, mesh: object) -> None:
     out, *options = spec.split("|")
     tensors = global_tensors()
     placement = dict(PLACEMENT)
+    hf = "hf" in options
     for option in options:
+        if option == "hf":
+            continue
         if option == "flip":
             placement["model.rows"], placement["model.cols"] = Shard(1), Shard(0)
         elif option:
@@ -53,6 +60,10 @@ def save(spec: str, mesh: object) -> None:
     state: dict[str, object] = {
         name: distribute_tensor(t, mesh, [placement[name]]) for name, t in tensors.items()
     }
+    if hf:  # one safetensors file per rank, its chunks' offsets in its header
+        writer = HuggingFaceStorageWriter(out, save_distributed=True)
+        dcp.save(state, storage_writer=writer)
+        return
     state["step"] = 100
     state["lr"] = 0.001
     dcp.save(state, checkpoint_id=out)
