@@ -48,18 +48,25 @@ def _torchrun(ranks: int, specs: list[str], cwd: Path) -> None:
 def ckpt(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The checkpoints, written once: ``r<N>/base`` (N ranks), ``r<N>/<what>``
     with one element changed, ``r2/flip`` (rows and columns sharded the
-    other way round), and roots ``root_a``, ``root_b`` of ``step-<N>``
-    folders."""
+    other way round), roots ``root_a``, ``root_b`` of ``step-<N>``
+    folders, and ``hf<N>/...``: the same saved through DCP's
+    ``HuggingFaceStorageWriter`` (a safetensors file per rank; tensors
+    only)."""
     root = tmp_path_factory.mktemp("dcp")
     _torchrun(2, [
         f"{root}/r2/base", f"{root}/r2/rows|model.rows:11,2", f"{root}/r2/flip",
         f"{root}/root_a/step-100", f"{root}/root_a/step-200",
+        f"{root}/hf2/base|hf", f"{root}/hf2/rows|hf|model.rows:11,2",
     ], root)  # fmt: skip
-    _torchrun(3, [f"{root}/r3/base", f"{root}/r3/half|model.half:7,5"], root)
+    _torchrun(3, [
+        f"{root}/r3/base", f"{root}/r3/half|model.half:7,5", f"{root}/hf3/half|hf|model.half:7,5",
+    ], root)  # fmt: skip
     _torchrun(4, [
         f"{root}/r4/base", f"{root}/r4/cols|model.cols:3,9",
         f"{root}/r4/flipcols|flip|model.cols:3,9",
         f"{root}/root_b/step-100", f"{root}/root_b/step-200|model.rows:11,2",
+        f"{root}/hf4/base|hf", f"{root}/hf4/cols|hf|model.cols:3,9",
+        f"{root}/hf4/flip|hf|flip",
     ], root)  # fmt: skip
     return root
 
@@ -313,3 +320,123 @@ def test_a_manifest_of_one_layout_compares_with_a_run_of_another(
     assert code == 1
     diverged = [b["name"] for b in report["buffers"] if b["status"] != "equal"]
     assert diverged == ["model.cols"]
+
+
+# --- DCP in safetensors files (HuggingFaceStorageWriter, save_distributed) ---------
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "more"),
+    [
+        ("hf2/base", "hf4/base", ()),  # 2 ranks against 4
+        ("hf2/base", "hf4/flip", ()),  # rows against columns
+        ("hf4/base", "r2/base", ("--ignore", "lr", "--ignore", "step")),  # against .distcp
+    ],
+)
+def test_dcp_safetensors_in_any_layout_are_identical(
+    ckpt: Path, a: str, b: str, more: tuple[str, ...]
+) -> None:
+    code, report = compare(ckpt / a, ckpt / b, *more)
+    assert code == 0, report["errors"]
+    assert report["verdict"] == "identical"
+    assert sorted(n for _, n in by_name(report)) == sorted(NAMES)
+    assert all(b["status"] == "equal" for b in report["buffers"])
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "name", "at", "shape"),
+    [
+        ("hf4/base", "hf2/rows", "model.rows", [11, 2], [13, 7]),
+        ("hf2/base", "hf4/cols", "model.cols", [3, 9], [5, 11]),
+        ("hf4/flip", "hf4/cols", "model.cols", [3, 9], [5, 11]),
+        ("r2/base", "hf3/half", "model.half", [7, 5], [9, 6]),  # .distcp against safetensors
+    ],
+)
+def test_dcp_safetensors_one_element_changed_is_found_at_its_global_index(
+    ckpt: Path, a: str, b: str, name: str, at: list[int], shape: list[int]
+) -> None:
+    code, report = compare(ckpt / a, ckpt / b, "--ignore", "lr", "--ignore", "step")
+    assert code == 1
+    buffers = by_name(report)
+    assert {n for (_, n), buf in buffers.items() if buf["status"] != "equal"} == {name}
+    buf = buffers[(0, name)]
+    assert (buf["shape"], buf["n_diff"], buf["first_index_nd"]) == (shape, 1, at)
+    assert buf["first_index"] == at[0] * shape[1] + at[1]
+
+
+def _rewrite(path: Path, sharding: object) -> None:
+    """A rank's file again, its DCP_SHARDING_INFO replaced by ``sharding``."""
+    from safetensors import safe_open
+    from safetensors.torch import save_file
+
+    with safe_open(str(path), "pt") as f:
+        meta = dict(f.metadata())
+        tensors = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118
+    meta["DCP_SHARDING_INFO"] = sharding if isinstance(sharding, str) else json.dumps(sharding)
+    save_file(tensors, str(path), meta)
+
+
+RANK2 = "shard-00002-model-00001-of-00001.safetensors"
+
+
+@pytest.mark.parametrize(
+    "sharding",
+    [
+        "{not json",
+        ["a list"],
+        {"model.nothere": {"saved_offsets": [0, 0]}},
+        {"model.rows": {"saved_offsets": [7]}},
+        {"model.rows": {"saved_offsets": [7, -1]}},
+        {"model.rows": {"saved_offsets": [7, 0], "more": 1}},
+    ],
+)
+def test_a_hostile_sharding_info_refuses_the_checkpoint(
+    ckpt: Path, tmp_path: Path, sharding: object
+) -> None:
+    """A rank's file whose DCP_SHARDING_INFO is not what torch writes: one
+    line naming the file, exit 2, and no tensor of the checkpoint is
+    compared (each has a chunk in every rank's file, unknown)."""
+    run = _copy(ckpt, tmp_path, "hf2/base")
+    _rewrite(run / RANK2, sharding)
+    done = fastdiff("compare", ckpt / "hf2/base", run, "--format", "json")
+    assert done.returncode == 2
+    report = json.loads(done.stdout)
+    assert [e["path"] for e in report["errors"]] == [str(run / RANK2)]
+    assert "DCP_SHARDING_INFO" in report["errors"][0]["message"]
+    assert not [b for b in report["buffers"] if b["status"] == "equal"]
+    text = fastdiff("compare", ckpt / "hf2/base", run)
+    assert text.returncode == 2 and "Traceback" not in text.stderr
+    assert len(text.stderr.strip().splitlines()) == 1
+
+
+def test_chunks_that_do_not_tile_are_an_error_for_that_tensor(ckpt: Path, tmp_path: Path) -> None:
+    """Rank 2's chunk of model.rows moved to overlap rank 1's: that tensor is
+    an error, the others are compared."""
+    run = _copy(ckpt, tmp_path, "hf2/base")
+    sharding = {
+        "model.rows": {"saved_offsets": [6, 0]}, "model.cols": {"saved_offsets": [0, 6]},
+        "model.rep": {"saved_offsets": [0, 0]}, "model.half": {"saved_offsets": [5, 0]},
+        "model.vec": {"saved_offsets": [12]},
+    }  # fmt: skip
+    _rewrite(run / RANK2, sharding)
+    done = fastdiff("compare", ckpt / "hf2/base", run, "--format", "json")
+    assert done.returncode == 2
+    report = json.loads(done.stdout)
+    got = by_name(report)
+    assert got[(0, "model.rows")]["status"] == "error"
+    # the overlapping chunks count 7 elements twice: more than the shape holds
+    assert "chunks hold 91 elements, not its 84" in got[(0, "model.rows")]["message"]
+    assert {n for (_, n), b in got.items() if b["status"] == "equal"} == set(NAMES) - {"model.rows"}
+
+
+def test_a_missing_rank_file_is_no_identical_checkpoint(ckpt: Path, tmp_path: Path) -> None:
+    """Without rank 2's file its chunks are gone: the tensors with a chunk
+    there no longer tile their shape or are of another one, and the
+    tensor only rank 2 held is in one run only."""
+    run = _copy(ckpt, tmp_path, "hf2/base")
+    (run / RANK2).unlink()
+    code, report = compare(ckpt / "hf2/base", run)
+    assert code == 1
+    got = by_name(report)
+    assert got[(0, "model.rep")]["status"] == "only_in_a"
+    assert got[(0, "model.rows")]["status"] != "equal"
