@@ -158,8 +158,9 @@ FORMATS: dict[str, Format] = {
     ),
     "safetensors": Format(
         "safetensors", "fastdiff.sources.safetensors",
-        "a safetensors file, or a checkpoint folder of them (model.safetensors, or shards "
-        "with model.safetensors.index.json)",
+        "a safetensors file, or a checkpoint folder of them (model.safetensors, shards "
+        "with model.safetensors.index.json, or DCP's shard-<R>-model-<K>-of-<N> files, "
+        "one per rank)",
         suffixes=(".safetensors",), dump=CONTAINER, magic=((8, b"{"),),
         open="open_source", read="file_buffers", sniff="sniff", folder="is_checkpoint_folder",
     ),

@@ -6,7 +6,12 @@ that follows, and an optional ``__metadata__`` of strings), then the data.
 A checkpoint folder, as exporters write it, holds ``model.safetensors``, or
 shards with ``model.safetensors.index.json`` (its ``weight_map`` names the
 shard of each tensor): one step (0) whose buffers are every tensor of every
-shard.
+shard. DCP's ``HuggingFaceStorageWriter`` writes a folder of
+``shard-<R>-model-<K>-of-<N>.safetensors`` files, one per rank, whose
+``__metadata__`` holds ``DCP_SHARDING_INFO`` (each chunk's
+``saved_offsets``): its tensors are assembled from their chunks into global
+tensors, as DCP's ``.distcp`` chunks are (``dcp.tiling_problem`` checks
+that they tile the shape).
 
 The header is checked as safetensors' own reader checks it
 (``safetensors/src/tensor.rs``), and a file that fails a check is refused
