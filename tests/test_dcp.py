@@ -49,14 +49,16 @@ def ckpt(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The checkpoints, written once: ``r<N>/base`` (N ranks), ``r<N>/<what>``
     with one element changed, ``r2/flip`` (rows and columns sharded the
     other way round), roots ``root_a``, ``root_b`` of ``step-<N>``
-    folders, and ``hf<N>/...``: the same saved through DCP's
+    folders, ``hf<N>/...``: the same saved through DCP's
     ``HuggingFaceStorageWriter`` (a safetensors file per rank; tensors
-    only)."""
+    only), and ``st<N>/...``: saved as ``.distcp`` files whose chunks are
+    safetensors blobs (``SerializationFormat.SAFETENSORS``)."""
     root = tmp_path_factory.mktemp("dcp")
     _torchrun(2, [
         f"{root}/r2/base", f"{root}/r2/rows|model.rows:11,2", f"{root}/r2/flip",
         f"{root}/root_a/step-100", f"{root}/root_a/step-200",
         f"{root}/hf2/base|hf", f"{root}/hf2/rows|hf|model.rows:11,2",
+        f"{root}/st2/base|st", f"{root}/st2/rows|st|model.rows:11,2",
     ], root)  # fmt: skip
     _torchrun(3, [
         f"{root}/r3/base", f"{root}/r3/half|model.half:7,5", f"{root}/hf3/half|hf|model.half:7,5",
@@ -67,6 +69,7 @@ def ckpt(tmp_path_factory: pytest.TempPathFactory) -> Path:
         f"{root}/root_b/step-100", f"{root}/root_b/step-200|model.rows:11,2",
         f"{root}/hf4/base|hf", f"{root}/hf4/cols|hf|model.cols:3,9",
         f"{root}/hf4/flip|hf|flip",
+        f"{root}/st4/flip|st|flip", f"{root}/st4/cols|st|model.cols:3,9",
     ], root)  # fmt: skip
     return root
 
@@ -442,3 +445,109 @@ def test_a_missing_rank_file_is_no_identical_checkpoint(ckpt: Path, tmp_path: Pa
     assert got[(0, "model.rep")]["status"] == "only_in_a"
     for name in set(NAMES) - {"model.rep"}:
         assert got[(0, name)]["status"] == "diverged", name
+
+
+# --- .distcp files of safetensors blobs (SerializationFormat.SAFETENSORS) ----------
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("st2/base", "r2/base"),  # blobs against torch.save archives
+        ("st2/base", "st4/flip"),  # 2 ranks against 4, rows against columns
+        ("r4/base", "st4/flip"),
+    ],
+)
+def test_distcp_of_safetensors_blobs_in_any_layout_are_identical(
+    ckpt: Path, a: str, b: str
+) -> None:
+    code, report = compare(ckpt / a, ckpt / b)
+    assert code == 0, report["errors"]
+    assert report["verdict"] == "identical"
+    assert sorted(n for _, n in by_name(report)) == sorted([*NAMES, "lr", "step"])
+    assert all(b["status"] == "equal" for b in report["buffers"])
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "name", "at", "shape"),
+    [
+        ("st4/flip", "st2/rows", "model.rows", [11, 2], [13, 7]),
+        ("r2/base", "st4/cols", "model.cols", [3, 9], [5, 11]),
+    ],
+)
+def test_distcp_of_safetensors_blobs_one_element_changed_is_found_at_its_global_index(
+    ckpt: Path, a: str, b: str, name: str, at: list[int], shape: list[int]
+) -> None:
+    code, report = compare(ckpt / a, ckpt / b)
+    assert code == 1
+    buffers = by_name(report)
+    assert {n for (_, n), buf in buffers.items() if buf["status"] != "equal"} == {name}
+    buf = buffers[(0, name)]
+    assert (buf["shape"], buf["n_diff"], buf["first_index_nd"]) == (shape, 1, at)
+    assert buf["first_index"] == at[0] * shape[1] + at[1]
+
+
+RANK0 = "__0_0.distcp"
+
+
+def _rewrite_blob(path: Path, change: str) -> None:
+    """Rank 0's .distcp file again (its chunks are one safetensors blob at
+    offset 0: it holds no value), the blob changed as ``change`` says."""
+    from safetensors.torch import load, save
+
+    data = path.read_bytes()
+    tensors = load(data)  # the whole file is the blob
+    n = int.from_bytes(data[:8], "little")
+    meta = json.loads(data[8 : 8 + n])["__metadata__"]
+    sharding = json.loads(meta["DCP_SHARDING_INFO"])
+    if change == "offsets":  # rank 0's rows said to be at row 7
+        sharding["model.rows"]["saved_offsets"] = [7, 0]
+    elif change == "renamed":
+        tensors["model.other"] = tensors.pop("model.rows")
+        sharding["model.other"] = sharding.pop("model.rows")
+    elif change == "dtype":
+        tensors["model.rows"] = tensors["model.rows"].double()[:, :3].contiguous()
+    meta["DCP_SHARDING_INFO"] = json.dumps(sharding)
+    out = save(tensors, meta)
+    if change == "trailing":
+        out += b"\0" * 8
+    elif change == "header":
+        out = len(out).to_bytes(8, "little") + out[8:]
+    elif change == "sharding":
+        meta["DCP_SHARDING_INFO"] = '{"model.rows": {"saved_offsets": [0, "0"]}}'
+        out = save(tensors, meta)
+    path.write_bytes(out)
+
+
+@pytest.mark.parametrize(
+    ("change", "hurt", "says"),
+    [
+        ("offsets", {"model.rows"}, "at (7, 0)"),
+        ("renamed", {"model.rows"}, "holds no 'model.rows'"),
+        ("dtype", {"model.rows"}, "is a tensor of f64"),
+        ("trailing", set(NAMES) - {"model.rep"}, "bytes after the last tensor"),
+        ("header", set(NAMES) - {"model.rep"}, "runs past the end of the file"),
+        ("sharding", set(NAMES) - {"model.rep"}, "DCP_SHARDING_INFO"),
+    ],
+)
+def test_a_hostile_safetensors_blob_is_an_error_for_its_tensors(
+    ckpt: Path, tmp_path: Path, change: str, hurt: set[str], says: str
+) -> None:
+    """A blob that is not the chunks .metadata says: each tensor with a
+    chunk in it is an error that says why and names the file; the values
+    and the tensors elsewhere are compared; one line each, exit 2."""
+    run = _copy(ckpt, tmp_path, "st2/base")
+    _rewrite_blob(run / RANK0, change)
+    done = fastdiff("compare", ckpt / "st2/base", run, "--format", "json")
+    assert done.returncode == 2
+    got = by_name(json.loads(done.stdout))
+    errors = {n for (_, n), b in got.items() if b["status"] == "error"}
+    assert errors == hurt
+    for name in hurt:
+        assert says in got[(0, name)]["message"] and RANK0 in got[(0, name)]["message"]
+    assert {n for (_, n), b in got.items() if b["status"] == "equal"} == (
+        set(NAMES) | {"lr", "step"}
+    ) - hurt
+    text = fastdiff("compare", ckpt / "st2/base", run)
+    assert text.returncode == 2 and "Traceback" not in text.stderr
+    assert len(text.stderr.strip().splitlines()) == len(hurt)

@@ -8,7 +8,11 @@ a few elements changed. The folders are written the way DCP's
 ``__<k>_0.distcp`` file, ``.metadata`` a pickle of DCP's own classes), or
 its ``HuggingFaceStorageWriter`` (a safetensors file per rank, each
 chunk's offsets in its header), and loaded back with ``dcp.load`` (the
-oracle's reading: it proves they are DCP checkpoints); the oracle then
+oracle's reading: it proves they are DCP checkpoints); or as
+``FileSystemWriter(serialization_format=SAFETENSORS)`` writes them (each
+rank's chunks one safetensors blob in its ``.distcp`` file, which torch's
+reader does not load: the oracle reads the ``.metadata`` with torch and
+each blob with the safetensors library). The oracle then
 works out every fact of the JSON report with numpy from the global tensors
 (``test_formats_oracle.expect_runs``) and the global ranges and rows.
 """
@@ -102,6 +106,63 @@ def write_hf(folder: Path, tensors: dict[str, tuple[Any, list[list[int]]]]) -> N
         )
 
 
+def write_blobs(folder: Path, tensors: dict[str, tuple[Any, list[list[int]]]]) -> None:
+    """The same as DCP's ``FileSystemWriter(serialization_format=SAFETENSORS)``
+    lays it out: rank R (``__<R>_0.distcp``) holds the R-th chunk of each
+    tensor, all of them one safetensors blob (each chunk's offsets in its
+    ``DCP_SHARDING_INFO``); each chunk's ``_StorageInfo`` is the blob's
+    offset and the chunk's length in bytes."""
+    from safetensors.torch import save
+    from torch.distributed.checkpoint.filesystem import _StorageInfo
+    from torch.distributed.checkpoint.metadata import (
+        ChunkStorageMetadata,
+        Metadata,
+        MetadataIndex,
+        TensorProperties,
+        TensorStorageMetadata,
+    )  # fmt: skip
+
+    folder.mkdir(parents=True)
+    ranks: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    items: dict[str, Any] = {}
+    storage: dict[Any, Any] = {}
+    for name, (t, cuts) in tensors.items():
+        chunks = []
+        for rank, (offsets, data) in enumerate(_chunks(t, cuts)):
+            while len(ranks) <= rank:
+                ranks.append(({}, {}))
+            ranks[rank][0][name] = data
+            ranks[rank][1][name] = {"saved_offsets": offsets}
+            at = torch.Size(offsets)
+            storage[MetadataIndex(name, at, rank)] = _StorageInfo(
+                f"__{rank}_0.distcp", 0, data.numel() * data.element_size()
+            )
+            chunks.append(ChunkStorageMetadata(offsets=at, sizes=data.shape))
+        items[name] = TensorStorageMetadata(TensorProperties.create_from_tensor(t), t.shape, chunks)
+    for rank, (data, info) in enumerate(ranks):
+        meta = {"DCP_SHARDING_INFO": json.dumps(info), "DCP_VERSION": "1.0", "format": "pt"}
+        (folder / f"__{rank}_0.distcp").write_bytes(save(data, meta))
+    with open(folder / ".metadata", "wb") as f:
+        pickle.dump(Metadata(state_dict_metadata=items, storage_data=storage), f)
+
+
+def load_blobs(folder: Path, like: dict[str, Any]) -> dict[str, Any]:
+    """The global tensors of ``write_blobs``' folder: its ``.metadata`` read
+    by torch's ``FileSystemReader``, each chunk from its blob by the
+    safetensors library, put into place."""
+    from safetensors.torch import load
+    from torch.distributed.checkpoint import FileSystemReader
+
+    meta = FileSystemReader(str(folder)).read_metadata()
+    state = {name: torch.empty_like(t) for name, t in like.items()}
+    for index, info in meta.storage_data.items():
+        data = (folder / info.relative_path).read_bytes()[info.offset :]
+        chunk = load(data)[index.fqn]
+        box = tuple(slice(o, o + n) for o, n in zip(index.offset, chunk.shape, strict=True))
+        state[index.fqn][box] = chunk
+    return state
+
+
 def _chunks(t: Any, cuts: list[list[int]]) -> list[tuple[list[int], Any]]:
     """(offsets, chunk) of the grid the cut points make of ``t``."""
     bounds = [[0, *c, d] for c, d in zip(cuts, t.shape, strict=True)]
@@ -159,8 +220,8 @@ def cases(draw: st.DrawFn) -> dict[str, Any]:
         "tensors": tensors,
         "files_a": draw(st.integers(1, 4)),
         "files_b": draw(st.integers(1, 4)),
-        "hf_a": draw(st.booleans()),
-        "hf_b": draw(st.booleans()),
+        "layout_a": draw(st.sampled_from(["distcp", "hf", "blobs"])),
+        "layout_b": draw(st.sampled_from(["distcp", "hf", "blobs"])),
     }
 
 
@@ -180,14 +241,19 @@ def test_random_layouts_against_the_oracle(
             flat[i] = flat[i] + (1 if not t.is_floating_point() else 0.5 + abs(float(flat[i])))
         a_tensors[name] = (t, cuts_a)
         b_tensors[name] = (b, cuts_b)
+    got = {}
     for side, tensors in (("a", a_tensors), ("b", b_tensors)):
-        if case[f"hf_{side}"]:
+        layout = case[f"layout_{side}"]
+        like = {n: t for n, (t, _) in tensors.items()}
+        if layout == "hf":
             write_hf(root / side, tensors)
+        elif layout == "blobs":
+            write_blobs(root / side, tensors)
         else:
             write_dcp(root / side, tensors, case[f"files_{side}"])
-    # The oracle reads them with torch, and compares with numpy.
-    got_a = load_dcp(root / "a", {n: t for n, (t, _) in a_tensors.items()})
-    got_b = load_dcp(root / "b", {n: t for n, (t, _) in b_tensors.items()})
+        # The oracle reads them with torch (and safetensors), and compares with numpy.
+        got[side] = (load_blobs if layout == "blobs" else load_dcp)(root / side, like)
+    got_a, got_b = got["a"], got["b"]
     for name, (t, _) in a_tensors.items():
         assert torch.equal(got_a[name], t) and torch.equal(got_b[name], b_tensors[name][0])
     ea = {(0, n): Entry(n.split(".")[1], tuple(t.shape), raw(t)) for n, t in got_a.items()}

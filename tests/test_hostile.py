@@ -678,6 +678,34 @@ def test_the_safetensors_parser_reads_or_refuses(
 
 
 @FUZZ
+@given(edits=EDITS, cut=CUTS, prefix=st.binary(max_size=40))
+def test_a_safetensors_blob_after_other_bytes_reads_as_the_file_alone(
+    edits: list[tuple[int, int]], cut: int | None, prefix: bytes
+) -> None:
+    """A blob at an offset (DCP's .distcp of safetensors) is the same
+    header as the blob alone, each tensor shifted by the offset, or the
+    same refusal: nothing before the blob is read as part of it."""
+    from fastdiff.sources.safetensors import parse_header_meta
+
+    raw = _mutate(SAMPLES["safetensors"], edits, cut)
+
+    def parsed(data: bytes, start: int) -> object:
+        path = _fuzz_file(data, ".distcp")
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            tensors, meta = parse_header_meta(fd, len(data), start)
+            got = [(t.name, t.dtype, t.shape, t.begin - start, t.end - start) for t in tensors]
+            return got, meta
+        except SafetensorsError as exc:
+            return str(exc).replace(f"({len(data):,} bytes)", "")
+        finally:
+            os.close(fd)
+            path.unlink()
+
+    assert parsed(prefix + raw, len(prefix)) == parsed(raw, 0)
+
+
+@FUZZ
 @given(
     sample=st.sampled_from(["npz", "npz_deflate", "npz_deflate_padded"]),
     edits=st.lists(st.tuples(st.integers(0, 400), st.integers(0, 255)), min_size=1, max_size=4),

@@ -213,6 +213,42 @@ class Pieces(Codec):
         return f"Pieces{self.key[1:]}"
 
 
+#: At most this many pieces per buffer (their tiling is checked pairwise).
+MAX_CHUNKS = 1 << 14
+
+
+def tiling_problem(
+    shape: tuple[int, ...], boxes: list[tuple[tuple[int, ...], tuple[int, ...]]]
+) -> str | None:
+    """Why chunks ``boxes`` (offsets, sizes) do not tile ``shape`` exactly
+    (within it, disjoint, covering every element); None when they do."""
+    total = 1
+    for d in shape:
+        total *= d
+    volume = 0
+    live = []
+    for start, size in boxes:
+        if any(s + n > d for s, n, d in zip(start, size, shape, strict=True)):
+            return f"a chunk at {start} of {size} reaches past its shape {shape}"
+        n = 1
+        for d in size:
+            n *= d
+        volume += n
+        if n:
+            live.append((start, size))
+    if volume != total:
+        return f"its chunks hold {volume:,} elements, not its {total:,}"
+    live.sort()
+    for i, (a, sa) in enumerate(live):
+        end = tuple(s + n for s, n in zip(a, sa, strict=True))
+        for b, sb in live[i + 1 :]:
+            if b[0] >= end[0]:
+                break  # sorted by the first offset: none after overlaps
+            if all(max(x, y) < min(x + m, y + n) for x, m, y, n in zip(a, sa, b, sb, strict=True)):
+                return f"its chunks at {a} and {b} overlap"
+    return None
+
+
 class BufferRef:
     """One buffer of a run, as the listing saw it (an immutable value).
 

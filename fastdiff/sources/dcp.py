@@ -22,7 +22,12 @@ against columns) compare as the same tensors. The chunks must tile the
 global shape exactly (within it, disjoint, covering it), and each must be
 a ``torch.save`` archive of one contiguous tensor of the chunk's shape
 and the tensor's dtype; a tensor of which one is not is an error for
-that tensor alone.
+that tensor alone. Saved with ``SerializationFormat.SAFETENSORS``, a
+rank's chunks are one safetensors blob after its values (each chunk's
+``_StorageInfo`` offset is the blob's): the blob's header is checked as
+a safetensors file's is (``safetensors.parse_header_meta``), and the
+tensor of the item's name must be the chunk ``.metadata`` says (dtype,
+shape, ``saved_offsets``, length).
 
 A ``BYTE_IO`` item (a value that is not a tensor: the step, the learning
 rate) is a ``torch.save`` archive of it, read as data: its tensors and its
@@ -39,14 +44,18 @@ from __future__ import annotations
 import os
 import stat
 
-from .buffers import BufferRef, Piece, Pieces, Unread, step_filter
+from .buffers import MAX_CHUNKS, BufferRef, Piece, Pieces, Unread, step_filter, tiling_problem
 from .run import RunSource, container_listing, refused
+from .safetensors import DCP_SHARDING, SafetensorsError, parse_header_meta, saved_offsets
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..model.results import Skipped
     from .buffers import StepFilter
+    from .safetensors import Tensor
 
+#: How a ``torch.save`` archive (a zip) begins.
+ZIP_MAGIC = b"PK\x03\x04"
 #: The file that makes a folder a DCP checkpoint.
 METADATA = ".metadata"
 #: Megatron-LM ``torch_dist``'s shared state, beside the DCP files.
@@ -60,8 +69,6 @@ _PROPERTIES = _DCP + "TensorProperties"
 _CHUNK = _DCP + "ChunkStorageMetadata"
 _INDEX = _DCP + "MetadataIndex"
 _STORAGE_INFO = "torch.distributed.checkpoint.filesystem._StorageInfo"
-#: At most this many chunks per tensor (their tiling is checked pairwise).
-MAX_CHUNKS = 1 << 14
 
 
 class DcpError(ValueError):
@@ -192,38 +199,6 @@ def parse_metadata(data: bytes) -> list[Item]:
     return items
 
 
-def tiling_problem(
-    shape: tuple[int, ...], boxes: list[tuple[tuple[int, ...], tuple[int, ...]]]
-) -> str | None:
-    """Why chunks ``boxes`` (offsets, sizes) do not tile ``shape`` exactly
-    (within it, disjoint, covering every element); None when they do."""
-    total = 1
-    for d in shape:
-        total *= d
-    volume = 0
-    live = []
-    for start, size in boxes:
-        if any(s + n > d for s, n, d in zip(start, size, shape, strict=True)):
-            return f"a chunk at {start} of {size} reaches past its shape {shape}"
-        n = 1
-        for d in size:
-            n *= d
-        volume += n
-        if n:
-            live.append((start, size))
-    if volume != total:
-        return f"its chunks hold {volume:,} elements, not its {total:,}"
-    live.sort()
-    for i, (a, sa) in enumerate(live):
-        end = tuple(s + n for s, n in zip(a, sa, strict=True))
-        for b, sb in live[i + 1 :]:
-            if b[0] >= end[0]:
-                break  # sorted by the first offset: none after overlaps
-            if all(max(x, y) < min(x + m, y + n) for x, m, y, n in zip(a, sa, b, sb, strict=True)):
-                return f"its chunks at {a} and {b} overlap"
-    return None
-
-
 # --- a DCP folder -------------------------------------------------------------------
 
 
@@ -297,6 +272,35 @@ def read_step(folder: str, step: int) -> StepRead:
         except TorchError as exc:
             raise DcpError(f"{name} at {offset:,}: {exc}") from None
 
+    blobs: dict[tuple[str, int], dict[str, tuple[Tensor, tuple[int, ...]]] | str | None] = {}
+
+    def blob(name: str, offset: int) -> dict[str, tuple[Tensor, tuple[int, ...]]] | None:
+        """The tensors of the safetensors blob at ``offset`` of ``name``
+        (DCP's ``SerializationFormat.SAFETENSORS``: a rank's chunks in one
+        blob after its values), each with its offsets in the global tensor;
+        None when a ``torch.save`` archive is there."""
+        key = (name, offset)
+        if key not in blobs:
+            fd, st = opened(name)
+            head = os.pread(fd, 9, offset)
+            got: dict[str, tuple[Tensor, tuple[int, ...]]] | str | None = None
+            if head[:4] != ZIP_MAGIC and head[8:9] == b"{":
+                try:
+                    tensors, meta = parse_header_meta(fd, st.st_size, offset)
+                    shapes = {t.name: t.shape for t in tensors}
+                    if DCP_SHARDING in meta:
+                        saved = saved_offsets(meta, shapes)
+                    else:
+                        saved = {n: (0,) * len(shape) for n, shape in shapes.items()}
+                    got = {t.name: (t, saved[t.name]) for t in tensors}
+                except SafetensorsError as exc:
+                    got = f"{name} at {offset:,}: a safetensors blob refused: {exc}"
+            blobs[key] = got
+        got = blobs[key]
+        if isinstance(got, str):
+            raise DcpError(got)
+        return got
+
     try:
         for item in items:
             try:
@@ -304,7 +308,7 @@ def read_step(folder: str, step: int) -> StepRead:
                     _value(out, item, archive(item.value, item.fqn))  # type: ignore[arg-type]
                 else:
                     out.items.append(
-                        _tensor(folder, step, item, archive, opened, meta_st, meta_path)
+                        _tensor(folder, step, item, archive, blob, opened, meta_st, meta_path)
                     )
             except DcpError as exc:
                 what = "value" if item.dtype is None else "tensor"
@@ -344,10 +348,11 @@ def _value(out: StepRead, item: Item, arch: object) -> None:
 
 
 def _tensor(
-    folder: str, step: int, item: Item, archive: object, opened: object, meta_st: os.stat_result,
-    meta_path: str,
+    folder: str, step: int, item: Item, archive: object, blob: object, opened: object,
+    meta_st: os.stat_result, meta_path: str,
 ) -> BufferRef:  # fmt: skip
-    """A tensor: one buffer of the pieces its chunks are."""
+    """A tensor: one buffer of the pieces its chunks are (each a
+    ``torch.save`` archive, or a tensor of a safetensors blob)."""
     from .torchzip import Archive
 
     problem = tiling_problem(item.shape, [(o, s) for o, s, _ in item.chunks])
@@ -361,18 +366,23 @@ def _tensor(
             n *= d
         if not n:
             continue
-        arch = archive(info)  # type: ignore[operator]
-        assert isinstance(arch, Archive)
-        refs = [r for r in arch.buffers if isinstance(r, BufferRef)]
-        if len(arch.buffers) != 1 or len(refs) != 1:
-            raise DcpError(f"the chunk at {offsets} in {info[0]} is not one tensor")
-        ref = refs[0]
-        if ref.dtype != item.dtype or ref.shape != sizes or ref.codec is not None:
-            raise DcpError(
-                f"the chunk at {offsets} in {info[0]} is a tensor of {ref.dtype} {ref.shape}"
-                f"{' (a view)' if ref.codec is not None else ''}, not the {item.dtype} "
-                f"{sizes} .metadata says"
-            )
+        found = blob(info[0], info[1])  # type: ignore[operator]
+        if found is not None:
+            begin = _blob_chunk(item, offsets, sizes, info, found)
+        else:
+            arch = archive(info)  # type: ignore[operator]
+            assert isinstance(arch, Archive)
+            refs = [r for r in arch.buffers if isinstance(r, BufferRef)]
+            if len(arch.buffers) != 1 or len(refs) != 1:
+                raise DcpError(f"the chunk at {offsets} in {info[0]} is not one tensor")
+            ref = refs[0]
+            if ref.dtype != item.dtype or ref.shape != sizes or ref.codec is not None:
+                raise DcpError(
+                    f"the chunk at {offsets} in {info[0]} is a tensor of {ref.dtype} {ref.shape}"
+                    f"{' (a view)' if ref.codec is not None else ''}, not the {item.dtype} "
+                    f"{sizes} .metadata says"
+                )
+            begin = ref.offset
         _, st = opened(info[0])  # type: ignore[operator]
         pieces.append(
             Piece(
@@ -382,7 +392,7 @@ def _tensor(
                 st.st_size,
                 st.st_mtime_ns,
                 st.st_ctime_ns,
-                ref.offset,
+                begin,
                 n * w,
                 offsets,
                 sizes,
@@ -407,6 +417,26 @@ def _tensor(
         shape=item.shape,
         codec=Pieces(w, item.shape, tuple(pieces)),
     )
+
+
+def _blob_chunk(
+    item: Item, offsets: tuple[int, ...], sizes: tuple[int, ...], info: tuple[str, int, int],
+    found: dict[str, tuple[Tensor, tuple[int, ...]]],
+) -> int:  # fmt: skip
+    """Where a chunk's bytes begin in a safetensors blob's file: the blob's
+    tensor of the item's name, checked to be the chunk ``.metadata`` says
+    (dtype, shape, offsets in the global tensor, length)."""
+    got = found.get(item.fqn)
+    if got is None:
+        raise DcpError(f"the safetensors blob at {info[1]:,} in {info[0]} holds no {item.fqn!r}")
+    t, at = got
+    if t.dtype != item.dtype or t.shape != sizes or at != offsets or t.end - t.begin != info[2]:
+        raise DcpError(
+            f"the chunk at {offsets} in {info[0]} is a tensor of {t.dtype} {t.shape} at {at} "
+            f"({t.end - t.begin:,} bytes), not the {item.dtype} {sizes} at {offsets} "
+            f"({info[2]:,} bytes) .metadata says"
+        )
+    return t.begin
 
 
 def _common(out: StepRead, path: str, step: int) -> None:

@@ -10,7 +10,7 @@ shard. DCP's ``HuggingFaceStorageWriter`` writes a folder of
 ``shard-<R>-model-<K>-of-<N>.safetensors`` files, one per rank, whose
 ``__metadata__`` holds ``DCP_SHARDING_INFO`` (each chunk's
 ``saved_offsets``): its tensors are assembled from their chunks into global
-tensors, as DCP's ``.distcp`` chunks are (``dcp.tiling_problem`` checks
+tensors, as DCP's ``.distcp`` chunks are (``buffers.tiling_problem`` checks
 that they tile the shape).
 
 The header is checked as safetensors' own reader checks it
@@ -135,21 +135,26 @@ def parse_header(fd: int, file_size: int) -> list[Tensor]:
     return parse_header_meta(fd, file_size)[0]
 
 
-def parse_header_meta(fd: int, file_size: int) -> tuple[list[Tensor], dict[str, str]]:
+def parse_header_meta(
+    fd: int, file_size: int, start: int = 0
+) -> tuple[list[Tensor], dict[str, str]]:
     """``parse_header``'s tensors and the header's ``__metadata__`` (strings
-    to strings; empty when it has none)."""
-    if file_size < 8:
-        raise SafetensorsError(f"{file_size} bytes: too short for a safetensors header")
-    n = int.from_bytes(os.pread(fd, 8, 0), "little")
+    to strings; empty when it has none). ``start``: where the safetensors
+    data begins in the file (a blob that runs from there to the end, as
+    DCP writes them after a rank's values); the tensors' offsets are the
+    file's."""
+    if file_size - start < 8:
+        raise SafetensorsError(f"{file_size - start} bytes: too short for a safetensors header")
+    n = int.from_bytes(os.pread(fd, 8, start), "little")
     if n > MAX_HEADER_SIZE:
         raise SafetensorsError(
             f"header length {n:,} is over the {MAX_HEADER_SIZE:,} bytes safetensors allows"
         )
-    if n + 8 > file_size:
+    if start + n + 8 > file_size:
         raise SafetensorsError(
             f"header length {n:,} runs past the end of the file ({file_size:,} bytes)"
         )
-    raw = os.pread(fd, n, 8)
+    raw = os.pread(fd, n, start + 8)
     if len(raw) != n:
         raise SafetensorsError("the file ended while its header was read (truncated?)")
     # Each tensor has its data_offsets key: more of them than the cap is
@@ -173,7 +178,8 @@ def parse_header_meta(fd: int, file_size: int) -> tuple[list[Tensor], dict[str, 
         raise SafetensorsError(f"the header is not valid JSON ({exc})") from None
     if not isinstance(doc, dict):
         raise SafetensorsError("the header is not a JSON object")
-    data_size = file_size - 8 - n
+    base = start + 8 + n
+    data_size = file_size - base
     tensors = []
     meta: dict[str, str] = {}
     for name, info in doc.items():
@@ -184,17 +190,16 @@ def parse_header_meta(fd: int, file_size: int) -> tuple[list[Tensor], dict[str, 
                 _text(v)
             meta = info
             continue
-        tensors.append(_tensor(name, info, 8 + n))
+        tensors.append(_tensor(name, info, base))
     if len(tensors) > MAX_TENSORS:
         raise _too_many()
     tensors.sort(key=lambda t: (t.begin, t.end))
-    pos = 8 + n
+    pos = base
     for t in tensors:
         if t.begin != pos:
             what = "overlaps the one before" if t.begin < pos else "leaves a hole before it"
             raise SafetensorsError(
-                f"tensor {t.name!r}: its data at offsets [{t.begin - 8 - n}, {t.end - 8 - n}) "
-                f"{what}"
+                f"tensor {t.name!r}: its data at offsets [{t.begin - base}, {t.end - base}) {what}"
             )
         pos = t.end
     if pos != file_size:
@@ -436,7 +441,8 @@ def folder_listing(folder: str, names: list[str]) -> RunListing:
         path = os.path.join(folder, shard)
         try:
             refs, meta = _read_shard(path, 0)
-            saved = _saved_offsets(meta, refs) if DCP_SHARDING in meta else None
+            shapes = {r.name: r.shape for r in refs}
+            saved = saved_offsets(meta, shapes) if DCP_SHARDING in meta else None
         except FileNotFoundError:
             unknown(shard, Problem(path, f"named in {INDEX} but missing", "missing"))
             continue
@@ -497,12 +503,14 @@ def folder_listing(folder: str, names: list[str]) -> RunListing:
     )  # fmt: skip
 
 
-def _saved_offsets(meta: dict[str, str], refs: list[BufferRef]) -> dict[str, tuple[int, ...]]:
+def saved_offsets(
+    meta: dict[str, str], shapes: dict[str, tuple[int, ...]]
+) -> dict[str, tuple[int, ...]]:
     """Each tensor's offsets in its global tensor, from a header's
     ``DCP_SHARDING_INFO`` (zeros for a tensor it does not name, as torch
-    reads it); checked: SafetensorsError for one that is not JSON, names a
-    tensor the file does not hold, or gives offsets that are not one
-    integer >= 0 for each dimension."""
+    reads it; ``shapes``: the header's tensors); checked: SafetensorsError
+    for one that is not JSON, names a tensor the file does not hold, or
+    gives offsets that are not one integer >= 0 for each dimension."""
     import json
 
     try:
@@ -513,7 +521,6 @@ def _saved_offsets(meta: dict[str, str], refs: list[BufferRef]) -> dict[str, tup
         raise SafetensorsError(f"{DCP_SHARDING} is not valid JSON ({exc})") from None
     if not isinstance(doc, dict):
         raise SafetensorsError(f"{DCP_SHARDING} is not a JSON object")
-    shapes = {r.name: r.shape for r in refs}
     out = {name: (0,) * len(shape) for name, shape in shapes.items()}
     for name, info in doc.items():
         if name not in shapes:
@@ -547,8 +554,7 @@ def _assembled(
     is the tensor itself), or the Problem of chunks that do not tile their
     global shape. The global shape is where the chunks end, as torch's
     reader takes it (no file says it)."""
-    from .buffers import Piece, Pieces
-    from .dcp import MAX_CHUNKS, tiling_problem
+    from .buffers import MAX_CHUNKS, Piece, Pieces, tiling_problem
 
     def problem(why: str) -> Problem:
         return Problem(folder, f"tensor {name!r}: {why}; this tensor was not compared", "malformed")

@@ -1,6 +1,6 @@
 """Write DCP checkpoints with DTensors under ``torch.distributed.run``
 (gloo, CPU): ``python -m torch.distributed.run --nproc_per_node N
-write_dcp.py SPEC...``, each SPEC ``OUT[|flip][|hf][|NAME:I,J]``.
+write_dcp.py SPEC...``, each SPEC ``OUT[|flip][|hf|st][|NAME:I,J]``.
 
 The global tensors are fixed (seeded); ``NAME:I,J`` adds one to one element
 at those global coordinates before saving. Tensors: ``model.rows``
@@ -10,7 +10,9 @@ Shard(0), ``model.cols`` Shard(1) (``flip``: the other way round),
 every SPEC (torchrun is slow to start). ``hf`` saves through
 ``HuggingFaceStorageWriter(save_distributed=True)``: one safetensors file
 per rank, no ``.metadata``, each tensor's offsets in its header (tensors
-only).
+only). ``st`` saves through ``FileSystemWriter(serialization_format=
+SAFETENSORS)``: ``.distcp`` files and ``.metadata`` as by default, but
+each rank's chunks one safetensors blob after its values.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ import sys
 import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
-from torch.distributed.checkpoint import HuggingFaceStorageWriter
+from torch.distributed.checkpoint import FileSystemWriter, HuggingFaceStorageWriter
+from torch.distributed.checkpoint.filesystem import SerializationFormat
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor import Replicate, Shard, distribute_tensor
 
@@ -48,8 +51,9 @@ def save(spec: str, mesh: object) -> None:
     tensors = global_tensors()
     placement = dict(PLACEMENT)
     hf = "hf" in options
+    st = "st" in options
     for option in options:
-        if option == "hf":
+        if option in ("hf", "st"):
             continue
         if option == "flip":
             placement["model.rows"], placement["model.cols"] = Shard(1), Shard(0)
@@ -66,6 +70,10 @@ def save(spec: str, mesh: object) -> None:
         return
     state["step"] = 100
     state["lr"] = 0.001
+    if st:  # .distcp files whose tensors are one safetensors blob after the values
+        writer = FileSystemWriter(out, serialization_format=SerializationFormat.SAFETENSORS)
+        dcp.save(state, storage_writer=writer)
+        return
     dcp.save(state, checkpoint_id=out)
 
 
