@@ -328,6 +328,18 @@ def test_a_manifest_of_one_layout_compares_with_a_run_of_another(
 # --- DCP in safetensors files (HuggingFaceStorageWriter, save_distributed) ---------
 
 
+def _one_changed(
+    code: int, report: dict[str, Any], name: str, at: list[int], shape: list[int]
+) -> None:
+    """Only tensor ``name`` diverged, at global index ``at`` of ``shape``."""
+    assert code == 1
+    buffers = by_name(report)
+    assert {n for (_, n), buf in buffers.items() if buf["status"] != "equal"} == {name}
+    buf = buffers[(0, name)]
+    assert (buf["shape"], buf["n_diff"], buf["first_index_nd"]) == (shape, 1, at)
+    assert buf["first_index"] == at[0] * shape[1] + at[1]
+
+
 @pytest.mark.parametrize(
     ("a", "b", "more"),
     [
@@ -359,12 +371,7 @@ def test_dcp_safetensors_one_element_changed_is_found_at_its_global_index(
     ckpt: Path, a: str, b: str, name: str, at: list[int], shape: list[int]
 ) -> None:
     code, report = compare(ckpt / a, ckpt / b, "--ignore", "lr", "--ignore", "step")
-    assert code == 1
-    buffers = by_name(report)
-    assert {n for (_, n), buf in buffers.items() if buf["status"] != "equal"} == {name}
-    buf = buffers[(0, name)]
-    assert (buf["shape"], buf["n_diff"], buf["first_index_nd"]) == (shape, 1, at)
-    assert buf["first_index"] == at[0] * shape[1] + at[1]
+    _one_changed(code, report, name, at, shape)
 
 
 def _rewrite(path: Path, sharding: object) -> None:
@@ -479,12 +486,7 @@ def test_distcp_of_safetensors_blobs_one_element_changed_is_found_at_its_global_
     ckpt: Path, a: str, b: str, name: str, at: list[int], shape: list[int]
 ) -> None:
     code, report = compare(ckpt / a, ckpt / b)
-    assert code == 1
-    buffers = by_name(report)
-    assert {n for (_, n), buf in buffers.items() if buf["status"] != "equal"} == {name}
-    buf = buffers[(0, name)]
-    assert (buf["shape"], buf["n_diff"], buf["first_index_nd"]) == (shape, 1, at)
-    assert buf["first_index"] == at[0] * shape[1] + at[1]
+    _one_changed(code, report, name, at, shape)
 
 
 RANK0 = "__0_0.distcp"

@@ -36,6 +36,14 @@ pytest.importorskip("ml_dtypes")
 pytest.importorskip("safetensors")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
+from torch.distributed.checkpoint.filesystem import _StorageInfo  # noqa: E402
+from torch.distributed.checkpoint.metadata import (  # noqa: E402
+    ChunkStorageMetadata,
+    Metadata,
+    MetadataIndex,
+    TensorProperties,
+    TensorStorageMetadata,
+)
 
 sys.path.insert(0, str(Path(__file__).parent))
 from helpers import fastdiff  # noqa: E402
@@ -51,14 +59,6 @@ def write_dcp(folder: Path, tensors: dict[str, tuple[Any, list[list[int]]]], fil
     """A DCP folder of ``tensors`` (name -> (global tensor, cut points per
     dimension)), their chunks spread over ``files`` files, as DCP's
     ``FileSystemWriter`` lays them out."""
-    from torch.distributed.checkpoint.filesystem import _StorageInfo
-    from torch.distributed.checkpoint.metadata import (
-        ChunkStorageMetadata,
-        Metadata,
-        MetadataIndex,
-        TensorProperties,
-        TensorStorageMetadata,
-    )  # fmt: skip
 
     folder.mkdir(parents=True)
     streams = [io.BytesIO() for _ in range(files)]
@@ -113,14 +113,6 @@ def write_blobs(folder: Path, tensors: dict[str, tuple[Any, list[list[int]]]]) -
     ``DCP_SHARDING_INFO``); each chunk's ``_StorageInfo`` is the blob's
     offset and the chunk's length in bytes."""
     from safetensors.torch import save
-    from torch.distributed.checkpoint.filesystem import _StorageInfo
-    from torch.distributed.checkpoint.metadata import (
-        ChunkStorageMetadata,
-        Metadata,
-        MetadataIndex,
-        TensorProperties,
-        TensorStorageMetadata,
-    )  # fmt: skip
 
     folder.mkdir(parents=True)
     ranks: list[tuple[dict[str, Any], dict[str, Any]]] = []
