@@ -419,6 +419,20 @@ def test_a_hostile_sharding_info_refuses_the_checkpoint(
     assert len(text.stderr.strip().splitlines()) == 1
 
 
+def test_a_rank_file_that_links_to_nothing_is_said_so(ckpt: Path, tmp_path: Path) -> None:
+    """A rank's file a dangling link: missing (not "named in an index": the
+    folder has none), and no tensor of the checkpoint is compared."""
+    run = _copy(ckpt, tmp_path, "hf2/base")
+    (run / RANK2).unlink()
+    (run / RANK2).symlink_to(tmp_path / "nothing")
+    done = fastdiff("compare", ckpt / "hf2/base", run, "--format", "json")
+    assert done.returncode == 2
+    report = json.loads(done.stdout)
+    assert [e["path"] for e in report["errors"]] == [str(run / RANK2)]
+    assert "listed in the folder but missing" in report["errors"][0]["message"]
+    assert not [b for b in report["buffers"] if b["status"] == "equal"]
+
+
 def test_chunks_that_do_not_tile_are_an_error_for_that_tensor(ckpt: Path, tmp_path: Path) -> None:
     """Rank 2's chunk of model.rows moved to overlap rank 1's: that tensor is
     an error, the others are compared."""
@@ -553,3 +567,36 @@ def test_a_hostile_safetensors_blob_is_an_error_for_its_tensors(
     text = fastdiff("compare", ckpt / "st2/base", run)
     assert text.returncode == 2 and "Traceback" not in text.stderr
     assert len(text.stderr.strip().splitlines()) == len(hurt)
+
+
+# --- names --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("blobs", [False, True])
+def test_a_tensor_named_like_a_part_of_a_value_is_an_error_not_lost(
+    tmp_path: Path, blobs: bool
+) -> None:
+    """A DCP item ``o.0`` beside a list value ``o`` (whose element is ``o.0``
+    too, as values are named): neither is compared, whichever run holds
+    them, and the pair is no identical one (one of them once hid the
+    other: a tensor only one run holds was reported identical)."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint import FileSystemWriter
+    from torch.distributed.checkpoint.filesystem import SerializationFormat
+
+    fmt = SerializationFormat.SAFETENSORS if blobs else SerializationFormat.TORCH_SAVE
+    states = {"plain": {"o": [1.5]}, "both": {"o.0": torch.arange(10.0), "o": [1.5]}}
+    for name, state in states.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            writer = FileSystemWriter(str(tmp_path / name), serialization_format=fmt)
+            dcp.save(state, storage_writer=writer, no_dist=True)
+    for a, b in (("plain", "both"), ("both", "plain")):
+        done = fastdiff("compare", tmp_path / a, tmp_path / b, "--format", "json")
+        assert done.returncode == 2
+        report = json.loads(done.stdout)
+        assert report["verdict"] != "identical"
+        got = by_name(report)
+        assert got[(0, "o.0")]["status"] == "error"
+        assert "'o.0' names 2 buffers" in got[(0, "o.0")]["message"]
+        assert [e["path"] for e in report["errors"]] == [str(tmp_path / "both")]

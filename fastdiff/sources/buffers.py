@@ -213,15 +213,30 @@ class Pieces(Codec):
         return f"Pieces{self.key[1:]}"
 
 
-#: At most this many pieces per buffer (their tiling is checked pairwise).
+#: At most this many pieces per buffer.
 MAX_CHUNKS = 1 << 14
+#: Chunks are checked to be disjoint on the grid their boundaries make when
+#: it has at most this many cells (two bytes each), else pair by pair, at
+#: most ``_PAIRS`` pairs for each chunk (or ``_MIN_PAIRS``) before the
+#: tensor is refused as too irregular to check.
+_CELLS = 1 << 22
+_PAIRS = 64
+_MIN_PAIRS = 1 << 16
 
 
 def tiling_problem(
     shape: tuple[int, ...], boxes: list[tuple[tuple[int, ...], tuple[int, ...]]]
 ) -> str | None:
     """Why chunks ``boxes`` (offsets, sizes) do not tile ``shape`` exactly
-    (within it, disjoint, covering every element); None when they do."""
+    (within it, disjoint, covering every element); None when they do.
+
+    Within the shape and holding its number of elements, the chunks tile it
+    if and only if no two overlap. That is checked on the grid of the
+    chunks' boundaries (each chunk marks its cells; a cell marked twice is
+    an overlap), in time proportional to the cells; where that grid is too
+    large (chunks of many different boundaries in every dimension), pair by
+    pair, sorted along the dimension of the most boundaries, within a
+    bounded number of pairs: never in time quadratic in the chunks."""
     total = 1
     for d in shape:
         total *= d
@@ -238,12 +253,60 @@ def tiling_problem(
             live.append((start, size))
     if volume != total:
         return f"its chunks hold {volume:,} elements, not its {total:,}"
-    live.sort()
+    if len(live) < 2:
+        return None
+    cuts = [
+        sorted({s[k] for s, _ in live} | {s[k] + z[k] for s, z in live}) for k in range(len(shape))
+    ]
+    cells = 1
+    for c in cuts:
+        cells *= len(c) - 1
+    if cells <= _CELLS:
+        return _overlap_on_grid(live, cuts)
+    return _overlap_by_pairs(live, cuts)
+
+
+def _overlap_on_grid(
+    live: list[tuple[tuple[int, ...], tuple[int, ...]]], cuts: list[list[int]]
+) -> str | None:
+    """``tiling_problem``'s overlap check on the grid ``cuts`` make."""
+    import numpy as np
+
+    at = [{x: i for i, x in enumerate(c)} for c in cuts]
+    label = np.uint16 if len(live) < 1 << 16 else np.uint32
+    grid = np.zeros([len(c) - 1 for c in cuts], dtype=label)
+    for i, (start, size) in enumerate(live):
+        box = tuple(
+            slice(at[k][s], at[k][s + z]) for k, (s, z) in enumerate(zip(start, size, strict=True))
+        )
+        seen = grid[box]
+        if seen.any():
+            other = live[int(seen[seen != 0].flat[0]) - 1][0]
+            return f"its chunks at {other} and {start} overlap"
+        grid[box] = i + 1
+    return None
+
+
+def _overlap_by_pairs(
+    live: list[tuple[tuple[int, ...], tuple[int, ...]]], cuts: list[list[int]]
+) -> str | None:
+    """``tiling_problem``'s overlap check pair by pair: sorted along the
+    dimension of the most boundaries, each chunk against those after it
+    that start before it ends there, at most a bounded number of pairs."""
+    k = max(range(len(cuts)), key=lambda d: len(cuts[d]))
+    live = sorted(live, key=lambda b: b[0][k])
+    budget = max(_MIN_PAIRS, _PAIRS * len(live))
     for i, (a, sa) in enumerate(live):
-        end = tuple(s + n for s, n in zip(a, sa, strict=True))
+        end = a[k] + sa[k]
         for b, sb in live[i + 1 :]:
-            if b[0] >= end[0]:
-                break  # sorted by the first offset: none after overlaps
+            if b[k] >= end:
+                break  # sorted along k: none after overlaps
+            budget -= 1
+            if budget < 0:
+                return (
+                    f"its {len(live):,} chunks are laid out too irregularly to check that "
+                    "they tile its shape"
+                )
             if all(max(x, y) < min(x + m, y + n) for x, m, y, n in zip(a, sa, b, sb, strict=True)):
                 return f"its chunks at {a} and {b} overlap"
     return None

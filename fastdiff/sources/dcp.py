@@ -460,7 +460,7 @@ def _common(out: StepRead, path: str, step: int) -> None:
                 Unread(
                     step,
                     ref.name,
-                    f"{ref.name!r} is both in {COMMON} and a DCP item; this one was not compared",
+                    f"{ref.name!r} is both in {COMMON} and a DCP item; neither was compared",
                 )
             )
         else:

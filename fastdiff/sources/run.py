@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from ..model.results import Problem
 from .buffers import RunListing, Unread
 
@@ -127,11 +129,30 @@ def container_listing(
 ) -> RunListing:
     """The listing of a container file given as a run: its buffers, and an
     error (and a broken buffer) for each buffer whose bytes its reader
-    refused (``Unread``), the rest of the container still compared."""
+    refused (``Unread``), the rest of the container still compared. A name
+    given to more than one item is an error of its own: were one of them
+    paired, the other would be lost unseen."""
+    items = list(items)
+    count = Counter((item.step, item.name) for item in items)
     refs: list[BufferRef] = []
     errors: list[Problem] = []
     broken: list[tuple[tuple[int, str], Problem]] = []
+    said: set[tuple[int, str]] = set()
     for item in items:
+        key = (item.step, item.name)
+        if count[key] > 1:
+            # Two things of one name (a tensor, and a part of a value named
+            # like it): one of them would hide the other, so neither is
+            # compared; the first reason an Unread of that name gave wins.
+            if key in said:
+                continue
+            reason = next(
+                (i.reason for i in items if isinstance(i, Unread) and (i.step, i.name) == key),
+                f"{item.name!r} names {count[key]} buffers of this run (a key spelt like "
+                "the path of another, as 'o.0' beside a list 'o'); none of them was compared",
+            )
+            item = Unread(item.step, item.name, reason)
+            said.add(key)
         if isinstance(item, Unread):
             problem = Problem(spec, item.reason, kind="malformed")
             errors.append(problem)

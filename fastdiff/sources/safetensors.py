@@ -444,7 +444,13 @@ def folder_listing(folder: str, names: list[str]) -> RunListing:
             shapes = {r.name: r.shape for r in refs}
             saved = saved_offsets(meta, shapes) if DCP_SHARDING in meta else None
         except FileNotFoundError:
-            unknown(shard, Problem(path, f"named in {INDEX} but missing", "missing"))
+            why = (
+                f"named in {INDEX} but missing"
+                if weight_map
+                else "listed in the folder but missing (a link to nothing, or removed as "
+                "the run was read)"
+            )
+            unknown(shard, Problem(path, why, "missing"))
             continue
         except OSError as exc:
             unknown(shard, Problem(path, f"cannot read: {exc.strerror}", "unreadable"))
