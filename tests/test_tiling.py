@@ -79,12 +79,20 @@ def test_tiling_problem_agrees_with_counting_elements(
 ) -> None:
     shape, boxes = layout
     with pytest.MonkeyPatch.context() as m:
+        m.setattr(buffers, "_FEW", 0)  # not the few chunks' shortcut: one of the two checks
         if by_pairs:  # no grid is small enough: every overlap is looked for pair by pair
             m.setattr(buffers, "_CELLS", 0)
         problem = tiling_problem(shape, boxes)
     assert (problem is None) == tiles(shape, boxes), (shape, boxes, problem)
     if problem is not None:
         assert "\n" not in problem
+
+
+@settings(max_examples=300, deadline=None)
+@given(layout=layouts())
+def test_few_chunks_agree_with_counting_elements(layout: tuple[tuple[int, ...], list[Box]]) -> None:
+    shape, boxes = layout
+    assert (tiling_problem(shape, boxes) is None) == tiles(shape, boxes), (shape, boxes)
 
 
 def _row(n: int) -> list[Box]:

@@ -220,6 +220,8 @@ MAX_CHUNKS = 1 << 14
 #: most ``_PAIRS`` pairs for each chunk (or ``_MIN_PAIRS``) before the
 #: tensor is refused as too irregular to check.
 _CELLS = 1 << 22
+#: Up to this many chunks, pair by pair at once (no numpy to import).
+_FEW = 64
 _PAIRS = 64
 _MIN_PAIRS = 1 << 16
 
@@ -255,6 +257,8 @@ def tiling_problem(
         return f"its chunks hold {volume:,} elements, not its {total:,}"
     if len(live) < 2:
         return None
+    if len(live) <= _FEW:
+        return _overlap_by_pairs(live, [sorted({s[k] for s, _ in live}) for k in range(len(shape))])
     cuts = [
         sorted({s[k] for s, _ in live} | {s[k] + z[k] for s, z in live}) for k in range(len(shape))
     ]
