@@ -45,6 +45,7 @@ import os
 import stat
 
 from .buffers import MAX_CHUNKS, BufferRef, Piece, Pieces, Unread, step_filter, tiling_problem
+from .formats import ZIP_MAGIC
 from .run import RunSource, container_listing, refused
 from .safetensors import DCP_SHARDING, SafetensorsError, parse_header_meta, saved_offsets
 
@@ -54,8 +55,6 @@ if TYPE_CHECKING:
     from .buffers import StepFilter
     from .safetensors import Tensor
 
-#: How a ``torch.save`` archive (a zip) begins.
-ZIP_MAGIC = b"PK\x03\x04"
 #: The file that makes a folder a DCP checkpoint.
 METADATA = ".metadata"
 #: Megatron-LM ``torch_dist``'s shared state, beside the DCP files.
@@ -284,7 +283,8 @@ def read_step(folder: str, step: int) -> StepRead:
             fd, st = opened(name)
             head = os.pread(fd, 9, offset)
             got: dict[str, tuple[Tensor, tuple[int, ...]]] | str | None = None
-            if head[:4] != ZIP_MAGIC and head[8:9] == b"{":
+            # a torch.save archive is a zip (its magic is the table's)
+            if all(head[:4] != m for _, m in ZIP_MAGIC) and head[8:9] == b"{":
                 try:
                     tensors, meta = parse_header_meta(fd, st.st_size, offset)
                     shapes = {t.name: t.shape for t in tensors}
