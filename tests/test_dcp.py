@@ -389,6 +389,17 @@ def _rewrite(path: Path, sharding: object) -> None:
 RANK2 = "shard-00002-model-00001-of-00001.safetensors"
 
 
+def _rank2_refused(ckpt: Path, run: Path, says: str) -> None:
+    """Comparing ``run`` (a copy of hf2/base) gives one error, rank 2's
+    file's, saying ``says``, exit 2, and no tensor compared equal."""
+    done = fastdiff("compare", ckpt / "hf2/base", run, "--format", "json")
+    assert done.returncode == 2
+    report = json.loads(done.stdout)
+    assert [e["path"] for e in report["errors"]] == [str(run / RANK2)]
+    assert says in report["errors"][0]["message"]
+    assert not [b for b in report["buffers"] if b["status"] == "equal"]
+
+
 @pytest.mark.parametrize(
     "sharding",
     [
@@ -408,12 +419,7 @@ def test_a_hostile_sharding_info_refuses_the_checkpoint(
     compared (each has a chunk in every rank's file, unknown)."""
     run = _copy(ckpt, tmp_path, "hf2/base")
     _rewrite(run / RANK2, sharding)
-    done = fastdiff("compare", ckpt / "hf2/base", run, "--format", "json")
-    assert done.returncode == 2
-    report = json.loads(done.stdout)
-    assert [e["path"] for e in report["errors"]] == [str(run / RANK2)]
-    assert "DCP_SHARDING_INFO" in report["errors"][0]["message"]
-    assert not [b for b in report["buffers"] if b["status"] == "equal"]
+    _rank2_refused(ckpt, run, "DCP_SHARDING_INFO")
     text = fastdiff("compare", ckpt / "hf2/base", run)
     assert text.returncode == 2 and "Traceback" not in text.stderr
     assert len(text.stderr.strip().splitlines()) == 1
@@ -425,12 +431,7 @@ def test_a_rank_file_that_links_to_nothing_is_said_so(ckpt: Path, tmp_path: Path
     run = _copy(ckpt, tmp_path, "hf2/base")
     (run / RANK2).unlink()
     (run / RANK2).symlink_to(tmp_path / "nothing")
-    done = fastdiff("compare", ckpt / "hf2/base", run, "--format", "json")
-    assert done.returncode == 2
-    report = json.loads(done.stdout)
-    assert [e["path"] for e in report["errors"]] == [str(run / RANK2)]
-    assert "listed in the folder but missing" in report["errors"][0]["message"]
-    assert not [b for b in report["buffers"] if b["status"] == "equal"]
+    _rank2_refused(ckpt, run, "listed in the folder but missing")
 
 
 def test_chunks_that_do_not_tile_are_an_error_for_that_tensor(ckpt: Path, tmp_path: Path) -> None:
