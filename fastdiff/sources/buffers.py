@@ -257,11 +257,11 @@ def tiling_problem(
         return f"its chunks hold {volume:,} elements, not its {total:,}"
     if len(live) < 2:
         return None
-    if len(live) <= _FEW:
-        return _overlap_by_pairs(live, [sorted({s[k] for s, _ in live}) for k in range(len(shape))])
     cuts = [
         sorted({s[k] for s, _ in live} | {s[k] + z[k] for s, z in live}) for k in range(len(shape))
     ]
+    if len(live) <= _FEW:
+        return _overlap_by_pairs(live, cuts)
     cells = 1
     for c in cuts:
         cells *= len(c) - 1
